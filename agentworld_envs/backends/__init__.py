@@ -1,0 +1,22 @@
+"""Model backends behind one batched interface, built from plain data by :func:`make_backend`."""
+
+from agentworld_envs.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    SamplingParams,
+    Usage,
+)
+from agentworld_envs.backends.registry import make_backend, register_backend
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "ChatRequest",
+    "Completion",
+    "SamplingParams",
+    "Usage",
+    "make_backend",
+    "register_backend",
+]

@@ -1,0 +1,115 @@
+"""The one batched interface every model backend implements.
+
+A list of chat requests goes in; one :class:`Completion` per request comes out, in order.
+Backends are built from plain data (``{"name": "openai", "model": ..., ...}``) by
+:func:`agentworld_envs.backends.make_backend`, so env kwargs that name a backend stay
+serialisable.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agentworld_envs.protocol.tool_calls import ToolCall
+
+__all__ = ["SamplingParams", "ChatRequest", "Usage", "Completion", "Backend", "BackendError"]
+
+
+class BackendError(RuntimeError):
+    """A backend could not produce a completion (after its retries, where it retries)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample. Defaults are the deterministic settings used for evaluation."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Extra API parameters, merged into the request payload (e.g. ``chat_template_kwargs``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form (used in cache keys and run records)."""
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        return data
+
+
+@dataclass
+class ChatRequest:
+    """One conversation to complete: OpenAI-format messages plus optional tool schemas."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form."""
+        return {"messages": self.messages, "tools": self.tools, "sampling": self.sampling.to_dict()}
+
+
+@dataclass
+class Usage:
+    """Token counts of one completion."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Completion:
+    """One model answer: its text, tool calls, usage, latency and finish reason."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    raw: dict[str, Any] | None = None
+    """The provider's verbatim response, where there is one."""
+
+    def to_action(self) -> str:
+        """Render as an env action string: the tool calls as JSON, else the text."""
+        if self.tool_calls:
+            calls = [c.to_dict() for c in self.tool_calls]
+            return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+        return self.text
+
+
+class Backend(abc.ABC):
+    """A model that completes a batch of chat requests."""
+
+    name: str = "backend"
+
+    @abc.abstractmethod
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Complete every request; the result has the same length and order.
+
+        Raises:
+            BackendError: when a request cannot be completed.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """Plain-data description for run metadata. Never includes secrets."""
+        return {"name": self.name}
+
+    def close(self) -> None:
+        """Release resources (connections, engines)."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

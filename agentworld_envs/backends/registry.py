@@ -1,0 +1,47 @@
+"""Build backends from plain data: ``{"name": "openai", "model": "...", ...}``.
+
+Backend modules are imported only when their name is asked for, so heavy libraries load lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from agentworld_envs.backends.base import Backend
+
+__all__ = ["make_backend", "register_backend"]
+
+_BUILTIN = {
+    "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
+    "hf": "agentworld_envs.backends.hf:HFBackend",
+    "vllm": "agentworld_envs.backends.vllm:VLLMBackend",
+    "replay": "agentworld_envs.backends.replay:ReplayBackend",
+}
+_REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
+
+
+def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
+    """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``."""
+    _REGISTRY[name] = factory
+
+
+def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
+    """Build a backend from its name or a config dict whose ``name`` picks the backend.
+
+    A live :class:`Backend` is returned as is.
+    """
+    if isinstance(config, Backend):
+        return config
+    if isinstance(config, str):
+        config = {"name": config}
+    options = dict(config)
+    name = options.pop("name", None)
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; known backends: {sorted(_REGISTRY)}")
+    factory = _REGISTRY[name]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(**options)

@@ -1,0 +1,11 @@
+"""The text protocol shared by every env: text spaces, tool-call parsing and tool schemas."""
+
+from agentworld_envs.protocol.tool_calls import (
+    ParseError,
+    ParsedAction,
+    ToolCall,
+    format_tool_call,
+    parse_action,
+)
+
+__all__ = ["ParseError", "ParsedAction", "ToolCall", "format_tool_call", "parse_action"]

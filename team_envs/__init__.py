@@ -1,0 +1,1 @@
+"""team_envs: shared-context multi-agent teams as PettingZoo envs."""

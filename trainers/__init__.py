@@ -1,0 +1,1 @@
+"""trainers: TeamTR, its baselines, world-model training and RL-library glue."""
