@@ -1,0 +1,26 @@
+"""floor_tasks: AgentFloor's 30 deterministic tool-use tasks as Gymnasium envs.
+
+Importing the package registers ``AgentFloor/<ID>-v0`` for every task, e.g.
+``gym.make("AgentFloor/C3-v0")``, with ``max_episode_steps`` set to the task's step budget.
+Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
+"""
+
+from gymnasium.envs.registration import register
+
+from floor_tasks.solutions import solution
+from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
+
+__all__ = ["TASK_IDS", "TIERS", "TIER_NAMES", "Task", "env_id", "load_task", "load_tasks",
+           "solution"]
+
+
+def env_id(task_id: str) -> str:
+    """The Gymnasium id of a task, e.g. ``"AgentFloor/C3-v0"``."""
+    return f"AgentFloor/{task_id}-v0"
+
+
+TASK_IDS: tuple[str, ...] = tuple(t.id for t in load_tasks())
+for _task in load_tasks():
+    register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
+             kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps)
+del _task

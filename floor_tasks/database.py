@@ -1,0 +1,92 @@
+"""A task's fixture database: records, search index, option sets, constraints, scripted failures.
+
+Fixtures are package data under ``floor_tasks/fixtures/``. Each env gets its own copy, so a run
+can never leak state into the next.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = ["FixtureDB", "compare", "load_fixture"]
+
+_OPERATORS = {
+    "lt": lambda a, b: a < b,
+    "lte": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "gte": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b,
+    "neq": lambda a, b: a != b,
+    "in": lambda a, b: a in b,
+    "not_in": lambda a, b: a not in b,
+}
+
+
+def compare(actual: Any, operator: str, expected: Any) -> bool:
+    """Apply a comparison operator; a missing or incomparable value never satisfies it."""
+    if actual is None:
+        return False
+    try:
+        return bool(_OPERATORS[operator](actual, expected))
+    except TypeError:
+        return False
+
+
+def normalise_key(text: str) -> str:
+    """Case- and whitespace-insensitive form of a search key."""
+    return " ".join(text.lower().split())
+
+
+@functools.lru_cache(maxsize=None)
+def _read_fixture(name: str) -> dict[str, Any]:
+    path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def load_fixture(name: str | None) -> FixtureDB:
+    """Load the fixture named ``name`` (``None`` gives an empty database)."""
+    return FixtureDB(copy.deepcopy(_read_fixture(name)) if name else {})
+
+
+class FixtureDB:
+    """Read access to one fixture's data."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.records: dict[str, dict[str, Any]] = data.get("records", {})
+        self.search_index = {normalise_key(k): v for k, v in data.get("search_index", {}).items()}
+        self.options: dict[str, list[dict[str, Any]]] = data.get("options", {})
+        self.constraints: dict[str, dict[str, Any]] = data.get("constraints", {})
+        self.scripted_failures: list[dict[str, Any]] = data.get("scripted_failures", [])
+
+    def scripted_response(self, tool_name: str, arguments: dict[str, Any]) -> dict | None:
+        """The scripted response for this call, if the fixture scripts one."""
+        for failure in self.scripted_failures:
+            if failure["tool"] == tool_name and all(
+                    arguments.get(k) == v for k, v in failure["when_args"].items()):
+                return copy.deepcopy(failure["response"])
+        return None
+
+    def search(self, query: str) -> list[str]:
+        """Record ids indexed under ``query`` (exact key, ignoring case and spacing)."""
+        return list(self.search_index.get(normalise_key(query), []))
+
+    def evaluate_constraint(self, record_id: str, name: str) -> dict[str, Any]:
+        """Check a field constraint against a record (both must exist)."""
+        spec = self.constraints[name]
+        actual = self.records[record_id].get(spec["field"])
+        satisfied = compare(actual, spec["operator"], spec["value"])
+        return {
+            "record_id": record_id,
+            "constraint_name": name,
+            "satisfied": satisfied,
+            "violations": [] if satisfied else [
+                f"{spec['field']}={actual!r} fails {spec['operator']} {spec['value']!r}"],
+            "actual_value": actual,
+            "expected_value": spec["value"],
+            "operator": spec["operator"],
+        }

@@ -1,0 +1,177 @@
+"""The Gymnasium env of one AgentFloor task.
+
+One ``step(action)`` is one assistant turn. The action is a string that may hold several tool
+calls, run in order; the observation is their result envelopes, one JSON object per line. The
+episode terminates on a final answer (text with no tool call) or an accepted submission, and is
+truncated at the step budget. The reward is 1.0 at the end if and only if the verifier passes.
+
+Example:
+    >>> import gymnasium as gym, floor_tasks
+    >>> env = gym.make("AgentFloor/A1-v0")
+    >>> obs, info = env.reset(seed=0, options={"variant": "v0"})
+    >>> obs, reward, terminated, truncated, info = env.step(
+    ...     '{"name": "lookup_record", "arguments": {"record_id": "P104"}}')
+    >>> '"status": "ok"' in obs
+    True
+    >>> env.step("P104 is active.")[1:3]
+    (1.0, True)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+
+from agentworld_envs.protocol.text_space import (
+    ACTION_MAX_LENGTH,
+    OBSERVATION_MAX_LENGTH,
+    UnicodeText,
+)
+from agentworld_envs.protocol.tool_calls import ParseError, parse_action
+from floor_tasks.database import load_fixture
+from floor_tasks.task import load_task
+from floor_tasks.tools import FloorToolkit
+from floor_tasks.verifier import Trace, judge_submission, verify
+
+__all__ = ["FloorEnv"]
+
+_CALL_HINT = 'Write a tool call as {"name": "<tool>", "arguments": {...}}.'
+_INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
+_ENDED = "The episode has ended; call reset() to start a new one."
+
+
+class FloorEnv(gym.Env[str, str]):
+    """One AgentFloor task as a text env.
+
+    Args:
+        task_id: The task, e.g. ``"C3"``.
+        variant: A fixed variant (index or name such as ``"v2"`` or ``"i1"``); by default each
+            reset draws one from ``np_random``, or takes ``options={"variant": ...}``.
+        max_steps: Step budget override; defaults to the registered ``max_episode_steps``,
+            else the task's own budget.
+        render_mode: ``"ansi"`` renders the transcript as text.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, task_id: str, variant: int | str | None = None,
+                 max_steps: int | None = None, render_mode: str | None = None) -> None:
+        self.task = load_task(task_id)
+        if variant is not None:
+            self.task.variant(variant)  # fail early on a bad variant
+        self.fixed_variant = variant
+        self.max_steps_override = max_steps
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
+        self.action_space = UnicodeText(ACTION_MAX_LENGTH)
+        self.trace: Trace | None = None
+        self.transcript: list[dict[str, str]] = []
+
+    @property
+    def max_steps(self) -> int:
+        """The step budget in assistant turns."""
+        if self.max_steps_override is not None:
+            return self.max_steps_override
+        if self.spec is not None and self.spec.max_episode_steps:
+            return self.spec.max_episode_steps
+        return self.task.max_steps
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode; the observation is the task prompt."""
+        super().reset(seed=seed)
+        key = (options or {}).get("variant", self.fixed_variant)
+        if key is None:
+            key = int(self.np_random.integers(len(self.task.variant_names)))
+        variant = self.task.variant(key)
+        db = load_fixture(self.task.fixture)
+        spec = self.task.submission
+        self._toolkit = FloorToolkit(
+            db, (lambda d: judge_submission(variant.filled(spec), db, d)) if spec else
+            (lambda d: False))
+        self.trace = Trace(variant=variant, db=db)
+        self._turn = 0
+        self._done = False
+        self.transcript = [{"role": "user", "content": variant.prompt}]
+        return variant.prompt, self._base_info()
+
+    def _base_info(self) -> dict[str, Any]:
+        variant = self.trace.variant
+        return {"task_id": self.task.id, "tier": self.task.tier, "variant": variant.name,
+                "variant_index": variant.index, "tools": self.tool_schemas,
+                "max_steps": self.max_steps}
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI tool schemas of the tools this task offers."""
+        return FloorToolkit.schemas(self.task.tools)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one assistant turn. Never raises on the action's content."""
+        if self.trace is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if self._done:
+            return _ENDED, 0.0, True, False, {"invalid_action": True, "error": _ENDED}
+        self._turn += 1
+        parsed = parse_action(action)
+        envelopes = [self._log_parse_error(err) for err in parsed.errors]
+        terminated = False
+        for call in parsed.calls:
+            call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
+            envelope = self._toolkit.dispatch(call, frozenset(self.task.tools), call_id)
+            error_type = (envelope.get("error") or {}).get("type")
+            self.trace.calls.append({
+                "turn": self._turn, "tool_name": call.name, "arguments": call.arguments,
+                "call_id": call_id, "status": envelope["status"], "result": envelope["result"],
+                "error": envelope["error"], "hallucinated": error_type == "tool_not_available",
+                "malformed": error_type == "schema_validation_error"})
+            envelopes.append(envelope)
+            if call.name == "submit_decision" and envelope["status"] == "ok":
+                terminated = True
+                self.trace.termination = "submitted"
+                break
+        if parsed.is_final_answer:
+            terminated = True
+            self.trace.final_answer = parsed.text
+            self.trace.termination = "final_answer"
+        observation = "\n".join(json.dumps(e, ensure_ascii=False, default=str) for e in envelopes)
+        if len(observation) > OBSERVATION_MAX_LENGTH:
+            observation = observation[:OBSERVATION_MAX_LENGTH - 20] + "\n...[truncated]"
+        self.transcript.append({"role": "assistant", "content": action if isinstance(
+            action, str) else repr(action)})
+        if observation:
+            self.transcript.append({"role": "tool", "content": observation})
+        truncated = not terminated and self._turn >= self.max_steps
+        invalid = any((e.get("error") or {}).get("type") in _INVALID for e in envelopes)
+        info: dict[str, Any] = {"turn": self._turn, "invalid_action": invalid,
+                                "tool_results": envelopes}
+        reward = 0.0
+        if terminated or truncated:
+            if truncated:
+                self.trace.termination = "step_budget_exhausted"
+            self._done = True
+            verdict = verify(self.trace)
+            reward = 1.0 if verdict["passed"] else 0.0
+            info.update(verdict=verdict, termination=self.trace.termination)
+        return observation, reward, terminated, truncated, info
+
+    def _log_parse_error(self, error: ParseError) -> dict[str, Any]:
+        call_id = f"{self.task.id}_parse_error_{len(self.trace.calls) + 1}"
+        detail = {"type": "parse_error", "message": error.message, "snippet": error.snippet,
+                  "recoverable": True, "hint": _CALL_HINT}
+        self.trace.calls.append({
+            "turn": self._turn, "tool_name": None, "arguments": {}, "call_id": call_id,
+            "status": "error", "result": None, "error": detail, "hallucinated": False,
+            "malformed": True})
+        return {"tool_name": None, "call_id": call_id, "status": "error", "result": None,
+                "error": detail}
+
+    def render(self) -> str | None:
+        """Render the transcript so far as text (``ansi`` mode)."""
+        if self.render_mode != "ansi":
+            return None
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.transcript)

@@ -1,0 +1,168 @@
+"""Compare two run corpora and list the regressions of the new one.
+
+A regression is a tier or task whose pass rate fell by more than a threshold, or a case
+(task, variant, repeat) that passed in BASE and fails in NEW. Cases are matched on
+(task_id, variant, repeat) alone when each corpus holds one model (the same agent before and
+after a change, possibly under a new slug); when a corpus holds several models, everything is
+compared model by model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from floor_tasks.harness.corpus_io import TASK_IDS, TIERS
+from floor_tasks.harness.report import CaseKey, Record, by_model, case_key
+
+__all__ = ["Regression", "CompareResult", "compare_corpora"]
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One way NEW is worse than BASE."""
+
+    kind: Literal["tier", "task", "case"]
+    key: str
+    """The tier, the task id, or ``task/variant/repeat``."""
+    detail: str
+    model: str | None = None
+    """The model compared, when the corpora are compared model by model."""
+
+    def __str__(self) -> str:
+        where = f" [{self.model}]" if self.model else ""
+        return f"{self.kind} {self.key}{where}: {self.detail}"
+
+
+@dataclass
+class CompareResult:
+    """The regressions of NEW against BASE, plus notes on what could not be compared."""
+
+    threshold: float
+    cases_compared: int
+    regressions: list[Regression] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when NEW has no regression."""
+        return not self.regressions
+
+    def render(self) -> str:
+        """Render as console text, regressions first."""
+        verdict = (
+            f"OK: no regressions ({self.cases_compared} cases compared, "
+            f"threshold {self.threshold:.0%})"
+            if self.ok
+            else f"FAIL: {len(self.regressions)} regression(s) "
+            f"({self.cases_compared} cases compared, threshold {self.threshold:.0%})"
+        )
+        lines = [verdict, *(f"  {r}" for r in self.regressions)]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _order(vocabulary: Sequence[str]) -> Callable[[str], tuple[int, str]]:
+    rank = {name: i for i, name in enumerate(vocabulary)}
+    return lambda key: (rank.get(key, len(rank)), key)
+
+
+def _rates(records: Sequence[Record], field_name: str) -> dict[str, tuple[int, int]]:
+    counts: dict[str, tuple[int, int]] = {}
+    for record in records:
+        passed, n = counts.get(record[field_name], (0, 0))
+        counts[record[field_name]] = passed + bool(record["passed"]), n + 1
+    return counts
+
+
+def _rate_regressions(
+    kind: Literal["tier", "task"],
+    base: Sequence[Record],
+    new: Sequence[Record],
+    threshold: float,
+    model: str | None,
+) -> list[Regression]:
+    field_name, vocabulary = ("tier", TIERS) if kind == "tier" else ("task_id", TASK_IDS)
+    before, after = _rates(base, field_name), _rates(new, field_name)
+    found = []
+    for key in sorted(before.keys() & after.keys(), key=_order(vocabulary)):
+        (p0, n0), (p1, n1) = before[key], after[key]
+        drop = p0 / n0 - p1 / n1
+        if drop > threshold + _EPS:
+            detail = f"pass rate {p0}/{n0} {p0 / n0:.0%} -> {p1}/{n1} {p1 / n1:.0%} (-{drop:.0%})"
+            found.append(Regression(kind, key, detail, model))
+    return found
+
+
+def _cases(records: Sequence[Record]) -> dict[CaseKey, list[Record]]:
+    cases: dict[CaseKey, list[Record]] = {}
+    for record in records:
+        cases.setdefault(case_key(record), []).append(record)
+    return cases
+
+
+def _case_regressions(
+    base: Sequence[Record], new: Sequence[Record], model: str | None, notes: list[str]
+) -> tuple[list[Regression], int]:
+    before, after = _cases(base), _cases(new)
+    missing = len(before.keys() - after.keys())
+    if missing:
+        where = f" for {model}" if model else ""
+        notes.append(f"{missing} BASE case(s){where} have no run in NEW")
+    task_order = _order(TASK_IDS)
+    found = []
+    for key in sorted(before.keys() & after.keys(), key=lambda k: (task_order(k[0]), k[1:])):
+        failed = [r for r in after[key] if not r["passed"]]
+        if all(r["passed"] for r in before[key]) and failed:
+            verdict = failed[0].get("verdict") or {}
+            why = verdict.get("failure_class") or failed[0].get("termination", "failed")
+            detail = f"passed in BASE, fails in NEW ({why})"
+            found.append(Regression("case", "/".join(map(str, key)), detail, model))
+    return found, len(before.keys() & after.keys())
+
+
+def _groups(
+    base: Sequence[Record], new: Sequence[Record], notes: list[str]
+) -> list[tuple[str | None, Sequence[Record], Sequence[Record]]]:
+    """Pair the records to compare: whole corpora for one model each, else model by model."""
+    base_models, new_models = by_model(base), by_model(new)
+    if len(base_models) <= 1 and len(new_models) <= 1:
+        if base_models.keys() != new_models.keys() and base_models and new_models:
+            notes.append(f"comparing {next(iter(base_models))} (BASE) with "
+                         f"{next(iter(new_models))} (NEW)")
+        return [(None, base, new)]
+    for side, only in (("BASE", base_models.keys() - new_models.keys()),
+                       ("NEW", new_models.keys() - base_models.keys())):
+        if only:
+            notes.append(f"models only in {side}, not compared: {', '.join(sorted(only))}")
+    return [(m, base_models[m], new_models[m]) for m in base_models if m in new_models]
+
+
+def compare_corpora(
+    base_records: Sequence[Record], new_records: Sequence[Record], threshold: float = 0.10
+) -> CompareResult:
+    """Find the regressions of ``new_records`` against ``base_records``.
+
+    Args:
+        base_records: the reference corpus.
+        new_records: the corpus under test.
+        threshold: the largest tolerated drop of a tier's or task's pass rate.
+
+    Returns:
+        The regressions (tiers, then tasks, then flipped cases) and notes on unmatched runs.
+    """
+    notes: list[str] = []
+    regressions: list[Regression] = []
+    compared = 0
+    for model, base, new in _groups(base_records, new_records, notes):
+        regressions += _rate_regressions("tier", base, new, threshold, model)
+        regressions += _rate_regressions("task", base, new, threshold, model)
+        flipped, n_cases = _case_regressions(base, new, model, notes)
+        regressions += flipped
+        compared += n_cases
+    order = {"tier": 0, "task": 1, "case": 2}
+    regressions.sort(key=lambda r: order[r.kind])
+    return CompareResult(threshold, compared, regressions, notes)

@@ -1,0 +1,423 @@
+"""Reports over run records: tier ladder, failure histograms, usage and cost, and routing.
+
+The routing table finds, per tier, the *boundary of model necessity*: the cheapest model whose
+pass rate is statistically equivalent (TOST, :func:`~floor_tasks.harness.stats.equivalence_test`)
+to the best model's in that tier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from floor_tasks.harness.corpus_io import FAILURE_CLASSES, TIERS
+from floor_tasks.harness.stats import (
+    RESAMPLES,
+    DiffCI,
+    RateCI,
+    equivalence_test,
+    pass_rate_ci,
+)
+
+__all__ = [
+    "OVERALL",
+    "UsageSummary",
+    "Route",
+    "Report",
+    "by_model",
+    "case_key",
+    "build_report",
+    "plot_ladder",
+    "render_markdown",
+    "render_ladder_text",
+    "write_report",
+]
+
+OVERALL = "overall"
+"""The ladder column that pools every tier."""
+UNCLASSIFIED = "unclassified"
+"""The failure-class bucket of failed runs whose verdict names no class."""
+
+Prices = Mapping[str, Mapping[str, float]]
+"""model -> ``{"price_in_per_mtok": ..., "price_out_per_mtok": ...}`` (USD per million)."""
+Record = Mapping[str, Any]
+CaseKey = tuple[str, str, int]
+
+
+def by_model(records: Iterable[Record]) -> dict[str, list[Record]]:
+    """Group records by their ``model`` slug, models sorted by name."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        groups[record["model"]].append(record)
+    return dict(sorted(groups.items()))
+
+
+def _tiers(records: Iterable[Record]) -> list[str]:
+    extra = sorted({r["tier"] for r in records} - set(TIERS))
+    return [*TIERS, *extra]
+
+
+def _columns(records: Sequence[Record], tiers: Sequence[str]) -> dict[str, list[Record]]:
+    """Split one model's records by tier, plus the pooled :data:`OVERALL` column."""
+    columns: dict[str, list[Record]] = {tier: [] for tier in tiers}
+    for record in records:
+        columns[record["tier"]].append(record)
+    columns[OVERALL] = list(records)
+    return columns
+
+
+def case_key(record: Record) -> CaseKey:
+    """The identity of a run across models: ``(task_id, variant, repeat)``."""
+    return record["task_id"], record["variant"], record["repeat"]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """Mean tokens, latency and cost per run of one model."""
+
+    runs: int
+    mean_input_tokens: float
+    mean_output_tokens: float
+    mean_total_tokens: float
+    mean_latency_s: float
+    mean_wall_s: float
+    cost_per_run: float | None
+    """Mean USD per run; None when the model has no prices."""
+
+    @property
+    def total_cost(self) -> float | None:
+        """USD over all runs; None when the model has no prices."""
+        return None if self.cost_per_run is None else self.cost_per_run * self.runs
+
+
+def _usage(records: Sequence[Record], prices: Mapping[str, float] | None) -> UsageSummary:
+    usage = [r.get("usage") or {} for r in records]
+    tokens_in = [u.get("input_tokens", 0) for u in usage]
+    tokens_out = [u.get("output_tokens", 0) for u in usage]
+    cost = None
+    if prices and {"price_in_per_mtok", "price_out_per_mtok"} <= prices.keys():
+        cost = _mean([
+            (i * prices["price_in_per_mtok"] + o * prices["price_out_per_mtok"]) / 1e6
+            for i, o in zip(tokens_in, tokens_out, strict=True)
+        ])
+    return UsageSummary(
+        runs=len(records),
+        mean_input_tokens=_mean(tokens_in),
+        mean_output_tokens=_mean(tokens_out),
+        mean_total_tokens=_mean([u.get("total_tokens", 0) for u in usage]),
+        mean_latency_s=_mean([r["latency_s"] for r in records if r.get("latency_s") is not None]),
+        mean_wall_s=_mean([r["wall_s"] for r in records if r.get("wall_s") is not None]),
+        cost_per_run=cost,
+    )
+
+
+def _cost_basis(
+    usage: Mapping[str, UsageSummary], params: Mapping[str, float] | None
+) -> tuple[str, dict[str, float]]:
+    """Pick the cheapness measure every model has: cost per run, else params_b, else tokens."""
+    costs = {m: u.cost_per_run for m, u in usage.items()}
+    if None not in costs.values():
+        return "cost per run", costs
+    if params and all(m in params for m in usage):
+        return "params_b", {m: float(params[m]) for m in usage}
+    return "mean total tokens", {m: u.mean_total_tokens for m, u in usage.items()}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row of the routing table: where a tier can be served without losing pass rate."""
+
+    tier: str
+    best: str
+    best_rate: RateCI
+    chosen: str
+    chosen_rate: RateCI
+    diff: DiffCI
+    """``rate(chosen) - rate(best)`` at the equivalence test's confidence."""
+    equivalent: tuple[str, ...]
+    """Every model equivalent to the best one (the best included), cheapest first."""
+
+
+def _outcome_pair(a: Sequence[Record], b: Sequence[Record]) -> tuple[list[bool], list[bool], bool]:
+    """Outcomes of two cells, aligned case by case (paired) when both hold the same cases."""
+    cases_a = {case_key(r): bool(r["passed"]) for r in a}
+    cases_b = {case_key(r): bool(r["passed"]) for r in b}
+    if len(cases_a) == len(a) and len(cases_b) == len(b) and cases_a.keys() == cases_b.keys():
+        keys = sorted(cases_a)
+        return [cases_a[k] for k in keys], [cases_b[k] for k in keys], True
+    return [bool(r["passed"]) for r in a], [bool(r["passed"]) for r in b], False
+
+
+def _route(
+    tier: str,
+    cells: Mapping[str, Sequence[Record]],
+    cost: Mapping[str, float],
+    ladder: Mapping[str, Mapping[str, RateCI]],
+    margin: float,
+    resamples: int,
+) -> Route:
+    rate = {m: ladder[m][tier] for m in cells}
+    best = min(cells, key=lambda m: (-rate[m].rate, cost[m], m))
+    diffs: dict[str, DiffCI] = {}
+    for model, records in cells.items():
+        mine, theirs, paired = _outcome_pair(records, cells[best])
+        test = equivalence_test(mine, theirs, margin=margin, paired=paired, resamples=resamples)
+        if model == best or test.equivalent:
+            diffs[model] = test.diff
+    equivalent = sorted(diffs, key=lambda m: (cost[m], -rate[m].rate, m))
+    chosen = equivalent[0]
+    return Route(tier, best, rate[best], chosen, rate[chosen], diffs[chosen], tuple(equivalent))
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows, computed once from the records."""
+
+    n_runs: int
+    tiers: list[str]
+    ladder: dict[str, dict[str, RateCI]]
+    """model -> tier (or :data:`OVERALL`) -> pass rate with CI."""
+    failure_classes: dict[str, Counter[str]]
+    failure_labels: dict[str, Counter[str]]
+    usage: dict[str, UsageSummary]
+    cost_basis: str
+    routes: list[Route]
+    margin: float
+    resamples: int
+
+    def markdown(self, image: str | None = None) -> str:
+        """Render as Markdown; ``image`` is the ladder plot's path relative to the file."""
+        sections = [
+            "# AgentFloor report",
+            f"{self.n_runs} runs, {len(self.ladder)} models.",
+            self._ladder_md(),
+            *([f"![Tier ladder]({image})"] if image else []),
+            self._failures_md(),
+            self._labels_md(),
+            self._usage_md(),
+            self._routing_md(),
+        ]
+        return "\n\n".join(sections) + "\n"
+
+    def _ladder_md(self) -> str:
+        head = ["Model", *self.tiers, "Overall"]
+        rows = [
+            [m, *(str(cells[c]) for c in [*self.tiers, OVERALL])]
+            for m, cells in self.ladder.items()
+        ]
+        return (
+            "## Tier ladder\n\nPass rate, 95% bootstrap CI "
+            f"({self.resamples:,} resamples, seed 42; cells with < 5 runs get [0, 1]), "
+            "passed/runs.\n\n" + _table(head, rows)
+        )
+
+    def _failures_md(self) -> str:
+        head = ["Model", "Failures", *(f"{c} {name}" for c, name in FAILURE_CLASSES.items()),
+                UNCLASSIFIED]
+        rows = [
+            [m, str(sum(h.values())), *(str(h[c]) for c in [*FAILURE_CLASSES, UNCLASSIFIED])]
+            for m, h in self.failure_classes.items()
+        ]
+        return "## Failure classes\n\nFailed runs by class.\n\n" + _table(head, rows)
+
+    def _labels_md(self) -> str:
+        rows = [
+            [m, label, str(count)]
+            for m, hist in self.failure_labels.items()
+            for label, count in sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        body = _table(["Model", "Label", "Runs"], rows) if rows else "No failure labels."
+        return "## Failure labels\n\n" + body
+
+    def _usage_md(self) -> str:
+        head = ["Model", "Runs", "Input tok", "Output tok", "Total tok", "Latency s", "Wall s",
+                "Cost/run", "Total cost"]
+        rows = [
+            [m, str(u.runs), f"{u.mean_input_tokens:,.0f}", f"{u.mean_output_tokens:,.0f}",
+             f"{u.mean_total_tokens:,.0f}", f"{u.mean_latency_s:.2f}", f"{u.mean_wall_s:.2f}",
+             _usd(u.cost_per_run), _usd(u.total_cost)]
+            for m, u in self.usage.items()
+        ]
+        return "## Tokens, latency and cost\n\nMeans per run.\n\n" + _table(head, rows)
+
+    def _routing_md(self) -> str:
+        head = ["Tier", "Best", "Best rate", "Route to", "Rate", "Δ vs best (90% CI)",
+                "Equivalent to best"]
+        rows = [
+            [r.tier, r.best, str(r.best_rate), r.chosen, str(r.chosen_rate), str(r.diff),
+             ", ".join(r.equivalent)]
+            for r in self.routes
+        ]
+        return (
+            "## Routing: boundary of model necessity\n\n"
+            "Per tier, the cheapest model (by "
+            f"{self.cost_basis}) whose pass rate is equivalent to the best model's: the 90% "
+            f"bootstrap CI of the difference lies within ±{self.margin:.0%} (TOST).\n\n"
+            + _table(head, rows)
+        )
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def build_report(
+    records: Sequence[Record],
+    prices: Prices | None = None,
+    params: Mapping[str, float] | None = None,
+    *,
+    margin: float = 0.10,
+    resamples: int = RESAMPLES,
+) -> Report:
+    """Compute every table of the report.
+
+    Args:
+        records: run records of one or more models.
+        prices: per-model token prices; models without both prices have cost "n/a".
+        params: per-model parameter counts in billions (``params_b``).
+        margin: the equivalence margin of the routing table.
+        resamples: bootstrap resamples per interval.
+
+    Raises:
+        ValueError: when there are no records.
+    """
+    if not records:
+        raise ValueError("no run records to report on")
+    tiers = _tiers(records)
+    groups = by_model(records)
+    columns = {m: _columns(rs, tiers) for m, rs in groups.items()}
+    ladder = {
+        m: {c: pass_rate_ci([bool(r["passed"]) for r in rs], resamples=resamples)
+            for c, rs in cols.items()}
+        for m, cols in columns.items()
+    }
+    usage = {m: _usage(rs, (prices or {}).get(m)) for m, rs in groups.items()}
+    basis, cost = _cost_basis(usage, params)
+    routes = []
+    for column in [*tiers, OVERALL]:
+        cells = {m: cols[column] for m, cols in columns.items() if cols[column]}
+        if cells:
+            routes.append(_route(column, cells, cost, ladder, margin, resamples))
+    return Report(
+        n_runs=len(records),
+        tiers=tiers,
+        ladder=ladder,
+        failure_classes={
+            m: Counter(
+                r["verdict"].get("failure_class") or UNCLASSIFIED for r in rs if not r["passed"]
+            )
+            for m, rs in groups.items()
+        },
+        failure_labels={
+            m: Counter(label for r in rs for label in r["verdict"].get("failure_labels") or [])
+            for m, rs in groups.items()
+        },
+        usage=usage,
+        cost_basis=basis,
+        routes=routes,
+        margin=margin,
+        resamples=resamples,
+    )
+
+
+def plot_ladder(
+    ladder: Mapping[str, Mapping[str, RateCI]], path: str | Path, tiers: Sequence[str] = TIERS
+) -> Path:
+    """Plot pass rate per tier, one line per model with CI error bars, as a PNG.
+
+    Matplotlib is imported here and drawn through its Agg canvas, leaving pyplot untouched.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.0, 1.1 * len(tiers)), 4.0))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    spread = 0.25 / max(1, len(ladder) - 1)
+    for i, (model, cells) in enumerate(ladder.items()):
+        points = [(x, cells[t]) for x, t in enumerate(tiers) if cells[t].n]
+        xs = [x + (i - (len(ladder) - 1) / 2) * spread for x, _ in points]
+        ys = [ci.rate for _, ci in points]
+        yerr = [[ci.rate - ci.low for _, ci in points], [ci.high - ci.rate for _, ci in points]]
+        ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, label=model)
+    ax.set_xticks(range(len(tiers)), list(tiers))
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("tier")
+    ax.set_ylabel("pass rate")
+    ax.set_title("AgentFloor tier ladder (95% bootstrap CI)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=120)
+    return out
+
+
+def render_markdown(
+    records: Sequence[Record],
+    prices: Prices | None = None,
+    params: Mapping[str, float] | None = None,
+    *,
+    image: str | None = None,
+    margin: float = 0.10,
+    resamples: int = RESAMPLES,
+) -> str:
+    """Render the full report of ``records`` as Markdown (see :func:`build_report`)."""
+    report = build_report(records, prices, params, margin=margin, resamples=resamples)
+    return report.markdown(image)
+
+
+def render_ladder_text(records: Sequence[Record]) -> str:
+    """Render a plain-text ladder for the console: one row per model, cells like ``5/5 100%``."""
+    tiers = _tiers(records)
+    head = ["model", *tiers, OVERALL]
+    rows = []
+    for model, rs in by_model(records).items():
+        cells = _columns(rs, tiers)
+        row = [model]
+        for column in [*tiers, OVERALL]:
+            passed, n = sum(bool(r["passed"]) for r in cells[column]), len(cells[column])
+            row.append(f"{passed}/{n} {passed / n:.0%}" if n else "-")
+        rows.append(row)
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [head, *rows]
+    )
+
+
+def write_report(
+    records: Sequence[Record],
+    out_dir: str | Path,
+    prices: Prices | None = None,
+    params: Mapping[str, float] | None = None,
+    *,
+    margin: float = 0.10,
+    resamples: int = RESAMPLES,
+) -> Path:
+    """Write ``report.md`` and ``ladder.png`` into ``out_dir`` (created if missing).
+
+    Returns:
+        The path of ``report.md``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = build_report(records, prices, params, margin=margin, resamples=resamples)
+    plot_ladder(report.ladder, out / "ladder.png", report.tiers)
+    path = out / "report.md"
+    path.write_text(report.markdown(image="ladder.png"), encoding="utf-8")
+    return path

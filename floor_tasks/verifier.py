@@ -1,0 +1,530 @@
+"""Scripted verifiers: a run passes only if every check passes (no partial credit).
+
+The verdict has four sections: the final answer, the submission, the trajectory and the
+forbidden behaviours. Each check is a function registered by name; tasks name checks in their
+YAML files and an unknown name fails when the task loads, never silently at scoring time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from floor_tasks.database import FixtureDB, compare
+from floor_tasks.task import Check, SubmissionSpec, Variant
+
+__all__ = ["Trace", "verify", "judge_submission", "ANSWER_CHECKS", "TRAJECTORY_CHECKS",
+           "FORBIDDEN_CHECKS", "FAILURE_CLASSES"]
+
+FAILURE_CLASSES = {
+    "F1": "hallucinated tool",
+    "F2": "malformed call",
+    "F3": "context amnesia",
+    "F4": "step budget exhausted",
+    "F5": "early resignation",
+    "F6": "wrong tool use",
+    "F7": "partial completion",
+}
+
+
+@dataclass
+class Trace:
+    """What happened in one episode, as the env recorded it."""
+
+    variant: Variant
+    db: FixtureDB
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """Call log: turn, tool_name, arguments, status, result, error, hallucinated, malformed."""
+    final_answer: str | None = None
+    termination: str | None = None
+
+    @property
+    def ok_calls(self) -> list[dict[str, Any]]:
+        """Calls whose envelope status is ok."""
+        return [c for c in self.calls if c["status"] == "ok"]
+
+    @property
+    def submissions(self) -> list[dict[str, Any]]:
+        """Every ``submit_decision`` call that was dispatched."""
+        return [c for c in self.calls if c["tool_name"] == "submit_decision"
+                and not c["malformed"] and not c["hallucinated"]]
+
+    @property
+    def accepted_submission(self) -> dict[str, Any] | None:
+        """The last submission, if it was accepted."""
+        subs = self.submissions
+        return subs[-1]["arguments"] if subs and subs[-1]["status"] == "ok" else None
+
+    def first_submission_index(self) -> int:
+        """Index in the call log of the first submission (the log's length if none)."""
+        return next((i for i, c in enumerate(self.calls) if c["tool_name"] == "submit_decision"),
+                    len(self.calls))
+
+    def observed(self, until: int | None = None) -> set[tuple[str, str]]:
+        """(record id, field) pairs that ok tool results revealed, in calls before ``until``."""
+        seen: set[tuple[str, str]] = set()
+        for call in self.calls[:until]:
+            result = call["result"]
+            if call["status"] != "ok" or not isinstance(result, dict):
+                continue
+            name = call["tool_name"]
+            if name == "lookup_record":
+                seen.update((result["record_id"], f) for f in result["fields"])
+            elif name == "get_attribute":
+                seen.add((result["record_id"], result["attribute"]))
+            elif name == "compare_records":
+                seen.update((row["id"], result["criterion"]) for row in result["comparison"])
+            elif name == "check_constraint":
+                spec = self.db.constraints.get(result["constraint_name"], {})
+                seen.add((result["record_id"], spec.get("field", result["constraint_name"])))
+            elif name == "list_options":
+                seen.update((o["id"], k) for o in result["options"] for k in o if k != "id")
+        return seen
+
+    def constraint_checked(self, record_id: str, name: str) -> bool:
+        """True if ``name`` was checked on the record, or its field was read for the record."""
+        spec = self.db.constraints.get(name, {})
+        checked = any(c["tool_name"] == "check_constraint" and c["status"] == "ok"
+                      and c["arguments"].get("record_id") == record_id
+                      and c["arguments"].get("constraint_name") == name for c in self.calls)
+        return checked or (record_id, spec.get("field", name)) in self.observed()
+
+
+CheckFn = Callable[..., tuple[bool, str]]
+ANSWER_CHECKS: dict[str, CheckFn] = {}
+TRAJECTORY_CHECKS: dict[str, CheckFn] = {}
+FORBIDDEN_CHECKS: dict[str, CheckFn] = {}
+
+
+def _register(table: dict[str, CheckFn], name: str) -> Callable[[CheckFn], CheckFn]:
+    def add(fn: CheckFn) -> CheckFn:
+        table[name] = fn
+        return fn
+    return add
+
+
+# ---------------------------------------------------------------- text matching helpers
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?!\w)")
+_NEGATION = re.compile(r"\b(not|no|isn't|is not|never|un|non)\b[\s-]*$", re.IGNORECASE)
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number written in ``text`` (thousands separators allowed)."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        try:
+            found.append(float(match.group(0).replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def _json_fields(text: str) -> dict[str, Any]:
+    """Flattened key/values of the first JSON object in ``text`` (empty if none)."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(data, dict):
+            flat: dict[str, Any] = {}
+            stack = [data]
+            while stack:
+                for k, v in stack.pop().items():
+                    (stack.append(v) if isinstance(v, dict) else flat.setdefault(k.lower(), v))
+            return flat
+        start = text.find("{", start + 1)
+    return {}
+
+
+def _value_pattern(value: Any) -> str:
+    return r"(?<![\w-])" + re.escape(str(value)) + r"(?![\w-])"
+
+
+def _same_value(got: Any, expected: Any) -> bool:
+    if isinstance(expected, bool):
+        return str(got).lower() in (("true", "yes") if expected else ("false", "no"))
+    if isinstance(expected, int | float):
+        return any(abs(n - expected) < 1e-6 for n in numbers_in(str(got)))
+    if isinstance(expected, list):
+        return set(map(str.lower, map(str, got if isinstance(got, list) else [got]))) == set(
+            map(str.lower, map(str, expected)))
+    return str(got).strip().lower() == str(expected).strip().lower()
+
+
+def field_matches(text: str, key: str, expected: Any) -> str | None:
+    """How ``expected`` for ``key`` appears in an answer: "strict", "weak" or None.
+
+    Strict: a JSON field, or the value within 60 characters after the key. Weak: the value
+    anywhere, word-bounded. Numbers are compared numerically; a percentage also matches its
+    fraction. A boolean matches "yes"/"true", or the key's words without a negation before them.
+    """
+    fields = _json_fields(text)
+    if key.lower() in fields:
+        return "strict" if _same_value(fields[key.lower()], expected) else None
+    lowered = text.lower()
+    key_words = r"[\s_-]*".join(map(re.escape, key.lower().split("_")))
+    if isinstance(expected, bool):
+        word = key.lower().split("_")[0]
+        for match in re.finditer(r"\b" + re.escape(word), lowered):
+            negated = bool(_NEGATION.search(lowered[max(0, match.start() - 12):match.start()]))
+            if negated != expected:
+                return "strict"
+        return None
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        targets = {float(expected)} | ({expected / 100, expected * 100} if "%" in text else set())
+        for match in re.finditer(key_words, lowered):
+            if any(abs(n - t) < 1e-6 for n in numbers_in(lowered[match.end():match.end() + 60])
+                   for t in targets):
+                return "strict"
+        return "weak" if any(abs(n - t) < 1e-6 for n in numbers_in(text) for t in targets) \
+            else None
+    if isinstance(expected, list):
+        found = all(re.search(_value_pattern(v).lower(), lowered) for v in expected)
+        return "weak" if found else None
+    pattern = _value_pattern(str(expected).lower())
+    for match in re.finditer(key_words, lowered):
+        if re.search(pattern, lowered[match.end():match.end() + 60]):
+            return "strict"
+    return "weak" if re.search(pattern, lowered) else None
+
+
+def selected(text: str, record_id: str) -> bool:
+    """True when an answer names ``record_id`` as its choice (not merely as a rejected option)."""
+    pattern = (r"\b(select\w*|choos\w*|chose|pick\w*|recommend\w*|go with|answer|decision|"
+               r"best|final)\b[^.\n]{0,40}?" + _value_pattern(record_id))
+    for match in re.finditer(pattern, text, re.IGNORECASE):
+        if not re.search(r"\b(not|n't|rather than|instead of|over|reject\w*)\b",
+                         match.group(0), re.IGNORECASE):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- answer checks
+
+@_register(ANSWER_CHECKS, "fields")
+def _answer_fields(trace: Trace, expect: dict[str, Any]) -> tuple[bool, str]:
+    text = trace.final_answer or ""
+    weak = []
+    for key, value in expect.items():
+        how = field_matches(text, key, value)
+        if how is None:
+            return False, f"answer does not state {key} = {value!r}"
+        if how == "weak":
+            weak.append(key)
+    return True, "all fields stated" + (f" (weak match: {', '.join(weak)})" if weak else "")
+
+
+@_register(ANSWER_CHECKS, "coverage")
+def _answer_coverage(trace: Trace, elements: dict[str, list[str]],
+                     max_sentences: int) -> tuple[bool, str]:
+    text = (trace.final_answer or "").lower()
+    missing = [name for name, words in elements.items()
+               if not any(w.lower() in text for w in words)]
+    if missing:
+        return False, f"summary misses: {', '.join(missing)}"
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", trace.final_answer.strip()) if s]
+    if len(sentences) > max_sentences:
+        return False, f"summary has {len(sentences)} sentences, at most {max_sentences} allowed"
+    return True, "all required elements covered"
+
+
+# ---------------------------------------------------------------- submission
+
+def judge_submission(spec: SubmissionSpec, db: FixtureDB, decision: dict[str, Any]) -> bool:
+    """Whether a submission meets the task's rule (the submit tool accepts or rejects it)."""
+    if spec.expect is not None:
+        return all(k in decision and any(_same_value(decision[k], alt) for alt in (
+            v if isinstance(v, list) else [v])) for k, v in spec.expect.items())
+    if spec.rule == "bundle":
+        ids = [decision.get(k) for k in ("vendor_id", "chassis_id", "gpu_id")]
+        if not all(isinstance(i, str) and i in db.records for i in ids):
+            return False
+        vendor, chassis, gpu = (db.records[i] for i in ids)
+        cost = vendor.get("base_fee", 0) + chassis.get("price", 0) + gpu.get("price", 0)
+        return (vendor.get("approved") is True
+                and chassis.get("form_factor") in gpu.get("form_factor_compat", [])
+                and cost <= spec.params["budget"]
+                and ids[0] in spec.params.get("vendors", [ids[0]]))
+    if spec.rule == "consistent_deployment":
+        regions = db.records[spec.params["service"]]["available_versions"]
+        version, region = decision.get("component_version"), decision.get("deployment_region")
+        return (version != db.records[spec.params["service"]]["current_component_version"]
+                and region in regions.get(version, []))
+    return False
+
+
+# ---------------------------------------------------------------- trajectory checks
+
+@_register(TRAJECTORY_CHECKS, "must_call")
+def _must_call(trace: Trace, tools: list[str]) -> tuple[bool, str]:
+    called = {c["tool_name"] for c in trace.ok_calls}
+    missing = [t for t in tools if t not in called]
+    return (not missing, f"never called successfully: {', '.join(missing)}" if missing
+            else "all required tools called")
+
+
+@_register(TRAJECTORY_CHECKS, "observed_before_submission")
+def _observed_before(trace: Trace, record_id: str, field: str) -> tuple[bool, str]:
+    ok = (record_id, field) in trace.observed(until=trace.first_submission_index())
+    return ok, (f"read {record_id}.{field} before deciding" if ok
+                else f"decided without reading {record_id}.{field}")
+
+
+@_register(TRAJECTORY_CHECKS, "called_before_submission")
+def _called_before(trace: Trace, tool: str) -> tuple[bool, str]:
+    before = trace.calls[:trace.first_submission_index()]
+    ok = any(c["tool_name"] == tool and c["status"] == "ok" for c in before)
+    return ok, f"{tool} called before submitting" if ok else f"submitted before calling {tool}"
+
+
+@_register(TRAJECTORY_CHECKS, "first_check_on")
+def _first_check_on(trace: Trace, record_id: str) -> tuple[bool, str]:
+    checks = [c for c in trace.calls if c["tool_name"] == "check_constraint"]
+    ok = bool(checks) and checks[0]["arguments"].get("record_id") == record_id
+    return ok, (f"checked {record_id} first" if ok else f"did not check {record_id} first")
+
+
+@_register(TRAJECTORY_CHECKS, "disambiguated")
+def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
+    compared = any(c["tool_name"] == "compare_records" and c["status"] == "ok"
+                   and len(set(c["arguments"].get("record_ids", [])) & set(ids)) >= 2
+                   for c in trace.calls)
+    looked = {c["arguments"].get("record_id") for c in trace.ok_calls
+              if c["tool_name"] in ("lookup_record", "get_attribute")} & set(ids)
+    ok = compared or len(looked) >= 2
+    return ok, "compared the candidates" if ok else "picked without comparing the candidates"
+
+
+@_register(TRAJECTORY_CHECKS, "all_inspected")
+def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
+    seen = {rid for rid, _ in trace.observed()}
+    missing = [i for i in ids if i not in seen]
+    return (not missing, f"never inspected: {', '.join(missing)}" if missing
+            else "all candidates inspected")
+
+
+@_register(TRAJECTORY_CHECKS, "constraints_checked")
+def _constraints_checked(trace: Trace, names: list[str], record_id: str | None = None,
+                         record_from_submission: str | None = None) -> tuple[bool, str]:
+    if record_from_submission is not None:
+        record_id = (trace.accepted_submission or {}).get(record_from_submission)
+    if record_id is None:
+        return False, "no chosen record to check constraints on"
+    missing = [n for n in names if not trace.constraint_checked(record_id, n)]
+    return (not missing, f"{record_id}: never checked {', '.join(missing)}" if missing
+            else f"{record_id}: all constraints checked")
+
+
+@_register(TRAJECTORY_CHECKS, "conflict_seen")
+def _conflict_seen(trace: Trace, record_id: str, fields: list[str]) -> tuple[bool, str]:
+    seen = trace.observed()
+    missing = [f for f in fields if (record_id, f) not in seen]
+    return (not missing, f"never read {record_id}: {', '.join(missing)}" if missing
+            else "read both conflicting sources")
+
+
+def _setback(call: dict[str, Any]) -> bool:
+    result = call["result"]
+    empty = isinstance(result, dict) and result.get("matches") == []
+    return call["status"] != "ok" or empty
+
+
+@_register(TRAJECTORY_CHECKS, "recovered")
+def _recovered(trace: Trace) -> tuple[bool, str]:
+    first = next((i for i, c in enumerate(trace.calls) if _setback(c)), None)
+    if first is None:
+        return False, "no setback was met, so no recovery was shown"
+    ok = any(not _setback(c) for c in trace.calls[first + 1:])
+    return ok, "recovered after a setback" if ok else "never recovered after the setback"
+
+
+@_register(TRAJECTORY_CHECKS, "query_corrected")
+def _query_corrected(trace: Trace, target: str) -> tuple[bool, str]:
+    ok = any(c["tool_name"] == "search_records" and c["status"] == "ok" and target in [
+        m["id"] for m in c["result"]["matches"]] for c in trace.calls)
+    return ok, f"a corrected search found {target}" if ok else f"no search found {target}"
+
+
+@_register(TRAJECTORY_CHECKS, "computed_with")
+def _computed_with(trace: Trace, value: float) -> tuple[bool, str]:
+    ok = any(c["tool_name"] == "compute_value" and c["status"] == "ok" and any(
+        abs(n - value) < 1e-6 for n in numbers_in(json.dumps(c["arguments"])))
+        for c in trace.calls)
+    return ok, (f"computation used {value}" if ok else f"no computation used the value {value}")
+
+
+@_register(TRAJECTORY_CHECKS, "valid_arguments")
+def _valid_arguments(trace: Trace, repair_turns: int) -> tuple[bool, str]:
+    bad = [i for i, c in enumerate(trace.calls) if c["malformed"]]
+    if len(bad) > repair_turns:
+        return False, f"{len(bad)} malformed calls, {repair_turns} repair turn(s) allowed"
+    for i in bad:
+        name = trace.calls[i]["tool_name"]
+        later = [c for c in trace.calls[i + 1:] if c["tool_name"] == name or name is None]
+        if not later or later[0]["malformed"]:
+            return False, f"malformed call to {name or 'a tool'} was never repaired"
+    return True, "all calls well-formed" if not bad else "malformed calls were repaired"
+
+
+# ---------------------------------------------------------------- forbidden behaviours
+
+@_register(FORBIDDEN_CHECKS, "hallucinated_tool")
+def _hallucinated(trace: Trace) -> tuple[bool, str]:
+    names = sorted({c["tool_name"] for c in trace.calls if c["hallucinated"]})
+    return (not names, f"called unavailable tools: {', '.join(names)}" if names
+            else "no unavailable tool called")
+
+
+@_register(FORBIDDEN_CHECKS, "terminate_without_answer")
+def _no_answer(trace: Trace) -> tuple[bool, str]:
+    ok = bool((trace.final_answer or "").strip()) or trace.accepted_submission is not None
+    return ok, "ended with an answer" if ok else "ended without an answer"
+
+
+@_register(FORBIDDEN_CHECKS, "label_not_in_valid_set")
+def _label_set(trace: Trace, valid_set: list[str]) -> tuple[bool, str]:
+    text = (trace.final_answer or "").lower().replace("_", " ")
+    named = [v for v in valid_set if re.search(_value_pattern(v.lower().replace("_", " ")), text)]
+    if len(named) != 1:
+        return False, f"answer must name exactly one label of {valid_set}, named {named}"
+    return True, f"label {named[0]!r} is in the valid set"
+
+
+@_register(FORBIDDEN_CHECKS, "facts_not_in_passage")
+def _facts_in_passage(trace: Trace) -> tuple[bool, str]:
+    source = set(numbers_in(trace.variant.prompt))
+    invented = [n for n in numbers_in(trace.final_answer or "") if n not in source]
+    return (not invented, f"numbers not in the passage: {invented}" if invented
+            else "every number comes from the passage")
+
+
+@_register(FORBIDDEN_CHECKS, "average_conflicting_values")
+def _averaging(trace: Trace, values: list[float]) -> tuple[bool, str]:
+    mean = sum(values) / len(values)
+    in_answer = any(abs(n - mean) < 1e-6 for n in numbers_in(trace.final_answer or ""))
+    computed = any(c["tool_name"] == "compute_value" and isinstance(c["result"], dict)
+                   and c["result"].get("value") == mean for c in trace.calls)
+    ok = not (in_answer or computed)
+    return ok, "did not average the sources" if ok else f"averaged the sources to {mean}"
+
+
+@_register(FORBIDDEN_CHECKS, "repeated_identical_call")
+def _repeated(trace: Trace, max_consecutive: int = 1) -> tuple[bool, str]:
+    run, previous = 0, None
+    for call in trace.calls:
+        key = (call["tool_name"], json.dumps(call["arguments"], sort_keys=True))
+        run = run + 1 if key == previous else 1
+        previous = key
+        if run > max_consecutive:
+            return False, f"{run} identical {call['tool_name']} calls in a row"
+    return True, "no repeated identical calls"
+
+
+@_register(FORBIDDEN_CHECKS, "terminate_after_error")
+def _quit_after_error(trace: Trace) -> tuple[bool, str]:
+    ok = not trace.calls or not _setback(trace.calls[-1])
+    return ok, "kept going after setbacks" if ok else "gave up right after a setback"
+
+
+@_register(FORBIDDEN_CHECKS, "distractor_selected")
+def _distractor(trace: Trace, record_id: str, label: str) -> tuple[bool, str]:
+    submitted = any(record_id in map(str, s["arguments"].values()) for s in trace.submissions)
+    chosen = selected(trace.final_answer or "", record_id)
+    ok = not (submitted or chosen)
+    return ok, f"avoided {record_id}" if ok else f"{label}: chose {record_id}"
+
+
+@_register(FORBIDDEN_CHECKS, "trial_and_error_submission")
+def _trial_and_error(trace: Trace) -> tuple[bool, str]:
+    subs = trace.submissions
+    rejected = next((i for i, s in enumerate(subs) if s["status"] != "ok"), None)
+    ok = rejected is None or rejected == len(subs) - 1
+    return ok, ("no resubmission after a rejection" if ok
+                else "resubmitted after a rejection (trial and error)")
+
+
+# ---------------------------------------------------------------- the verdict
+
+def _section(table: dict[str, CheckFn], checks: list[Check], trace: Trace,
+             variant: Variant) -> dict[str, Any]:
+    subchecks: dict[str, dict[str, Any]] = {}
+    for check in checks:
+        passed, reason = table[check.check](trace, **variant.filled(check.params))
+        name = check.check
+        suffix = 2
+        while name in subchecks:
+            name, suffix = f"{check.check}_{suffix}", suffix + 1
+        subchecks[name] = {"passed": passed, "reason": reason}
+    return {"passed": all(s["passed"] for s in subchecks.values()), "subchecks": subchecks}
+
+
+def default_checks(variant: Variant) -> tuple[list[Check], list[Check]]:
+    """Checks every task has: valid arguments (tool tasks) and the always-forbidden ones."""
+    task = variant.task
+    trajectory = [Check(check="valid_arguments", repair_turns=task.repair_turns)] if task.tools \
+        else []
+    forbidden = [Check(check="hallucinated_tool")]
+    if task.submission is None:
+        forbidden.append(Check(check="terminate_without_answer"))
+    else:
+        forbidden.append(Check(check="trial_and_error_submission"))
+    return trajectory, forbidden
+
+
+def verify(trace: Trace) -> dict[str, Any]:
+    """Score a finished episode. Returns the verdict with every check's result and labels."""
+    variant, task = trace.variant, trace.variant.task
+    if task.answer is not None:
+        passed, reason = ANSWER_CHECKS[task.answer.check](
+            trace, **variant.filled(task.answer.params))
+        answer = {"passed": passed, "reason": reason}
+    else:
+        answer = {"passed": True, "reason": "no final-answer check (the submission decides)"}
+    if task.submission is not None:
+        accepted = trace.accepted_submission
+        submission = {"passed": accepted is not None, "reason": (
+            "final submission accepted" if accepted is not None else
+            "no accepted final submission")}
+    else:
+        submission = {"passed": True, "reason": "no submission required"}
+    base_traj, base_forbidden = default_checks(variant)
+    budget = {"passed": trace.termination != "step_budget_exhausted",
+              "reason": "finished within the step budget"
+              if trace.termination != "step_budget_exhausted" else "step budget exhausted"}
+    trajectory = _section(TRAJECTORY_CHECKS, base_traj + list(task.trajectory), trace, variant)
+    trajectory["subchecks"] = {"step_budget": budget, **trajectory["subchecks"]}
+    trajectory["passed"] = trajectory["passed"] and budget["passed"]
+    forbidden = _section(FORBIDDEN_CHECKS, base_forbidden + list(task.forbidden), trace, variant)
+    checks = {"final_answer": answer, "submission": submission, "trajectory": trajectory,
+              "forbidden": forbidden}
+    passed = all(c["passed"] for c in checks.values())
+    labels = [k for k in ("final_answer", "submission") if not checks[k]["passed"]] + [
+        name for sec in ("trajectory", "forbidden") for name, sub in checks[sec]["subchecks"].items()
+        if not sub["passed"]]
+    return {"passed": passed, "checks": checks, "failure_labels": labels,
+            "failure_class": None if passed else _failure_class(trace, checks)}
+
+
+def _failure_class(trace: Trace, checks: dict[str, Any]) -> str:
+    forbidden = checks["forbidden"]["subchecks"]
+    trajectory = checks["trajectory"]["subchecks"]
+    if trace.termination == "step_budget_exhausted":
+        return "F4"
+    if not forbidden["hallucinated_tool"]["passed"]:
+        return "F1"
+    if not trajectory.get("valid_arguments", {"passed": True})["passed"]:
+        return "F2"
+    if trace.termination == "final_answer":
+        return "F5"
+    if not checks["trajectory"]["passed"]:
+        return "F6"
+    if any(c["passed"] for c in checks.values()):
+        return "F7"
+    return "F3"
