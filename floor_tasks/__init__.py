@@ -9,6 +9,7 @@ from gymnasium.envs.registration import register
 
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
+from floor_tasks.verifier import check_names
 
 __all__ = ["TASK_IDS", "TIERS", "TIER_NAMES", "Task", "env_id", "load_task", "load_tasks",
            "solution"]
@@ -21,6 +22,7 @@ def env_id(task_id: str) -> str:
 
 TASK_IDS: tuple[str, ...] = tuple(t.id for t in load_tasks())
 for _task in load_tasks():
+    check_names(_task)
     register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
              kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps)
 del _task

@@ -90,9 +90,10 @@ class FloorEnv(gym.Env[str, str]):
         variant = self.task.variant(key)
         db = load_fixture(self.task.fixture)
         spec = self.task.submission
+        if spec is not None:
+            spec = type(spec).model_validate(variant.filled(spec.model_dump()))
         self._toolkit = FloorToolkit(
-            db, (lambda d: judge_submission(variant.filled(spec), db, d)) if spec else
-            (lambda d: False))
+            db, (lambda d: judge_submission(spec, db, d)) if spec else (lambda d: False))
         self.trace = Trace(variant=variant, db=db)
         self._turn = 0
         self._done = False

@@ -140,7 +140,10 @@ def load_task(task_id: str) -> Task:
     path = resources.files("floor_tasks") / "tasks" / f"{task_id}.yaml"
     if not path.is_file():
         raise KeyError(f"unknown AgentFloor task {task_id!r}")
-    return Task.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    try:
+        return Task.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (pydantic.ValidationError, yaml.YAMLError) as exc:
+        raise ValueError(f"invalid task file {path}: {exc}") from exc
 
 
 def load_tasks() -> list[Task]:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from floor_tasks.database import FixtureDB, compare
-from floor_tasks.task import Check, SubmissionSpec, Variant
+from floor_tasks.task import Check, SubmissionSpec, Task, Variant
 
-__all__ = ["Trace", "verify", "judge_submission", "ANSWER_CHECKS", "TRAJECTORY_CHECKS",
-           "FORBIDDEN_CHECKS", "FAILURE_CLASSES"]
+__all__ = ["Trace", "verify", "judge_submission", "check_names", "ANSWER_CHECKS", "CHECKS",
+           "FAILURE_CLASSES"]
 
 FAILURE_CLASSES = {
     "F1": "hallucinated tool",
@@ -95,8 +95,8 @@ class Trace:
 
 CheckFn = Callable[..., tuple[bool, str]]
 ANSWER_CHECKS: dict[str, CheckFn] = {}
-TRAJECTORY_CHECKS: dict[str, CheckFn] = {}
-FORBIDDEN_CHECKS: dict[str, CheckFn] = {}
+CHECKS: dict[str, CheckFn] = {}
+"""Trajectory and forbidden-behaviour checks; a task lists each under the section it belongs to."""
 
 
 def _register(table: dict[str, CheckFn], name: str) -> Callable[[CheckFn], CheckFn]:
@@ -262,36 +262,36 @@ def judge_submission(spec: SubmissionSpec, db: FixtureDB, decision: dict[str, An
 
 # ---------------------------------------------------------------- trajectory checks
 
-@_register(TRAJECTORY_CHECKS, "must_call")
+@_register(CHECKS, "must_call")
 def _must_call(trace: Trace, tools: list[str]) -> tuple[bool, str]:
-    called = {c["tool_name"] for c in trace.ok_calls}
+    called = {c["tool_name"] for c in trace.calls if not (c["malformed"] or c["hallucinated"])}
     missing = [t for t in tools if t not in called]
-    return (not missing, f"never called successfully: {', '.join(missing)}" if missing
+    return (not missing, f"never called: {', '.join(missing)}" if missing
             else "all required tools called")
 
 
-@_register(TRAJECTORY_CHECKS, "observed_before_submission")
+@_register(CHECKS, "observed_before_submission")
 def _observed_before(trace: Trace, record_id: str, field: str) -> tuple[bool, str]:
     ok = (record_id, field) in trace.observed(until=trace.first_submission_index())
     return ok, (f"read {record_id}.{field} before deciding" if ok
                 else f"decided without reading {record_id}.{field}")
 
 
-@_register(TRAJECTORY_CHECKS, "called_before_submission")
+@_register(CHECKS, "called_before_submission")
 def _called_before(trace: Trace, tool: str) -> tuple[bool, str]:
     before = trace.calls[:trace.first_submission_index()]
     ok = any(c["tool_name"] == tool and c["status"] == "ok" for c in before)
     return ok, f"{tool} called before submitting" if ok else f"submitted before calling {tool}"
 
 
-@_register(TRAJECTORY_CHECKS, "first_check_on")
+@_register(CHECKS, "first_check_on")
 def _first_check_on(trace: Trace, record_id: str) -> tuple[bool, str]:
     checks = [c for c in trace.calls if c["tool_name"] == "check_constraint"]
     ok = bool(checks) and checks[0]["arguments"].get("record_id") == record_id
     return ok, (f"checked {record_id} first" if ok else f"did not check {record_id} first")
 
 
-@_register(TRAJECTORY_CHECKS, "disambiguated")
+@_register(CHECKS, "disambiguated")
 def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
     compared = any(c["tool_name"] == "compare_records" and c["status"] == "ok"
                    and len(set(c["arguments"].get("record_ids", [])) & set(ids)) >= 2
@@ -302,7 +302,7 @@ def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
     return ok, "compared the candidates" if ok else "picked without comparing the candidates"
 
 
-@_register(TRAJECTORY_CHECKS, "all_inspected")
+@_register(CHECKS, "all_inspected")
 def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
     seen = {rid for rid, _ in trace.observed()}
     missing = [i for i in ids if i not in seen]
@@ -310,7 +310,7 @@ def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
             else "all candidates inspected")
 
 
-@_register(TRAJECTORY_CHECKS, "constraints_checked")
+@_register(CHECKS, "constraints_checked")
 def _constraints_checked(trace: Trace, names: list[str], record_id: str | None = None,
                          record_from_submission: str | None = None) -> tuple[bool, str]:
     if record_from_submission is not None:
@@ -322,7 +322,7 @@ def _constraints_checked(trace: Trace, names: list[str], record_id: str | None =
             else f"{record_id}: all constraints checked")
 
 
-@_register(TRAJECTORY_CHECKS, "conflict_seen")
+@_register(CHECKS, "conflict_seen")
 def _conflict_seen(trace: Trace, record_id: str, fields: list[str]) -> tuple[bool, str]:
     seen = trace.observed()
     missing = [f for f in fields if (record_id, f) not in seen]
@@ -336,7 +336,7 @@ def _setback(call: dict[str, Any]) -> bool:
     return call["status"] != "ok" or empty
 
 
-@_register(TRAJECTORY_CHECKS, "recovered")
+@_register(CHECKS, "recovered")
 def _recovered(trace: Trace) -> tuple[bool, str]:
     first = next((i for i, c in enumerate(trace.calls) if _setback(c)), None)
     if first is None:
@@ -345,14 +345,14 @@ def _recovered(trace: Trace) -> tuple[bool, str]:
     return ok, "recovered after a setback" if ok else "never recovered after the setback"
 
 
-@_register(TRAJECTORY_CHECKS, "query_corrected")
+@_register(CHECKS, "query_corrected")
 def _query_corrected(trace: Trace, target: str) -> tuple[bool, str]:
     ok = any(c["tool_name"] == "search_records" and c["status"] == "ok" and target in [
         m["id"] for m in c["result"]["matches"]] for c in trace.calls)
     return ok, f"a corrected search found {target}" if ok else f"no search found {target}"
 
 
-@_register(TRAJECTORY_CHECKS, "computed_with")
+@_register(CHECKS, "computed_with")
 def _computed_with(trace: Trace, value: float) -> tuple[bool, str]:
     ok = any(c["tool_name"] == "compute_value" and c["status"] == "ok" and any(
         abs(n - value) < 1e-6 for n in numbers_in(json.dumps(c["arguments"])))
@@ -360,7 +360,7 @@ def _computed_with(trace: Trace, value: float) -> tuple[bool, str]:
     return ok, (f"computation used {value}" if ok else f"no computation used the value {value}")
 
 
-@_register(TRAJECTORY_CHECKS, "valid_arguments")
+@_register(CHECKS, "valid_arguments")
 def _valid_arguments(trace: Trace, repair_turns: int) -> tuple[bool, str]:
     bad = [i for i, c in enumerate(trace.calls) if c["malformed"]]
     if len(bad) > repair_turns:
@@ -375,20 +375,20 @@ def _valid_arguments(trace: Trace, repair_turns: int) -> tuple[bool, str]:
 
 # ---------------------------------------------------------------- forbidden behaviours
 
-@_register(FORBIDDEN_CHECKS, "hallucinated_tool")
+@_register(CHECKS, "hallucinated_tool")
 def _hallucinated(trace: Trace) -> tuple[bool, str]:
     names = sorted({c["tool_name"] for c in trace.calls if c["hallucinated"]})
     return (not names, f"called unavailable tools: {', '.join(names)}" if names
             else "no unavailable tool called")
 
 
-@_register(FORBIDDEN_CHECKS, "terminate_without_answer")
+@_register(CHECKS, "terminate_without_answer")
 def _no_answer(trace: Trace) -> tuple[bool, str]:
     ok = bool((trace.final_answer or "").strip()) or trace.accepted_submission is not None
     return ok, "ended with an answer" if ok else "ended without an answer"
 
 
-@_register(FORBIDDEN_CHECKS, "label_not_in_valid_set")
+@_register(CHECKS, "label_not_in_valid_set")
 def _label_set(trace: Trace, valid_set: list[str]) -> tuple[bool, str]:
     text = (trace.final_answer or "").lower().replace("_", " ")
     named = [v for v in valid_set if re.search(_value_pattern(v.lower().replace("_", " ")), text)]
@@ -397,7 +397,7 @@ def _label_set(trace: Trace, valid_set: list[str]) -> tuple[bool, str]:
     return True, f"label {named[0]!r} is in the valid set"
 
 
-@_register(FORBIDDEN_CHECKS, "facts_not_in_passage")
+@_register(CHECKS, "facts_not_in_passage")
 def _facts_in_passage(trace: Trace) -> tuple[bool, str]:
     source = set(numbers_in(trace.variant.prompt))
     invented = [n for n in numbers_in(trace.final_answer or "") if n not in source]
@@ -405,7 +405,7 @@ def _facts_in_passage(trace: Trace) -> tuple[bool, str]:
             else "every number comes from the passage")
 
 
-@_register(FORBIDDEN_CHECKS, "average_conflicting_values")
+@_register(CHECKS, "average_conflicting_values")
 def _averaging(trace: Trace, values: list[float]) -> tuple[bool, str]:
     mean = sum(values) / len(values)
     in_answer = any(abs(n - mean) < 1e-6 for n in numbers_in(trace.final_answer or ""))
@@ -415,7 +415,7 @@ def _averaging(trace: Trace, values: list[float]) -> tuple[bool, str]:
     return ok, "did not average the sources" if ok else f"averaged the sources to {mean}"
 
 
-@_register(FORBIDDEN_CHECKS, "repeated_identical_call")
+@_register(CHECKS, "repeated_identical_call")
 def _repeated(trace: Trace, max_consecutive: int = 1) -> tuple[bool, str]:
     run, previous = 0, None
     for call in trace.calls:
@@ -427,13 +427,13 @@ def _repeated(trace: Trace, max_consecutive: int = 1) -> tuple[bool, str]:
     return True, "no repeated identical calls"
 
 
-@_register(FORBIDDEN_CHECKS, "terminate_after_error")
+@_register(CHECKS, "terminate_after_error")
 def _quit_after_error(trace: Trace) -> tuple[bool, str]:
     ok = not trace.calls or not _setback(trace.calls[-1])
     return ok, "kept going after setbacks" if ok else "gave up right after a setback"
 
 
-@_register(FORBIDDEN_CHECKS, "distractor_selected")
+@_register(CHECKS, "distractor_selected")
 def _distractor(trace: Trace, record_id: str, label: str) -> tuple[bool, str]:
     submitted = any(record_id in map(str, s["arguments"].values()) for s in trace.submissions)
     chosen = selected(trace.final_answer or "", record_id)
@@ -441,7 +441,7 @@ def _distractor(trace: Trace, record_id: str, label: str) -> tuple[bool, str]:
     return ok, f"avoided {record_id}" if ok else f"{label}: chose {record_id}"
 
 
-@_register(FORBIDDEN_CHECKS, "trial_and_error_submission")
+@_register(CHECKS, "trial_and_error_submission")
 def _trial_and_error(trace: Trace) -> tuple[bool, str]:
     subs = trace.submissions
     rejected = next((i for i, s in enumerate(subs) if s["status"] != "ok"), None)
@@ -452,17 +452,25 @@ def _trial_and_error(trace: Trace) -> tuple[bool, str]:
 
 # ---------------------------------------------------------------- the verdict
 
-def _section(table: dict[str, CheckFn], checks: list[Check], trace: Trace,
-             variant: Variant) -> dict[str, Any]:
+def _section(checks: list[Check], trace: Trace, variant: Variant) -> dict[str, Any]:
     subchecks: dict[str, dict[str, Any]] = {}
     for check in checks:
-        passed, reason = table[check.check](trace, **variant.filled(check.params))
+        passed, reason = CHECKS[check.check](trace, **variant.filled(check.params))
         name = check.check
         suffix = 2
         while name in subchecks:
             name, suffix = f"{check.check}_{suffix}", suffix + 1
         subchecks[name] = {"passed": passed, "reason": reason}
     return {"passed": all(s["passed"] for s in subchecks.values()), "subchecks": subchecks}
+
+
+def check_names(task: Task) -> None:
+    """Fail loudly if a task names a check that does not exist."""
+    unknown = [c.check for c in task.trajectory + task.forbidden if c.check not in CHECKS]
+    if task.answer is not None and task.answer.check not in ANSWER_CHECKS:
+        unknown.append(task.answer.check)
+    if unknown:
+        raise ValueError(f"task {task.id} names unknown checks: {unknown}")
 
 
 def default_checks(variant: Variant) -> tuple[list[Check], list[Check]]:
@@ -498,10 +506,10 @@ def verify(trace: Trace) -> dict[str, Any]:
     budget = {"passed": trace.termination != "step_budget_exhausted",
               "reason": "finished within the step budget"
               if trace.termination != "step_budget_exhausted" else "step budget exhausted"}
-    trajectory = _section(TRAJECTORY_CHECKS, base_traj + list(task.trajectory), trace, variant)
+    trajectory = _section(base_traj + list(task.trajectory), trace, variant)
     trajectory["subchecks"] = {"step_budget": budget, **trajectory["subchecks"]}
     trajectory["passed"] = trajectory["passed"] and budget["passed"]
-    forbidden = _section(FORBIDDEN_CHECKS, base_forbidden + list(task.forbidden), trace, variant)
+    forbidden = _section(base_forbidden + list(task.forbidden), trace, variant)
     checks = {"final_answer": answer, "submission": submission, "trajectory": trajectory,
               "forbidden": forbidden}
     passed = all(c["passed"] for c in checks.values())

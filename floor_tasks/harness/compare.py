@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from floor_tasks.harness.corpus_io import TASK_IDS, TIERS
 from floor_tasks.harness.report import CaseKey, Record, by_model, case_key
+from floor_tasks.task import TIERS
 
 __all__ = ["Regression", "CompareResult", "compare_corpora"]
 
@@ -53,21 +53,22 @@ class CompareResult:
 
     def render(self) -> str:
         """Render as console text, regressions first."""
+        scope = f"{self.cases_compared} cases compared, threshold {100 * self.threshold:g} pp"
         verdict = (
-            f"OK: no regressions ({self.cases_compared} cases compared, "
-            f"threshold {self.threshold:.0%})"
+            f"OK: no regressions ({scope})"
             if self.ok
-            else f"FAIL: {len(self.regressions)} regression(s) "
-            f"({self.cases_compared} cases compared, threshold {self.threshold:.0%})"
+            else f"FAIL: {len(self.regressions)} regression(s) ({scope})"
         )
         lines = [verdict, *(f"  {r}" for r in self.regressions)]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
-def _order(vocabulary: Sequence[str]) -> Callable[[str], tuple[int, str]]:
-    rank = {name: i for i, name in enumerate(vocabulary)}
-    return lambda key: (rank.get(key, len(rank)), key)
+def _ladder_order(records: Sequence[Record]) -> Callable[[str], tuple[int, str]]:
+    """Sort key for tiers and task ids: ladder order, then name."""
+    tier_of = {r["task_id"]: r["tier"] for r in records}
+    rank = {tier: i for i, tier in enumerate(TIERS)}
+    return lambda key: (rank.get(tier_of.get(key, key), len(rank)), key)
 
 
 def _rates(records: Sequence[Record], field_name: str) -> dict[str, tuple[int, int]]:
@@ -85,14 +86,15 @@ def _rate_regressions(
     threshold: float,
     model: str | None,
 ) -> list[Regression]:
-    field_name, vocabulary = ("tier", TIERS) if kind == "tier" else ("task_id", TASK_IDS)
+    field_name = "tier" if kind == "tier" else "task_id"
     before, after = _rates(base, field_name), _rates(new, field_name)
     found = []
-    for key in sorted(before.keys() & after.keys(), key=_order(vocabulary)):
+    for key in sorted(before.keys() & after.keys(), key=_ladder_order(base)):
         (p0, n0), (p1, n1) = before[key], after[key]
         drop = p0 / n0 - p1 / n1
         if drop > threshold + _EPS:
-            detail = f"pass rate {p0}/{n0} {p0 / n0:.0%} -> {p1}/{n1} {p1 / n1:.0%} (-{drop:.0%})"
+            detail = (f"pass rate {p0}/{n0} {p0 / n0:.0%} -> {p1}/{n1} {p1 / n1:.0%} "
+                      f"(-{100 * drop:.0f} pp)")
             found.append(Regression(kind, key, detail, model))
     return found
 
@@ -112,7 +114,7 @@ def _case_regressions(
     if missing:
         where = f" for {model}" if model else ""
         notes.append(f"{missing} BASE case(s){where} have no run in NEW")
-    task_order = _order(TASK_IDS)
+    task_order = _ladder_order(base)
     found = []
     for key in sorted(before.keys() & after.keys(), key=lambda k: (task_order(k[0]), k[1:])):
         failed = [r for r in after[key] if not r["passed"]]

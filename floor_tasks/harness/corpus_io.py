@@ -1,4 +1,4 @@
-"""Read run corpora and name the fixed vocabulary of their records.
+"""Read run corpora.
 
 A run corpus is a directory holding ``runs.jsonl`` (one run record per line) and
 ``metadata.json``. Records carry a ``schema_version``; only known versions are read.
@@ -11,54 +11,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "TIERS",
-    "FAILURE_CLASSES",
-    "TASK_IDS",
-    "RUNS_FILE",
-    "TruncatedLineWarning",
-    "tier_of_task",
-    "read_records",
-]
+__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "TruncatedLineWarning", "read_records"]
 
 SCHEMA_VERSION = 1
 """The run-record schema version this module reads."""
 
-TIERS: tuple[str, ...] = ("A0", "A", "B", "C", "D", "E")
-"""The tier ladder, easiest first."""
-
-FAILURE_CLASSES: dict[str, str] = {
-    "F1": "hallucinated tool",
-    "F2": "malformed call",
-    "F3": "context amnesia",
-    "F4": "loop (step budget exhausted)",
-    "F5": "early resignation",
-    "F6": "wrong tool",
-    "F7": "partial",
-}
-
-TASK_IDS: tuple[str, ...] = tuple(
-    [f"A0{i}" for i in range(1, 6)] + [f"{t}{i}" for t in "ABCDE" for i in range(1, 6)]
-)
-"""The 30 AgentFloor task ids in ladder order."""
-
 RUNS_FILE = "runs.jsonl"
+"""The records file inside a corpus directory."""
 
 
 class TruncatedLineWarning(UserWarning):
     """The last line of a corpus file is not valid JSON (a write cut mid-line); it was skipped."""
-
-
-def tier_of_task(task_id: str) -> str:
-    """Return the tier of an AgentFloor task id (``"A03"`` → ``"A0"``, ``"C3"`` → ``"C"``).
-
-    Raises:
-        ValueError: for an id that is not one of :data:`TASK_IDS`.
-    """
-    if task_id not in TASK_IDS:
-        raise ValueError(f"unknown task id {task_id!r}")
-    return "A0" if task_id.startswith("A0") else task_id[0]
 
 
 def _check_record(record: Any, where: str) -> dict[str, Any]:

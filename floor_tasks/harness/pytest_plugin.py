@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from floor_tasks.harness.corpus_io import TASK_IDS, tier_of_task
 from floor_tasks.harness.report import render_ladder_text
 from floor_tasks.harness.sweep_config import resolve_tasks
+from floor_tasks.task import load_tasks
 
 __all__ = ["Agent", "FloorResult", "AgentFloor", "agentfloor"]
 
@@ -127,8 +127,8 @@ class AgentFloor:
             raise TypeError(f"agent must be a callable or a backend config dict, got {agent!r}")
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
-        tier_of = {t: tier_of_task(t) for t in TASK_IDS}
-        task_ids = resolve_tasks(tasks, TASK_IDS, tier_of)
+        tier_of = {t.id: t.tier for t in load_tasks()}
+        task_ids = resolve_tasks(tasks, list(tier_of), tier_of)
         names = [variants] if isinstance(variants, str) else list(variants)
         result = FloorResult([
             run_episode(task_id, agent, variant=variant, seed=seed + repeat)

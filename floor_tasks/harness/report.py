@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floor_tasks.harness.corpus_io import FAILURE_CLASSES, TIERS
 from floor_tasks.harness.stats import (
     RESAMPLES,
     DiffCI,
@@ -22,6 +21,8 @@ from floor_tasks.harness.stats import (
     equivalence_test,
     pass_rate_ci,
 )
+from floor_tasks.task import TIERS
+from floor_tasks.verifier import FAILURE_CLASSES
 
 __all__ = [
     "OVERALL",
@@ -260,7 +261,7 @@ class Report:
             "## Routing: boundary of model necessity\n\n"
             "Per tier, the cheapest model (by "
             f"{self.cost_basis}) whose pass rate is equivalent to the best model's: the 90% "
-            f"bootstrap CI of the difference lies within ±{self.margin:.0%} (TOST).\n\n"
+            f"bootstrap CI of the difference lies within ±{100 * self.margin:.0f} pp (TOST).\n\n"
             + _table(head, rows)
         )
 

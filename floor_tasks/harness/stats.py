@@ -66,7 +66,7 @@ class DiffCI:
     paired: bool
 
     def __str__(self) -> str:
-        return f"{self.estimate:+.1%} [{self.low:+.1%}, {self.high:+.1%}]"
+        return f"{100 * self.estimate:+.1f} pp [{100 * self.low:+.1f}, {100 * self.high:+.1f}]"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from floor_tasks.harness.corpus_io import TIERS
+from floor_tasks.task import TIERS
 
 __all__ = [
     "SweepConfigError",

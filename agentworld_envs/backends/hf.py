@@ -1,0 +1,256 @@
+"""In-process backend: a transformers causal LM, generating in left-padded batches.
+
+torch and transformers are imported when a backend is built, never at package import.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from agentworld_envs.backends.base import (
+    Backend,
+    ChatRequest,
+    Completion,
+    SamplingParams,
+    Usage,
+)
+from agentworld_envs.backends.openai_compat import text_tool_calls
+
+__all__ = ["HFBackend", "template_messages", "cut_at_stop"]
+
+_HINT = 'the "hf" backend needs torch and transformers: pip install "agentworld[hf]"'
+
+
+def _import_hf() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise ImportError(_HINT) from exc
+    return torch, transformers
+
+
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copy messages for a chat template: tool-call arguments given as JSON text become objects."""
+    out = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls:
+            message = {**message, "tool_calls": [_object_arguments(call) for call in calls]}
+        out.append(message)
+    return out
+
+
+def _object_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    call = copy.deepcopy(call)
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            function["arguments"] = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            pass  # rendered as the raw text the model wrote
+    return call
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop string; also say whether one was found."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[: min(cuts)], True) if cuts else (text, False)
+
+
+class _GumbelSampler:
+    """Logits processor that turns greedy search into sampling with per-row torch generators.
+
+    Adding Gumbel noise to temperature-scaled, top-p-filtered logits and taking the argmax
+    draws from the same distribution as multinomial sampling, but from each request's own
+    seeded generator, so a seeded request samples the same way whatever batch it is in.
+    """
+
+    def __init__(self, torch: Any, generators: list[Any], temperature: float, top_p: float):
+        self._torch = torch
+        self._generators = generators
+        self._temperature = temperature
+        self._top_p = top_p
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        torch = self._torch
+        scores = scores.float() / self._temperature
+        if self._top_p < 1.0:
+            ordered, order = scores.sort(dim=-1, descending=True)
+            probs = ordered.softmax(dim=-1)
+            drop_sorted = probs.cumsum(dim=-1) - probs > self._top_p
+            drop = drop_sorted.scatter(-1, order, drop_sorted)
+            scores = scores.masked_fill(drop, float("-inf"))
+        uniform = torch.stack([
+            torch.rand(scores.shape[-1], generator=g, device=g.device) for g in self._generators
+        ]).clamp_(1e-10, 1.0 - 1e-7)
+        return scores - torch.log(-torch.log(uniform))
+
+
+class HFBackend(Backend):
+    """A transformers causal LM run in-process.
+
+    Args:
+        model: Local directory or hub name, loaded with ``AutoTokenizer`` and
+            ``AutoModelForCausalLM``.
+        device: Torch device, e.g. ``"cpu"`` or ``"cuda:0"``.
+        dtype: ``"auto"`` or a torch dtype name such as ``"bfloat16"``.
+        batch_size: Most conversations per ``generate`` call.
+        enable_thinking: Passed to the chat template when not None.
+
+    ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
+    its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
+    ``min_new_tokens``. ``Completion.raw`` holds the generated token ids.
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        device: str = "cpu",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        enable_thinking: bool | None = None,
+    ) -> None:
+        torch, transformers = _import_hf()
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.model = model
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.enable_thinking = enable_thinking
+        self._torch = torch
+        self._tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+        self._tokenizer.padding_side = "left"
+        if self._tokenizer.pad_token is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        self._model = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
+        self._model.to(device).eval()
+        eos = self._model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self._eos_ids = set(eos) | {self._tokenizer.eos_token_id}
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for run metadata."""
+        return {
+            "name": self.name,
+            "model": self.model,
+            "device": self.device,
+            "dtype": self.dtype,
+            "batch_size": self.batch_size,
+            "enable_thinking": self.enable_thinking,
+        }
+
+    def close(self) -> None:
+        """Drop the model and free accelerator memory."""
+        self._model = None
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Generate for every request, batching requests that share sampling settings.
+
+        Seeds may differ within a batch: each request samples from its own generator.
+        """
+        groups: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            settings = {k: v for k, v in request.sampling.to_dict().items() if k != "seed"}
+            groups.setdefault(json.dumps(settings, sort_keys=True, default=str), []).append(i)
+        results: list[Completion | None] = [None] * len(requests)
+        for indices in groups.values():
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start : start + self.batch_size]
+                batch = self._generate([requests[i] for i in chunk])
+                for i, completion in zip(chunk, batch, strict=True):
+                    results[i] = completion
+        return results  # type: ignore[return-value]
+
+    def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
+        kwargs = dict(template_kwargs)
+        if self.enable_thinking is not None:
+            kwargs.setdefault("enable_thinking", self.enable_thinking)
+        return self._tokenizer.apply_chat_template(
+            template_messages(request.messages),
+            tools=request.tools or None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **kwargs,
+        )
+
+    def _generation_config(self, sampling: SamplingParams) -> tuple[Any, dict[str, Any]]:
+        extra = dict(sampling.extra)
+        template_kwargs = extra.pop("chat_template_kwargs", None) or {}
+        config = copy.deepcopy(self._model.generation_config)
+        unused = config.update(
+            max_new_tokens=sampling.max_tokens,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=self._tokenizer.pad_token_id,
+            **extra,
+        )
+        if unused:
+            raise ValueError(f"unknown generation settings in SamplingParams.extra: {unused}")
+        return config, template_kwargs
+
+    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        torch = self._torch
+        sampling = requests[0].sampling
+        config, template_kwargs = self._generation_config(sampling)
+        prompts = [self._prompt(r, template_kwargs) for r in requests]
+        inputs = self._tokenizer(
+            prompts, return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(self.device)
+        processors = []
+        if sampling.temperature > 0:
+            generators = [_generator(torch, self.device, r.sampling.seed) for r in requests]
+            processors.append(
+                _GumbelSampler(torch, generators, sampling.temperature, sampling.top_p)
+            )
+        start = time.perf_counter()
+        with torch.inference_mode():
+            output = self._model.generate(
+                **inputs, generation_config=config, logits_processor=processors
+            )
+        latency_s = time.perf_counter() - start
+        prompt_len = inputs["input_ids"].shape[1]
+        completions = []
+        for row, request in enumerate(requests):
+            new_ids = output[row, prompt_len:].tolist()
+            ends = [j for j, token in enumerate(new_ids) if token in self._eos_ids]
+            if ends:
+                new_ids, finish = new_ids[: ends[0] + 1], "stop"
+            else:
+                finish = "length" if len(new_ids) >= sampling.max_tokens else "stop"
+            text = self._tokenizer.decode(new_ids, skip_special_tokens=True)
+            text, stopped = cut_at_stop(text, request.sampling.stop)
+            completions.append(Completion(
+                text=text,
+                tool_calls=text_tool_calls(text),
+                finish_reason="stop" if stopped else finish,
+                usage=Usage(
+                    input_tokens=int(inputs["attention_mask"][row].sum()),
+                    output_tokens=len(new_ids),
+                ),
+                latency_s=latency_s,
+                raw={"token_ids": new_ids},
+            ))
+        return completions
+
+
+def _generator(torch: Any, device: str, seed: int | None) -> Any:
+    generator = torch.Generator(device=device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator

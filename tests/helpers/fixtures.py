@@ -1,0 +1,35 @@
+"""Session fixtures for tests that need a real model: a tiny LM and a server serving it.
+
+Enable them with ``pytest_plugins = ["tests.helpers.fixtures"]`` in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.server import start_transformers_serve
+from tests.helpers.tiny_lm import build_tiny_lm
+
+
+@pytest.fixture(scope="session")
+def hf_offline() -> Iterator[None]:
+    """Keep huggingface_hub off the network for the session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(hf_offline: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight chat model saved to a temporary directory."""
+    return build_tiny_lm(tmp_path_factory.mktemp("tiny_lm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_lm_dir: Path) -> Iterator[tuple[str, str]]:
+    """A ``transformers serve`` process on loopback: yields ``(base_url, model_name)``."""
+    with start_transformers_serve(tiny_lm_dir) as (base_url, _process):
+        yield base_url, str(tiny_lm_dir)

@@ -1,0 +1,201 @@
+"""Servers on loopback for backend tests.
+
+:func:`start_transformers_serve` runs a real ``transformers serve`` on a local model directory;
+:class:`FakeOpenAIServer` is a scripted stdlib server for fault tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "FakeOpenAIServer",
+    "Reply",
+    "chat_response",
+    "free_port",
+    "start_transformers_serve",
+]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve_command() -> list[str]:
+    exe = shutil.which("transformers") or str(Path(sys.executable).with_name("transformers"))
+    return [exe, "serve"]
+
+
+@contextlib.contextmanager
+def start_transformers_serve(
+    model_dir: str | Path, startup_timeout_s: float = 120.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Serve ``model_dir`` with ``transformers serve`` pinned to that model.
+
+    Requests must name the model as ``str(model_dir)`` (the server answers 400 otherwise).
+
+    Yields:
+        The base URL (with ``/v1``) and the server process.
+
+    Raises:
+        RuntimeError: when the server does not answer ``/health`` within ``startup_timeout_s``;
+            the message ends with the tail of its output.
+    """
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    command = [*_serve_command(), str(model_dir), "--host", "127.0.0.1", "--port", str(port),
+               "--device", "cpu", "--log-level", "warning"]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            _wait_healthy(f"http://127.0.0.1:{port}", process, log, startup_timeout_s)
+            yield f"http://127.0.0.1:{port}/v1", process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
+
+
+def _wait_healthy(root: str, process: subprocess.Popen, log, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{root}/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.25)
+    log.seek(0)
+    tail = log.read().decode("utf-8", "replace")[-3000:]
+    state = f"exited with code {process.returncode}" if process.poll() is not None else "timed out"
+    raise RuntimeError(f"transformers serve on {root} {state} before answering /health:\n{tail}")
+
+
+Responder = Callable[[int, dict[str, Any]], "Reply"]
+
+
+@dataclass
+class Reply:
+    """What the fake server answers: a status, a JSON (or text) body and a delay."""
+
+    status: int = 200
+    body: dict[str, Any] | str = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+def chat_response(
+    content: str | None = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str = "stop",
+    prompt_tokens: int = 7,
+    completion_tokens: int = 3,
+) -> dict[str, Any]:
+    """A minimal OpenAI chat-completions response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI-style server on loopback (stdlib ``http.server``), for fault tests.
+
+    ``responder(hit_number, request_json)`` decides each reply; hit numbers start at 1. The
+    server records every request body and its headers, and the most requests in flight at once.
+
+    Args:
+        responder: Builds the reply to each POST.
+    """
+
+    def __init__(self, responder: Responder) -> None:
+        self.responder = responder
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with fake._lock:
+                    fake.bodies.append(body)
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    hit = len(fake.bodies)
+                    fake._in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+                try:
+                    reply = fake.responder(hit, body)
+                    time.sleep(reply.delay_s)
+                    data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+                    payload = data.encode("utf-8")
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+                finally:
+                    with fake._lock:
+                        fake._in_flight -= 1
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Stay quiet."""
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def hits(self) -> int:
+        """How many POSTs arrived."""
+        return len(self.bodies)
+
+    @property
+    def base_url(self) -> str:
+        """The server's base URL, with ``/v1``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
