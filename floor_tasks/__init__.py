@@ -7,6 +7,8 @@ Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 
 from gymnasium.envs.registration import register
 
+from agentworld_envs.backends import register_backend
+
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names
@@ -26,3 +28,4 @@ for _task in load_tasks():
     register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
              kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps)
 del _task
+register_backend("oracle", "floor_tasks.harness.agents:OracleBackend")

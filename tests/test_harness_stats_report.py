@@ -139,6 +139,7 @@ def test_report_tables() -> None:
     assert report.ladder["small"]["A"].passed == 10 and report.ladder["small"]["A"].n == 20
     assert report.failure_classes["small"]["F4"] == 60
     assert report.failure_labels["small"]["step_budget"] == 60
+    assert report.terminations["small"] == {"final_answer": 60, "step_budget_exhausted": 60}
     assert report.usage["small"].cost_per_run is None
     assert report.usage["big"].cost_per_run == pytest.approx((100 * 10 + 50 * 30) / 1e6)
     md = report.markdown()

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from floor_tasks.harness.stats import (
+    MIN_RUNS,
     RESAMPLES,
+    SEED,
     DiffCI,
     RateCI,
     equivalence_test,
@@ -74,6 +76,10 @@ def _columns(records: Sequence[Record], tiers: Sequence[str]) -> dict[str, list[
 def case_key(record: Record) -> CaseKey:
     """The identity of a run across models: ``(task_id, variant, repeat)``."""
     return record["task_id"], record["variant"], record["repeat"]
+
+
+def _verdict(record: Record) -> Mapping[str, Any]:
+    return record.get("verdict") or {}
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -188,6 +194,7 @@ class Report:
     """model -> tier (or :data:`OVERALL`) -> pass rate with CI."""
     failure_classes: dict[str, Counter[str]]
     failure_labels: dict[str, Counter[str]]
+    terminations: dict[str, Counter[str]]
     usage: dict[str, UsageSummary]
     cost_basis: str
     routes: list[Route]
@@ -203,6 +210,7 @@ class Report:
             *([f"![Tier ladder]({image})"] if image else []),
             self._failures_md(),
             self._labels_md(),
+            self._terminations_md(),
             self._usage_md(),
             self._routing_md(),
         ]
@@ -215,9 +223,9 @@ class Report:
             for m, cells in self.ladder.items()
         ]
         return (
-            "## Tier ladder\n\nPass rate, 95% bootstrap CI "
-            f"({self.resamples:,} resamples, seed 42; cells with < 5 runs get [0, 1]), "
-            "passed/runs.\n\n" + _table(head, rows)
+            f"## Tier ladder\n\nPass rate, 95% bootstrap CI ({self.resamples:,} resamples, "
+            f"seed {SEED}; cells with < {MIN_RUNS} runs get [0, 1]), passed/runs.\n\n"
+            + _table(head, rows)
         )
 
     def _failures_md(self) -> str:
@@ -237,6 +245,14 @@ class Report:
         ]
         body = _table(["Model", "Label", "Runs"], rows) if rows else "No failure labels."
         return "## Failure labels\n\n" + body
+
+    def _terminations_md(self) -> str:
+        kinds = sorted({k for hist in self.terminations.values() for k in hist})
+        rows = [[m, *(str(h[k]) for k in kinds)] for m, h in self.terminations.items()]
+        return (
+            "## Terminations\n\nHow runs ended (`backend_error` runs count as failures above)."
+            "\n\n" + _table(["Model", *kinds], rows)
+        )
 
     def _usage_md(self) -> str:
         head = ["Model", "Runs", "Input tok", "Output tok", "Total tok", "Latency s", "Wall s",
@@ -319,14 +335,16 @@ def build_report(
         ladder=ladder,
         failure_classes={
             m: Counter(
-                r["verdict"].get("failure_class") or UNCLASSIFIED for r in rs if not r["passed"]
+                _verdict(r).get("failure_class") or UNCLASSIFIED for r in rs if not r["passed"]
             )
             for m, rs in groups.items()
         },
         failure_labels={
-            m: Counter(label for r in rs for label in r["verdict"].get("failure_labels") or [])
+            m: Counter(label for r in rs for label in _verdict(r).get("failure_labels") or [])
             for m, rs in groups.items()
         },
+        terminations={m: Counter(r.get("termination", "unknown") for r in rs)
+                      for m, rs in groups.items()},
         usage=usage,
         cost_basis=basis,
         routes=routes,

@@ -1,0 +1,36 @@
+"""The ``agentworld`` console script. Each package adds its own subcommand group."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+# Command groups, imported only when used: name -> (module, help).
+GROUPS = {
+    "floor": ("floor_tasks.harness.cli", "AgentFloor tasks: list, run, sweep, report, compare"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser, with one sub-parser per command group."""
+    parser = argparse.ArgumentParser(
+        prog="agentworld", description="Environments for training and testing LLM agents.")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
+    for name, (module, help_text) in GROUPS.items():
+        importlib.import_module(module).add_commands(groups.add_parser(
+            name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The AgentFloor harness: run agents over tasks, record run corpora, report and compare."""

@@ -1,0 +1,184 @@
+"""``agentworld floor``: list tasks, run agents and sweeps, report, compare and re-score corpora."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def _backend(value: str) -> dict[str, Any]:
+    """A backend given as a name (``oracle``) or as a JSON object."""
+    if value.lstrip().startswith("{"):
+        try:
+            config = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"--backend is not valid JSON: {exc}") from None
+        if not isinstance(config, dict) or "name" not in config:
+            raise argparse.ArgumentTypeError('--backend JSON needs a "name" field')
+        return config
+    return {"name": value}
+
+
+def _selector(value: str) -> str | list[str]:
+    """Keep "all" and "tier:..." selectors; split anything else on commas."""
+    if value == "all" or value.startswith("tier:"):
+        return value
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from floor_tasks.task import TIER_NAMES, load_tasks
+
+    print(f"{'id':<4} {'tier':<4} {'steps':>5} {'variants':>8}  title (tools)")
+    for task in load_tasks():
+        if args.tier and task.tier not in args.tier:
+            continue
+        tools = ", ".join(task.tools) or "no tools"
+        print(f"{task.id:<4} {task.tier:<4} {task.max_steps:>5} {len(task.variant_names):>8}  "
+              f"{task.title} ({tools})")
+    print("\ntiers: " + "; ".join(f"{t} = {n}" for t, n in TIER_NAMES.items()))
+    return 0
+
+
+def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None) -> int:
+    from floor_tasks.harness.report import render_ladder_text, write_report
+
+    print(render_ladder_text(records))
+    print(f"\ncorpus: {outcome.corpus} ({outcome.written} new runs, "
+          f"{outcome.skipped} already done)")
+    if report_dir is not None:
+        write_report(records, report_dir)
+        print(f"report: {report_dir / 'report.md'}")
+    for error in outcome.errors:
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if outcome.errors else 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from floor_tasks.harness.corpus import RunCorpus
+    from floor_tasks.harness.sweep import run_sweep, single_model_config
+
+    name = args.name or (args.backend.get("model") or args.backend["name"]).replace("/", "_")
+    config = single_model_config(
+        args.backend, name=name, tasks=_selector(args.tasks), variants=_selector(args.variants),
+        repeats=args.repeats, results_dir=str(args.out or Path("runs") / name),
+        system_prompt_suffix=args.system_prompt_suffix, max_steps_override=args.max_steps,
+        thinking=args.thinking, max_tokens=args.max_tokens)
+    outcome = run_sweep(config, progress=not args.no_progress, batch_size=args.batch_size)
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from floor_tasks.harness.corpus import RunCorpus
+    from floor_tasks.harness.sweep import run_sweep
+    from floor_tasks.harness.sweep_config import load_sweep
+
+    config = load_sweep(args.config)
+    outcome = run_sweep(config, args.out, progress=not args.no_progress,
+                        batch_size=args.batch_size)
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from floor_tasks.harness.corpus_io import read_records
+    from floor_tasks.harness.report import render_ladder_text, write_report
+    from floor_tasks.harness.sweep_config import load_sweep
+
+    records = [r for path in args.corpus for r in read_records(path)]
+    prices = params = None
+    if args.sweep:
+        config = load_sweep(args.sweep)
+        prices, params = config.price_table(), config.param_table()
+    print(render_ladder_text(records))
+    out = args.out or Path(args.corpus[0]) / "report"
+    write_report(records, out, prices=prices, params=params)
+    print(f"\nreport: {out / 'report.md'}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from floor_tasks.harness.compare import compare_corpora
+    from floor_tasks.harness.corpus_io import read_records
+
+    result = compare_corpora(read_records(args.base), read_records(args.new),
+                             threshold=args.threshold)
+    print(result.render())
+    return 0 if result.ok else 1
+
+
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    from floor_tasks.harness.corpus import RunCorpus
+    from floor_tasks.harness.corpus_io import read_records
+    from floor_tasks.harness.rescore import rescore
+
+    rescored, changed = rescore(read_records(args.corpus))
+    out = RunCorpus(args.out or Path(args.corpus) / "rescored")
+    done = out.done_ids()
+    for record in rescored:
+        if record["run_id"] not in done:
+            out.append(record)
+    print(f"re-scored {len(rescored)} runs into {out.dir}; {len(changed)} changed pass/fail")
+    for run_id in changed:
+        print(f"  changed: {run_id}")
+    return 0
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, help="corpus directory (resumed if it exists)")
+    parser.add_argument("--report", type=Path, help="also write report.md and ladder.png here")
+    parser.add_argument("--batch-size", type=int, default=16,
+                        help="episodes advanced together in one batched model call")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """Add the ``floor`` subcommands to ``parser``."""
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("list", help="list the 30 tasks")
+    p.add_argument("--tier", nargs="*", help="only these tiers")
+    p.set_defaults(handler=_cmd_list)
+
+    p = commands.add_parser("run", help="run one agent over tasks (default: the oracle, all 30)")
+    p.add_argument("--backend", type=_backend, default={"name": "oracle"},
+                   help='backend name or JSON, e.g. \'{"name": "openai", "model": "qwen3-8b", '
+                        '"base_url": "http://127.0.0.1:8000/v1"}\' (default: oracle)')
+    p.add_argument("--name", help="model slug for the records (default: from the backend)")
+    p.add_argument("--tasks", default="all", help='"all", "tier:A,B" or comma-separated ids')
+    p.add_argument("--variants", default="v0", help='"all" or comma-separated names (v0,i1)')
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--max-steps", type=int, help="override every task's step budget")
+    p.add_argument("--max-tokens", type=int, help="completion token limit per turn")
+    p.add_argument("--system-prompt-suffix", help="text appended to the system prompt")
+    p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
+                   help="turn the model's thinking mode on or off (chat template flag)")
+    _add_run_options(p)
+    p.set_defaults(handler=_cmd_run)
+
+    p = commands.add_parser("sweep", help="run a YAML sweep config")
+    p.add_argument("config", type=Path)
+    _add_run_options(p)
+    p.set_defaults(handler=_cmd_sweep)
+
+    p = commands.add_parser("report", help="tier ladder, failures, cost and routing of corpora")
+    p.add_argument("corpus", nargs="+", help="corpus directories or runs.jsonl files")
+    p.add_argument("--out", type=Path, help="report directory (default: <first corpus>/report)")
+    p.add_argument("--sweep", type=Path, help="sweep config with prices and model sizes")
+    p.set_defaults(handler=_cmd_report)
+
+    p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE")
+    p.add_argument("base")
+    p.add_argument("new")
+    p.add_argument("--threshold", type=float, default=0.10,
+                   help="largest tolerated drop of a task or tier pass rate")
+    p.set_defaults(handler=_cmd_compare)
+
+    p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
+    p.add_argument("corpus")
+    p.add_argument("--out", type=Path, help="corpus for the re-scored runs")
+    p.set_defaults(handler=_cmd_rescore)

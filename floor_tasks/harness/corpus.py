@@ -1,0 +1,88 @@
+"""Write run corpora: ``runs.jsonl`` appended one record at a time, plus ``metadata.json``.
+
+Each record is written with a single ``write`` on a file opened for appending, then flushed
+and fsynced, so a crash (even SIGKILL) can cut at most the last line. Opening a corpus drops
+such a cut line; its run is not in :meth:`RunCorpus.done_ids`, so a resumed sweep reruns it:
+no record is lost and none is duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from floor_tasks.harness.corpus_io import RUNS_FILE, read_records
+
+__all__ = ["RunCorpus", "METADATA_FILE", "ERRORS_FILE"]
+
+METADATA_FILE = "metadata.json"
+ERRORS_FILE = "errors.jsonl"
+
+
+def _drop_cut_line(path: Path) -> None:
+    """Truncate ``path`` after its last newline (removing a partially written line)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return
+        data_start = max(0, size - (1 << 20))
+        while True:
+            fh.seek(data_start)
+            chunk = fh.read(size - data_start)
+            cut = chunk.rfind(b"\n")
+            if cut != -1 or data_start == 0:
+                fh.truncate(data_start + cut + 1 if cut != -1 else 0)
+                return
+            data_start = max(0, data_start - (1 << 20))
+
+
+def _append_line(path: Path, obj: Any) -> None:
+    line = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class RunCorpus:
+    """A run corpus directory, opened for appending."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.runs_path = self.dir / RUNS_FILE
+        _drop_cut_line(self.runs_path)
+        self._done = {r["run_id"] for r in self.records()}
+
+    def records(self) -> list[dict[str, Any]]:
+        """All records written so far."""
+        return read_records(self.runs_path) if self.runs_path.exists() else []
+
+    def done_ids(self) -> set[str]:
+        """Run ids already recorded."""
+        return set(self._done)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record; a run id already present is refused."""
+        if record["run_id"] in self._done:
+            raise ValueError(f"run {record['run_id']!r} is already in {self.runs_path}")
+        _append_line(self.runs_path, record)
+        self._done.add(record["run_id"])
+
+    def log_error(self, run_ids: list[str], error: str) -> None:
+        """Record a backend failure that left runs unfinished (they rerun on resume)."""
+        _append_line(self.dir / ERRORS_FILE, {"run_ids": run_ids, "error": error})
+
+    def write_metadata(self, metadata: dict[str, Any]) -> None:
+        """Write ``metadata.json`` (atomically, by rename)."""
+        tmp = self.dir / f".{METADATA_FILE}.tmp"
+        tmp.write_text(json.dumps(metadata, indent=2, ensure_ascii=False, default=str))
+        os.replace(tmp, self.dir / METADATA_FILE)

@@ -1,0 +1,189 @@
+"""Run agents on AgentFloor episodes and turn each episode into a run record.
+
+Episodes of one agent advance in lockstep: each step sends every unfinished episode's
+conversation to the backend in one batched :meth:`~agentworld_envs.backends.Backend.complete`
+call (one ``generate`` for in-process models, concurrent requests for servers).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
+from floor_tasks.harness.agents import AgentFn, as_backend
+from floor_tasks.harness.corpus_io import SCHEMA_VERSION
+from floor_tasks.task import load_task
+
+__all__ = ["SYSTEM_PROMPT", "Job", "RunSettings", "run_jobs", "run_episode"]
+
+SYSTEM_PROMPT = (
+    "You are a careful assistant that completes tasks using the tools you are given.\n"
+    "- To use a tool, reply with a tool call. Several calls in one reply run in order.\n"
+    "- Tool results come back as JSON envelopes with a status of ok, not_found or error; read "
+    "them before deciding what to do next.\n"
+    "- Base every claim on the task text or on tool results; never invent IDs or values.\n"
+    "- When the task asks for a submission, make it with submit_decision. Otherwise, finish "
+    "with a plain-text answer (no tool call) that states the requested values explicitly."
+)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How an agent is run: prompt, sampling and step budget (the sweep's interventions)."""
+
+    system_prompt: str = SYSTEM_PROMPT
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    max_steps: int | None = None
+    """Step budget override; None keeps each task's budget."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSettings:
+        """Build from a sweep arm's settings (``system_prompt_suffix``/``_override``, etc.)."""
+        prompt = data.get("system_prompt_override") or SYSTEM_PROMPT
+        if data.get("system_prompt_suffix"):
+            prompt = f"{prompt}\n{data['system_prompt_suffix']}"
+        extra = dict(data.get("extra") or {})
+        if data.get("thinking") is not None:
+            extra.setdefault("chat_template_kwargs", {})["enable_thinking"] = data["thinking"]
+        sampling = SamplingParams(
+            temperature=data.get("temperature", 0.0), max_tokens=data.get("max_tokens") or 512,
+            seed=data.get("seed", 0), extra=extra)
+        return cls(system_prompt=prompt, sampling=sampling,
+                   max_steps=data.get("max_steps_override"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for records; the prompt itself goes to ``metadata.json``."""
+        return {"system_prompt_sha256": hashlib.sha256(self.system_prompt.encode()).hexdigest(),
+                "sampling": self.sampling.to_dict(), "max_steps": self.max_steps}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to run."""
+
+    task_id: str
+    variant: str = "v0"
+    repeat: int = 0
+    seed: int = 0
+    model: str = "agent"
+
+    @property
+    def run_id(self) -> str:
+        """``<model>|<task>|<variant>|<repeat>``: unique within a corpus."""
+        return f"{self.model}|{self.task_id}|{self.variant}|{self.repeat}"
+
+
+class _Episode:
+    """One running episode: its env, conversation and accounting."""
+
+    def __init__(self, job: Job, settings: RunSettings) -> None:
+        self.job = job
+        task = load_task(job.task_id)
+        kwargs = {"max_episode_steps": settings.max_steps} if settings.max_steps else {}
+        self.env = gym.make(f"AgentFloor/{job.task_id}-v0", **kwargs)
+        prompt, info = self.env.reset(seed=job.seed, options={"variant": job.variant})
+        self.tier, self.tools = task.tier, info["tools"]
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": settings.system_prompt},
+                                               {"role": "user", "content": prompt}]
+        self.raw: list[Any] = []
+        self.actions: list[str] = []
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        self.latency_s, self.turns = 0.0, 0
+        self.started = time.perf_counter()
+        self.final: dict[str, Any] | None = None
+
+    def request(self, settings: RunSettings) -> ChatRequest:
+        return ChatRequest(messages=[dict(m) for m in self.messages], tools=self.tools,
+                           sampling=settings.sampling)
+
+    def advance(self, completion: Completion) -> None:
+        """Play one completion as the next assistant turn."""
+        self.turns += 1
+        self.raw.append(completion.raw if completion.raw is not None else completion.text)
+        self.usage["input_tokens"] += completion.usage.input_tokens
+        self.usage["output_tokens"] += completion.usage.output_tokens
+        self.usage["total_tokens"] += completion.usage.total_tokens
+        self.latency_s += completion.latency_s
+        action = completion.to_action()
+        self.actions.append(action)
+        observation, _, terminated, truncated, info = self.env.step(action)
+        self._append_turn(completion, observation, info["tool_results"])
+        if terminated or truncated:
+            self.final = info
+
+    def _append_turn(self, completion: Completion, observation: str,
+                     envelopes: list[dict[str, Any]]) -> None:
+        if not completion.tool_calls:
+            self.messages.append({"role": "assistant", "content": completion.text})
+            if observation:
+                self.messages.append({"role": "user", "content": f"Tool results:\n{observation}"})
+            return
+        ids = [c.call_id or f"call_{self.turns}_{i}" for i, c in enumerate(completion.tool_calls)]
+        self.messages.append({"role": "assistant", "content": completion.text, "tool_calls": [
+            {"id": i, "type": "function", "function": {
+                "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            for i, c in zip(ids, completion.tool_calls, strict=True)]})
+        for i, call_id in enumerate(ids):
+            content = (json.dumps(envelopes[i], ensure_ascii=False, default=str)
+                       if i < len(envelopes) else '{"status": "skipped"}')
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    def record(self, backend: Backend, settings: RunSettings) -> dict[str, Any]:
+        """The run record of the finished episode."""
+        trace = self.env.unwrapped.trace
+        verdict = self.final["verdict"]
+        self.env.close()
+        return {
+            "schema_version": SCHEMA_VERSION, "run_id": self.job.run_id,
+            "model": self.job.model, "backend": backend.describe(),
+            "task_id": self.job.task_id, "tier": self.tier, "variant": self.job.variant,
+            "repeat": self.job.repeat, "seed": self.job.seed, "settings": settings.to_dict(),
+            "messages": self.messages, "actions": self.actions, "call_log": trace.calls, "raw_responses": self.raw,
+            "termination": trace.termination, "final_text": trace.final_answer,
+            "turns": self.turns, "usage": self.usage, "latency_s": round(self.latency_s, 6),
+            "wall_s": round(time.perf_counter() - self.started, 6),
+            "passed": verdict["passed"], "verdict": verdict,
+            "timestamp_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+
+
+def run_jobs(jobs: Sequence[Job], agent: Backend | Mapping[str, Any] | str | AgentFn,
+             settings: RunSettings | None = None, *, batch_size: int = 16) -> Iterator[dict]:
+    """Run episodes, ``batch_size`` at a time in lockstep, yielding each record when it ends.
+
+    Raises:
+        BackendError: when the backend fails; finished episodes were already yielded.
+    """
+    backend = as_backend(agent)
+    settings = settings or RunSettings()
+    for start in range(0, len(jobs), batch_size):
+        active = [_Episode(job, settings) for job in jobs[start:start + batch_size]]
+        while active:
+            completions = backend.complete([e.request(settings) for e in active])
+            for episode, completion in zip(active, completions, strict=True):
+                episode.advance(completion)
+            for episode in [e for e in active if e.final is not None]:
+                yield episode.record(backend, settings)
+            active = [e for e in active if e.final is None]
+
+
+def run_episode(task_id: str, agent: Backend | Mapping[str, Any] | str | AgentFn, *,
+                variant: str = "v0", seed: int = 0, repeat: int = 0, model: str = "agent",
+                settings: RunSettings | None = None) -> dict[str, Any]:
+    """Run one episode and return its run record.
+
+    Example:
+        >>> record = run_episode("C3", "oracle")
+        >>> record["passed"], record["termination"]
+        (True, 'submitted')
+    """
+    job = Job(task_id=task_id, variant=variant, repeat=repeat, seed=seed, model=model)
+    return next(run_jobs([job], agent, settings))
