@@ -8,7 +8,6 @@ Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 from gymnasium.envs.registration import register
 
 from agentworld_envs.backends import register_backend
-
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names

@@ -42,7 +42,7 @@ def normalise_key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read_fixture(name: str) -> dict[str, Any]:
     path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}

@@ -13,8 +13,10 @@ def solution(task_id: str, variant: int | str = 0) -> list[str]:
     """The reference solution of a task variant, as one action string per assistant turn.
 
     Example:
-        >>> solution("A3")[0]
-        '{"name": "compute_value", "arguments": {"operation": "multiply", "inputs": {"a": 12, "b": 8}}}'
+        >>> for action in solution("A1"):
+        ...     print(action)
+        {"name": "lookup_record", "arguments": {"record_id": "P104"}}
+        Product P104 has status: active.
     """
     chosen = load_task(task_id).variant(variant)
     actions = []

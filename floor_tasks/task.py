@@ -134,7 +134,7 @@ class Variant(pydantic.BaseModel):
         return fill(spec, self.params)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_task(task_id: str) -> Task:
     """Load one task by id, e.g. ``"C3"``."""
     path = resources.files("floor_tasks") / "tasks" / f"{task_id}.yaml"

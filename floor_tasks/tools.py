@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from agentworld_envs.protocol.tool_calls import ToolCall
-from agentworld_envs.protocol.tools import Toolkit, ToolArgumentError, UnknownToolError, tool
+from agentworld_envs.protocol.tools import ToolArgumentError, Toolkit, UnknownToolError, tool
 from floor_tasks.database import FixtureDB
 
 __all__ = ["FloorToolkit", "ToolFailure", "TOOL_NAMES"]

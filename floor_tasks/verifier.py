@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from floor_tasks.database import FixtureDB, compare
+from floor_tasks.database import FixtureDB
 from floor_tasks.task import Check, SubmissionSpec, Task, Variant
 
 __all__ = ["Trace", "verify", "judge_submission", "check_names", "ANSWER_CHECKS", "CHECKS",
@@ -108,7 +108,7 @@ def _register(table: dict[str, CheckFn], name: str) -> Callable[[CheckFn], Check
 
 # ---------------------------------------------------------------- text matching helpers
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?!\w)")
+_NUMBER = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?!\w)")
 _NEGATION = re.compile(r"\b(not|no|isn't|is not|never|un|non)\b[\s-]*$", re.IGNORECASE)
 
 
@@ -179,10 +179,12 @@ def field_matches(text: str, key: str, expected: Any) -> str | None:
         return None
     if isinstance(expected, int | float) and not isinstance(expected, bool):
         targets = {float(expected)} | ({expected / 100, expected * 100} if "%" in text else set())
-        for match in re.finditer(key_words, lowered):
-            if any(abs(n - t) < 1e-6 for n in numbers_in(lowered[match.end():match.end() + 60])
-                   for t in targets):
-                return "strict"
+        near_key = [numbers_in(lowered[m.end():m.end() + 60])[:1]
+                    for m in re.finditer(key_words, lowered)]
+        if any(abs(n - t) < 1e-6 for found in near_key for n in found for t in targets):
+            return "strict"
+        if any(near_key):
+            return None  # the key is stated with another value
         return "weak" if any(abs(n - t) < 1e-6 for n in numbers_in(text) for t in targets) \
             else None
     if isinstance(expected, list):
@@ -514,8 +516,8 @@ def verify(trace: Trace) -> dict[str, Any]:
               "forbidden": forbidden}
     passed = all(c["passed"] for c in checks.values())
     labels = [k for k in ("final_answer", "submission") if not checks[k]["passed"]] + [
-        name for sec in ("trajectory", "forbidden") for name, sub in checks[sec]["subchecks"].items()
-        if not sub["passed"]]
+        name for sec in ("trajectory", "forbidden")
+        for name, sub in checks[sec]["subchecks"].items() if not sub["passed"]]
     return {"passed": passed, "checks": checks, "failure_labels": labels,
             "failure_class": None if passed else _failure_class(trace, checks)}
 

@@ -105,7 +105,7 @@ class Backend(abc.ABC):
         """Plain-data description for run metadata. Never includes secrets."""
         return {"name": self.name}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (connections, engines)."""
 
     def __enter__(self) -> Backend:

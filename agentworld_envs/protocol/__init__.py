@@ -1,8 +1,8 @@
 """The text protocol shared by every env: text spaces, tool-call parsing and tool schemas."""
 
 from agentworld_envs.protocol.tool_calls import (
-    ParseError,
     ParsedAction,
+    ParseError,
     ToolCall,
     format_tool_call,
     parse_action,

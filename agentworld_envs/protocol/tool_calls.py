@@ -88,7 +88,8 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
         try:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
-            return ParseError(f"arguments of {name!r} are not valid JSON: {exc.msg}", _snippet(args))
+            return ParseError(f"arguments of {name!r} are not valid JSON: {exc.msg}",
+                              _snippet(args))
     if args is None:
         args = {}
     if not isinstance(args, dict):

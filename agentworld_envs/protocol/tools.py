@@ -94,10 +94,11 @@ class _BoundTool:
         description, arg_docs = _parse_docstring(fn.__doc__)
         hints = get_type_hints(fn)
         fields: dict[str, Any] = {}
+        open_doc: str | None = None
         self.open_object = False
         for param in list(inspect.signature(fn).parameters.values())[1:]:
             if param.kind is param.VAR_KEYWORD:
-                self.open_object = True
+                self.open_object, open_doc = True, arg_docs.get(param.name)
                 continue
             annotation = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
@@ -108,8 +109,8 @@ class _BoundTool:
         parameters = _strip_titles(self.model.model_json_schema())
         parameters.setdefault("properties", {})
         parameters["additionalProperties"] = self.open_object
-        if self.open_object and "kwargs" in arg_docs:
-            parameters["description"] = arg_docs["kwargs"]
+        if open_doc:
+            parameters["description"] = open_doc
         self.schema = {"type": "function", "function": {
             "name": self.name, "description": description, "parameters": parameters}}
 

@@ -91,8 +91,9 @@ class _Episode:
         self.env = gym.make(f"AgentFloor/{job.task_id}-v0", **kwargs)
         prompt, info = self.env.reset(seed=job.seed, options={"variant": job.variant})
         self.tier, self.tools = task.tier, info["tools"]
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": settings.system_prompt},
-                                               {"role": "user", "content": prompt}]
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": settings.system_prompt},
+            {"role": "user", "content": prompt}]
         self.raw: list[Any] = []
         self.actions: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -146,7 +147,8 @@ class _Episode:
             "model": self.job.model, "backend": backend.describe(),
             "task_id": self.job.task_id, "tier": self.tier, "variant": self.job.variant,
             "repeat": self.job.repeat, "seed": self.job.seed, "settings": settings.to_dict(),
-            "messages": self.messages, "actions": self.actions, "call_log": trace.calls, "raw_responses": self.raw,
+            "messages": self.messages, "actions": self.actions, "call_log": trace.calls,
+            "raw_responses": self.raw,
             "termination": trace.termination, "final_text": trace.final_answer,
             "turns": self.turns, "usage": self.usage, "latency_s": round(self.latency_s, 6),
             "wall_s": round(time.perf_counter() - self.started, 6),

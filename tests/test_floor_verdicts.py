@@ -1,0 +1,270 @@
+"""Verifier semantics: reference solutions pass; wrong trajectories fail for the right reason."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import floor_tasks
+from floor_tasks import TASK_IDS, load_task, solution
+
+
+def call(name: str, **arguments: Any) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+def play(task_id: str, actions: list[str], variant: str | int = "v0") -> tuple[float, dict]:
+    """Play actions until the episode ends; return the final reward and info."""
+    env = gym.make(floor_tasks.env_id(task_id))
+    env.reset(seed=0, options={"variant": variant})
+    for action in actions:
+        _, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return reward, info
+    raise AssertionError(f"{task_id}: episode did not end after {len(actions)} actions")
+
+
+def failed(info: dict) -> set[str]:
+    return set(info["verdict"]["failure_labels"])
+
+
+ALL_VARIANTS = [(t, v) for t in TASK_IDS for v in load_task(t).variant_names]
+
+
+@pytest.mark.parametrize("task_id, variant", ALL_VARIANTS)
+def test_reference_solution_passes(task_id: str, variant: str) -> None:
+    reward, info = play(task_id, solution(task_id, variant), variant)
+    assert reward == 1.0, info["verdict"]
+    assert info["verdict"]["passed"] and info["verdict"]["failure_class"] is None
+
+
+def test_ladder_shape() -> None:
+    tiers = [load_task(t).tier for t in TASK_IDS]
+    assert len(TASK_IDS) == 30 and all(tiers.count(t) == 5 for t in floor_tasks.TIERS)
+    assert all(len(load_task(t).prompts) >= 5 for t in TASK_IDS)
+    for task_id in ("A1", "B1", "C1", "E1"):
+        assert any(v.startswith("i") for v in load_task(task_id).variant_names)
+
+
+TOOL_TASKS = [t for t in TASK_IDS if load_task(t).tools]
+
+
+@pytest.mark.parametrize("task_id", TOOL_TASKS)
+def test_plain_text_agent_fails_every_tool_task(task_id: str) -> None:
+    # Even a text answer that states the right values fails without the tool calls.
+    gold = solution(task_id)[-1]
+    text = gold if not gold.lstrip().startswith(("{", "[")) else "I submit: " + gold
+    reward, info = play(task_id, [text])
+    assert reward == 0.0
+    assert info["termination"] == "final_answer" and info["verdict"]["failure_class"] == "F5"
+
+
+def test_tool_free_tasks_need_no_tools() -> None:
+    for task_id in ("A01", "A02", "A03", "A04", "A05"):
+        assert play(task_id, solution(task_id))[0] == 1.0
+
+
+# ---------------------------------------------------------------- targeted wrong trajectories
+
+
+def test_c1_wrong_branch_is_rejected_and_fails() -> None:
+    reward, info = play("C1", [
+        call("lookup_record", record_id="CMP-33"),
+        call("submit_decision", record_id="CMP-33", action="assign_primary"),
+        "I assigned the primary.",
+    ], variant="i1")
+    assert reward == 0.0 and "submission" in failed(info)
+
+
+def test_c1_branch_without_reading_status_fails() -> None:
+    reward, info = play("C1", [call("submit_decision", record_id="CMP-31",
+                                    action="assign_primary")])
+    assert reward == 0.0
+    assert {"must_call", "observed_before_submission"} <= failed(info)
+
+
+def test_d2_averaging_fails_as_averaging() -> None:
+    reward, info = play("D2", [call("lookup_record", record_id="INV-77"),
+                               "The two counts differ, so the official stock is 49.5."])
+    assert reward == 0.0 and "average_conflicting_values" in failed(info)
+
+
+def test_d2_warehouse_value_fails_the_answer() -> None:
+    reward, info = play("D2", [call("lookup_record", record_id="INV-77"),
+                               "Audit says 47 but I trust the warehouse: official stock is 52."])
+    assert reward == 0.0 and "final_answer" in failed(info)
+
+
+def test_d3_skipping_a_constraint_check_fails() -> None:
+    reward, info = play("D3", [
+        call("list_options", option_set="hosting_plans"),
+        json.dumps([call_dict("check_constraint", record_id="HP-2", constraint_name=c)
+                    for c in ("budget_max", "gpu_required")]),
+        "Selected plan: HP-2.",
+    ])
+    assert reward == 0.0
+    reason = info["verdict"]["checks"]["trajectory"]["subchecks"]["constraints_checked"]
+    assert not reason["passed"] and "uptime_min" in reason["reason"]
+
+
+def call_dict(name: str, **arguments: Any) -> dict:
+    return {"name": name, "arguments": arguments}
+
+
+def test_d4_three_identical_calls_fail() -> None:
+    typo = call("search_records", query="Alfa Sensr Pro")
+    reward, info = play("D4", [typo, typo, typo,
+                               call("search_records", query="Alpha Sensor Pro"),
+                               call("lookup_record", record_id="P201"),
+                               "P201 is certified."])
+    assert reward == 0.0 and "repeated_identical_call" in failed(info)
+
+
+def test_d4_giving_up_after_the_empty_search_fails() -> None:
+    reward, info = play("D4", [call("search_records", query="Alfa Sensr Pro"),
+                               "I could not find it."])
+    assert reward == 0.0
+    assert {"terminate_after_error", "recovered", "query_corrected"} <= failed(info)
+
+
+def test_d4_answer_is_discoverable_and_negation_fails() -> None:
+    steps = solution("D4")[:-1]
+    assert play("D4", steps + ["Record P201 is not certified."])[0] == 0.0
+    assert play("D4", steps + ["P201: certified = yes."])[0] == 1.0
+
+
+def test_e2_greedy_fw1_fails_as_greedy() -> None:
+    reward, info = play("E2", [
+        call("compare_records", record_ids=["FW-1", "FW-2", "FW-3"], criterion="throughput_mbps"),
+        call("lookup_record", record_id="FW-1"),
+        call("check_constraint", record_id="FW-1", constraint_name="current_throughput_min"),
+        call("submit_decision", framework_id="FW-1"),
+        "FW-1 is the fastest.",
+    ])
+    assert reward == 0.0 and "distractor_selected" in failed(info)
+    assert any("greedy_local_selection" in s["reason"] for s in
+               info["verdict"]["checks"]["forbidden"]["subchecks"].values() if not s["passed"])
+
+
+def test_trial_and_error_resubmission_fails() -> None:
+    reward, info = play("C4", [
+        call("list_options", option_set="vendors"),
+        call("check_constraint", record_id="V-1", constraint_name="budget_limit"),
+        call("submit_decision", vendor_id="V-1"),
+        call("submit_decision", vendor_id="V-2"),
+        call("submit_decision", vendor_id="V-3"),
+    ])
+    assert info["termination"] == "submitted"  # accepted at last ...
+    assert reward == 0.0 and "trial_and_error_submission" in failed(info)  # ... but by guessing
+
+
+@pytest.mark.parametrize("task_id, wrong", [
+    ("A5", {"record_id": "REQ-220", "action": "reject"}),
+    ("B5", {"record_id": "OC-78", "action": "process"}),
+    ("C1", {"record_id": "CMP-31", "action": "assign_fallback"}),
+    ("C3", {"record_id": "APP-55", "action": "reject"}),
+    ("C4", {"vendor_id": "V-1"}),
+    ("C5", {"record_id": "T-908", "action": "keep_in_queue"}),
+    ("E2", {"framework_id": "FW-1"}),
+    ("E4", {"partner_id": "EP-2"}),
+    ("E5", {"component_version": "v3.0", "deployment_region": "region-east"}),
+    ("E1", {"vendor_id": "V-Discount-3", "chassis_id": "CH-4", "gpu_id": "GPU-7"}),
+])
+def test_rejected_submission_reveals_nothing(task_id: str, wrong: dict) -> None:
+    env = gym.make(floor_tasks.env_id(task_id))
+    env.reset(seed=0, options={"variant": "v0"})
+    obs, reward, terminated, _, _ = env.step(call("submit_decision", **wrong))
+    envelope = json.loads(obs)
+    assert envelope["status"] == "error" and envelope["error"]["recoverable"] is True
+    assert not terminated and reward == 0.0
+    gold = json.loads(solution(task_id)[-1])
+    gold_values = {str(v) for v in gold["arguments"].values()} - {str(v) for v in wrong.values()}
+    assert gold_values and not any(v in obs for v in gold_values)
+    assert "expected" not in obs.lower()
+
+
+# ---------------------------------------------------------------- fixes of the reference's defects
+
+
+def test_c1_prompts_name_both_actions() -> None:
+    for prompt in load_task("C1").prompts:
+        assert "assign_primary" in prompt and "assign_fallback" in prompt
+
+
+def test_e2_prompts_name_the_candidates_and_field() -> None:
+    for prompt in load_task("E2").prompts:
+        assert all(f"FW-{i}" in prompt for i in (1, 2, 3)) and "framework_id" in prompt
+
+
+def test_c3_score_is_the_fixture_arithmetic() -> None:
+    env = gym.make("AgentFloor/C3-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    env.step(call("lookup_record", record_id="APP-55"))
+    obs, *_ = env.step(solution("C3")[1])
+    assert json.loads(obs)["result"]["value"] == 81.2
+
+
+def test_e5_needs_no_hidden_recovery_path_key() -> None:
+    assert play("E5", solution("E5"))[0] == 1.0
+    upgrade = solution("E5")[:2] + [call("submit_decision", component_version="v3.0",
+                                          deployment_region="region-west")]
+    assert play("E5", upgrade)[0] == 1.0
+
+
+def test_d5_is_passable_without_manufactured_errors() -> None:
+    env = gym.make("AgentFloor/D5-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    for action in solution("D5"):
+        _, reward, *_ = env.step(action)
+    assert reward == 1.0
+    assert all(c["status"] == "ok" for c in env.unwrapped.trace.calls)
+
+
+def test_e1_instance_budget_is_enforced() -> None:
+    canonical = call("submit_decision", vendor_id="V-Approved-2", chassis_id="CH-4",
+                     gpu_id="GPU-7")  # 3850: fine at budget 4000, over budget 2000
+    env = gym.make("AgentFloor/E1-v0")
+    env.reset(seed=0, options={"variant": "i1"})
+    assert json.loads(env.step(canonical)[0])["status"] == "error"
+    env.reset(seed=0, options={"variant": "v0"})
+    assert json.loads(env.step(canonical)[0])["status"] == "ok"
+
+
+def test_e1_accepts_every_valid_bundle_and_no_invalid_one() -> None:
+    env = gym.make("AgentFloor/E1-v0").unwrapped
+    env.reset(seed=0, options={"variant": "v0"})
+    db = env.trace.db
+    vendors = [r for r in db.records if r.startswith("V-")]
+    accepted = []
+    for vendor in vendors:
+        for chassis in ("CH-4", "CH-5"):
+            for gpu in ("GPU-7", "GPU-8", "GPU-9"):
+                decision = {"vendor_id": vendor, "chassis_id": chassis, "gpu_id": gpu}
+                if env._toolkit.judge_submission(decision):
+                    accepted.append((vendor, chassis, gpu))
+    assert len(accepted) == 6  # 3 approved vendors x 2 compatible chassis/GPU pairs
+    assert all(v != "V-Discount-3" and g != "GPU-8" for v, _, g in accepted)
+
+
+def test_failure_classes() -> None:
+    assert play("A1", [call("delete_everything")] + ["P104 is active."])[1][
+        "verdict"]["failure_class"] == "F1"
+    assert play("A1", [call("lookup_record", record_id=104), "active"])[1][
+        "verdict"]["failure_class"] == "F2"
+    _, info = play("B1", [call("search_records", query="Alpha Sensor")] * 4)
+    assert info["verdict"]["failure_class"] == "F4" and info["termination"] == (
+        "step_budget_exhausted")
+
+
+def test_repair_turn_allows_one_corrected_malformed_call() -> None:
+    reward, _ = play("A1", [call("lookup_record", record_id=104),
+                            call("lookup_record", record_id="P104")])
+    assert reward == 0.0  # budget of 2 used up before answering
+    reward, info = play("B1", [call("search_records", query=["Alpha"]),
+                               call("search_records", query="Alpha Sensor"),
+                               call("lookup_record", record_id="P104"),
+                               "P104 is active."])
+    assert reward == 1.0, info["verdict"]

@@ -1,0 +1,205 @@
+"""The shared text protocol: text space, tool-call parser and generated tool schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentworld_envs.protocol import format_tool_call, parse_action
+from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.protocol.tools import (
+    ToolArgumentError,
+    Toolkit,
+    UnknownToolError,
+    function_schema,
+    tool,
+)
+
+# ---------------------------------------------------------------- text space
+
+
+def test_text_space_accepts_any_unicode_and_empty() -> None:
+    space = UnicodeText(max_length=50)
+    for text in ["", "hello world", "café ☕\n{\"a\": [1, 2]}", "中文\t🙂"]:
+        assert text in space
+    assert "x" * 51 not in space
+    assert 7 not in space and None not in space and b"bytes" not in space
+
+
+def test_text_space_samples_are_members_and_seeded() -> None:
+    a, b = UnicodeText(300, seed=3), UnicodeText(300, seed=3)
+    samples = [a.sample() for _ in range(20)]
+    assert samples == [b.sample() for _ in range(20)]
+    assert all(s in a and len(s) <= 256 for s in samples)
+
+
+def test_min_length_is_respected() -> None:
+    space = UnicodeText(10, min_length=2)
+    assert "a" not in space and "ab" in space
+
+
+# ---------------------------------------------------------------- tool-call parser
+
+CALL = {"name": "lookup_record", "arguments": {"record_id": "P104"}}
+
+
+@pytest.mark.parametrize("action", [
+    json.dumps(CALL),
+    "  " + json.dumps(CALL) + "\n",
+    json.dumps({"type": "function", "id": "c1", "function": {
+        "name": "lookup_record", "arguments": json.dumps(CALL["arguments"])}}),
+    f"Let me check.\n<tool_call>\n{json.dumps(CALL)}\n</tool_call>",
+    f"I will look it up:\n```json\n{json.dumps(CALL)}\n```\nthen answer.",
+    json.dumps({"name": "lookup_record", "parameters": {"record_id": "P104"}}),
+])
+def test_single_call_formats(action: str) -> None:
+    parsed = parse_action(action)
+    assert [c.to_dict() for c in parsed.calls] == [CALL]
+    assert not parsed.errors and not parsed.is_final_answer
+
+
+def test_list_and_multiple_tags_keep_order() -> None:
+    second = {"name": "get_attribute", "arguments": {"record_id": "P1", "attribute": "x"}}
+    assert [c.name for c in parse_action(json.dumps([CALL, second])).calls] == [
+        "lookup_record", "get_attribute"]
+    tags = "".join(format_tool_call(c["name"], c["arguments"], "hermes") for c in [second, CALL])
+    assert [c.name for c in parse_action(tags).calls] == ["get_attribute", "lookup_record"]
+
+
+@pytest.mark.parametrize("text", [
+    "The status of P104 is active.",
+    "",
+    '{"vendor_name": "Pinnacle", "year_established": 2017}',
+    "```python\nprint({'name': 1, 'arguments': 2})\n```",
+    '["bug"]',
+    "{not json at all",
+])
+def test_text_without_calls_is_a_final_answer(text: str) -> None:
+    parsed = parse_action(text)
+    assert parsed.is_final_answer
+    assert parsed.text == text.strip()
+
+
+@pytest.mark.parametrize("action, fragment", [
+    ('{"name": "lookup_record", "arguments": {"record_id": ', "invalid JSON"),
+    ("<tool_call>{broken}</tool_call>", "invalid JSON"),
+    ('<tool_call>{"name": "lookup_record", "arguments": {}}', "unclosed"),
+    ('{"name": "lookup_record", "arguments": "{bad"}', "not valid JSON"),
+    ('{"name": "lookup_record", "arguments": [1, 2]}', "must be a JSON object"),
+    ('{"name": "", "arguments": {}}', "non-empty"),
+    ("<tool_call>[1, 2]</tool_call>", "expected"),
+])
+def test_broken_calls_are_structured_errors(action: str, fragment: str) -> None:
+    parsed = parse_action(action)
+    assert not parsed.calls and len(parsed.errors) == 1
+    assert fragment in parsed.errors[0].message
+    assert not parsed.is_final_answer
+
+
+def test_non_string_action_is_an_error_not_an_exception() -> None:
+    for action in (None, 42, {"name": "x"}, b"bytes"):
+        parsed = parse_action(action)
+        assert parsed.errors and "must be a string" in parsed.errors[0].message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_parser_never_raises(text: str) -> None:
+    parsed = parse_action(text)
+    assert isinstance(parsed.calls, list) and isinstance(parsed.errors, list)
+
+
+def test_format_tool_call_round_trips() -> None:
+    for style in ("json", "hermes"):
+        assert parse_action(format_tool_call("f", {"a": 1}, style)).calls[0].to_dict() == {
+            "name": "f", "arguments": {"a": 1}}
+    with pytest.raises(ValueError, match="unknown tool-call style"):
+        format_tool_call("f", {}, "xml")
+
+
+# ---------------------------------------------------------------- generated tool schemas
+
+
+class Shop(Toolkit):
+    @tool
+    def find(self, query: str, limit: int = 5, tags: list[str] | None = None) -> list[str]:
+        """Find products by name.
+
+        Longer description that is not part of the summary.
+
+        Args:
+            query: Text to look for.
+            limit: Most results to return,
+                counted after filtering.
+            tags: Only products with these tags.
+        """
+        return [query] * limit
+
+    @tool(kind="write")
+    def order(self, sku: str, mode: Literal["fast", "cheap"]) -> str:
+        """Place an order.
+
+        Args:
+            sku: The product.
+            mode: Shipping mode.
+        """
+        return f"{sku}:{mode}"
+
+    @tool
+    def note(self, **fields: str) -> dict:
+        """Store free-form fields.
+
+        Args:
+            **fields: Anything to store.
+        """
+        return fields
+
+    def helper(self) -> None:
+        """Not a tool."""
+
+
+def test_schema_comes_from_signature_and_docstring() -> None:
+    schema = function_schema(Shop.find)
+    fn = schema["function"]
+    assert schema["type"] == "function" and fn["name"] == "find"
+    assert fn["description"] == "Find products by name."
+    params = fn["parameters"]
+    assert params["required"] == ["query"]
+    assert params["additionalProperties"] is False
+    assert params["properties"]["query"] == {"type": "string", "description": "Text to look for."}
+    assert params["properties"]["limit"]["default"] == 5
+    assert params["properties"]["limit"]["description"] == (
+        "Most results to return, counted after filtering.")
+    assert "title" not in json.dumps(schema)
+
+
+def test_literal_becomes_enum_and_kwargs_an_open_object() -> None:
+    order = function_schema(Shop.order)["function"]["parameters"]
+    assert order["properties"]["mode"]["enum"] == ["fast", "cheap"]
+    note = function_schema(Shop.note)["function"]["parameters"]
+    assert note["additionalProperties"] is True and note["description"] == "Anything to store."
+
+
+def test_toolkit_lists_only_tools() -> None:
+    assert Shop.tool_names() == ["find", "note", "order"]
+    assert [s["function"]["name"] for s in Shop.schemas(["order", "find"])] == ["order", "find"]
+
+
+def test_calls_are_validated_against_the_signature() -> None:
+    shop = Shop()
+    assert shop.call("find", {"query": "x", "limit": 2}) == ["x", "x"]
+    assert shop.call("note", {"a": "1", "b": "2"}) == {"a": "1", "b": "2"}
+    with pytest.raises(ToolArgumentError, match="limit"):
+        shop.call("find", {"query": "x", "limit": "2"})  # strict: no string-to-int coercion
+    with pytest.raises(ToolArgumentError, match="surprise"):
+        shop.call("find", {"query": "x", "surprise": 1})
+    with pytest.raises(ToolArgumentError, match="query"):
+        shop.call("find", {})
+    with pytest.raises(ToolArgumentError, match="mode"):
+        shop.call("order", {"sku": "A", "mode": "slow"})
+    with pytest.raises(UnknownToolError):
+        shop.call("helper", {})
