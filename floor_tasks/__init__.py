@@ -8,12 +8,13 @@ Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 from gymnasium.envs.registration import register
 
 from agentworld_envs.backends import register_backend
+from floor_tasks.env import make
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names
 
 __all__ = ["TASK_IDS", "TIERS", "TIER_NAMES", "Task", "env_id", "load_task", "load_tasks",
-           "solution"]
+           "make", "solution"]
 
 
 def env_id(task_id: str) -> str:

@@ -35,7 +35,7 @@ from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
 from floor_tasks.verifier import Trace, judge_submission, verify
 
-__all__ = ["FloorEnv"]
+__all__ = ["FloorEnv", "make"]
 
 _CALL_HINT = 'Write a tool call as {"name": "<tool>", "arguments": {...}}.'
 _INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
@@ -49,8 +49,9 @@ class FloorEnv(gym.Env[str, str]):
         task_id: The task, e.g. ``"C3"``.
         variant: A fixed variant (index or name such as ``"v2"`` or ``"i1"``); by default each
             reset draws one from ``np_random``, or takes ``options={"variant": ...}``.
-        max_steps: Step budget override; defaults to the registered ``max_episode_steps``,
-            else the task's own budget.
+        max_steps: Step budget override (the task's own budget by default). The registered
+            ``TimeLimit`` knows nothing of it, so pass the same value as ``max_episode_steps``
+            too, or use :func:`floor_tasks.make`, which does both.
         render_mode: ``"ansi"`` renders the transcript as text.
     """
 
@@ -74,11 +75,7 @@ class FloorEnv(gym.Env[str, str]):
     @property
     def max_steps(self) -> int:
         """The step budget in assistant turns."""
-        if self.max_steps_override is not None:
-            return self.max_steps_override
-        if self.spec is not None and self.spec.max_episode_steps:
-            return self.spec.max_episode_steps
-        return self.task.max_steps
+        return self.max_steps_override or self.task.max_steps
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -176,3 +173,16 @@ class FloorEnv(gym.Env[str, str]):
         if self.render_mode != "ansi":
             return None
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.transcript)
+
+
+def make(task_id: str, *, max_steps: int | None = None, **kwargs: Any) -> gym.Env:
+    """``gym.make`` of a task, with an optional step budget applied to env and TimeLimit alike.
+
+    Example:
+        >>> env = make("C3", max_steps=20)
+        >>> env.unwrapped.max_steps, env.spec.max_episode_steps
+        (20, 20)
+    """
+    if max_steps is not None:
+        kwargs.update(max_steps=max_steps, max_episode_steps=max_steps)
+    return gym.make(f"AgentFloor/{task_id}-v0", **kwargs)

@@ -76,9 +76,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from floor_tasks.harness.corpus import RunCorpus
     from floor_tasks.harness.sweep import run_sweep
-    from floor_tasks.harness.sweep_config import load_sweep
+    from floor_tasks.harness.sweep_config import SweepConfigError, load_sweep
 
-    config = load_sweep(args.config)
+    try:
+        config = load_sweep(args.config)
+    except SweepConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     outcome = run_sweep(config, args.out, progress=not args.no_progress,
                         batch_size=args.batch_size)
     return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report)
