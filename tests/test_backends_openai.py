@@ -85,7 +85,7 @@ def test_batch_against_transformers_serve(tiny_server: tuple[str, str], tiny_lm_
 def test_transformers_serve_rejects_unknown_model_without_retrying(
     tiny_server: tuple[str, str],
 ) -> None:
-    base_url, model = tiny_server
+    base_url, _model = tiny_server
     with backend_for(base_url) as backend:
         start = time.perf_counter()
         with pytest.raises(BackendError, match="400") as info:
@@ -93,7 +93,6 @@ def test_transformers_serve_rejects_unknown_model_without_retrying(
         assert info.value.attempts == 1
         assert time.perf_counter() - start < 5
         assert probe_tool_support(backend) == "error"
-        assert probe_tool_support(backend, model) in ("native", "text_leaked", "no_tools")
 
 
 # --- payload and parsing ---------------------------------------------------------------------
@@ -107,7 +106,8 @@ def test_payload_carries_sampling_tools_and_extra() -> None:
         )
         bare_tool = {"name": "search", "parameters": {"type": "object", "properties": {}}}
         messages = [{"role": "user", "content": "hello"}]
-        backend.complete([ChatRequest(messages, tools=[WEATHER_TOOL, bare_tool], sampling=sampling)])
+        tools = [WEATHER_TOOL, bare_tool]
+        backend.complete([ChatRequest(messages, tools=tools, sampling=sampling)])
         backend.complete([ChatRequest(messages)])
     first, second = server.bodies
     assert first["model"] == "fake" and first["messages"] == messages

@@ -109,7 +109,7 @@ def _completion_from_response(data: dict[str, Any], latency_s: float) -> Complet
     choice = choices[0]
     message = choice.get("message") or {}
     text = _message_text(message.get("content"))
-    if message.get("tool_calls"):
+    if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         tool_calls, malformed = _native_calls(message["tool_calls"])
         text = malformed if malformed is not None else text
     else:

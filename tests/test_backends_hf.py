@@ -1,0 +1,229 @@
+"""HFBackend on the tiny model in-process; import hints of the in-process backends."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agentworld_envs.backends import ChatRequest, SamplingParams, make_backend
+from agentworld_envs.backends.hf import HFBackend, cut_at_stop, template_messages
+
+PROMPTS = [
+    [{"role": "user", "content": "hi"}],
+    [
+        {"role": "system", "content": "You are a careful agent that checks every constraint."},
+        {"role": "user", "content": "search the weather in the city and then submit the answer"},
+    ],
+    [{"role": "user", "content": "lookup order 42 status"}],
+]
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_lm_dir: Path) -> Iterator[HFBackend]:
+    backend = make_backend({"name": "hf", "model": str(tiny_lm_dir), "batch_size": 8})
+    assert isinstance(backend, HFBackend)
+    yield backend
+    backend.close()
+
+
+def forced(n: int, **kwargs) -> SamplingParams:
+    """Exactly ``n`` new tokens, so outputs are long enough to compare."""
+    return SamplingParams(max_tokens=n, extra={"min_new_tokens": n}, **kwargs)
+
+
+def token_ids(completion) -> list[int]:
+    return completion.raw["token_ids"]
+
+
+def test_left_padded_batch_matches_each_prompt_alone(hf: HFBackend) -> None:
+    requests = [ChatRequest(m, sampling=forced(10)) for m in PROMPTS]
+    batch = hf.complete(requests)
+    alone = [hf.complete([r])[0] for r in requests]
+    lengths = {c.usage.input_tokens for c in batch}
+    assert len(lengths) == 3  # different prompt lengths, so the batch really was padded
+    for together, single in zip(batch, alone, strict=True):
+        assert token_ids(together) == token_ids(single)
+        assert (together.text, together.usage) == (single.text, single.usage)
+    assert len({tuple(token_ids(c)) for c in batch}) == 3  # the outputs depend on the prompt
+
+
+def test_batch_size_splits_and_keeps_order(tiny_lm_dir: Path, hf: HFBackend) -> None:
+    requests = [ChatRequest(m, sampling=forced(4)) for m in PROMPTS * 2]
+    small = HFBackend(str(tiny_lm_dir), batch_size=2)
+    assert [token_ids(c) for c in small.complete(requests)] == [
+        token_ids(c) for c in hf.complete(requests)
+    ]
+    mixed = [ChatRequest(PROMPTS[0], sampling=forced(3)), ChatRequest(PROMPTS[1]),
+             ChatRequest(PROMPTS[2], sampling=forced(3))]
+    out = small.complete(mixed)
+    assert [c.usage.output_tokens for c in (out[0], out[2])] == [3, 3]
+    assert token_ids(out[0]) == token_ids(hf.complete([mixed[0]])[0])
+
+
+def test_usage_counts_and_finish_reason(tiny_lm_dir: Path, hf: HFBackend) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    (completion,) = hf.complete([ChatRequest(PROMPTS[1], sampling=forced(7))])
+    prompt = tokenizer.apply_chat_template(PROMPTS[1], add_generation_prompt=True, tokenize=False)
+    assert completion.usage.input_tokens == len(tokenizer(prompt)["input_ids"])
+    assert completion.usage.output_tokens == 7 == len(token_ids(completion))
+    assert completion.finish_reason == "length"
+    assert completion.text == tokenizer.decode(token_ids(completion), skip_special_tokens=True)
+    assert completion.latency_s > 0
+
+
+def test_stop_strings_cut_the_text(hf: HFBackend) -> None:
+    request = ChatRequest(PROMPTS[2], sampling=forced(16))
+    (full,) = hf.complete([request])
+    visible = full.text.strip()
+    assert len(visible) >= 4
+    stop = visible[2:4]
+    (cut,) = hf.complete([ChatRequest(PROMPTS[2], sampling=forced(16, stop=(stop,)))])
+    assert cut.text == full.text[: full.text.find(stop)]
+    assert cut.finish_reason == "stop"
+
+
+def test_seeded_sampling_is_reproducible_whatever_the_batch(hf: HFBackend) -> None:
+    def sample(seed: int, prompt: int = 0) -> ChatRequest:
+        return ChatRequest(PROMPTS[prompt], sampling=forced(12, temperature=1.0, seed=seed))
+
+    alone = hf.complete([sample(1)])[0]
+    in_batch = hf.complete([sample(7, 1), sample(1), sample(2, 2)])[1]
+    other_seed = hf.complete([sample(2)])[0]
+    greedy = hf.complete([ChatRequest(PROMPTS[0], sampling=forced(12))])[0]
+    assert token_ids(alone) == token_ids(in_batch)
+    assert token_ids(alone) != token_ids(other_seed)
+    assert token_ids(alone) != token_ids(greedy)
+
+
+def test_top_p_near_zero_is_greedy(hf: HFBackend) -> None:
+    nucleus = SamplingParams(temperature=1.0, top_p=1e-6, seed=3, max_tokens=8,
+                             extra={"min_new_tokens": 8})
+    sampled = hf.complete([ChatRequest(PROMPTS[1], sampling=nucleus)])[0]
+    greedy = hf.complete([ChatRequest(PROMPTS[1], sampling=forced(8))])[0]
+    assert token_ids(sampled) == token_ids(greedy)
+
+
+def test_tools_thinking_and_tool_call_history_reach_the_template(
+    tiny_lm_dir: Path, hf: HFBackend
+) -> None:
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}}}}]
+    history = PROMPTS[0] + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "search", "arguments": '{"q": "cats"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "3 cats"},
+    ]
+    plain, with_tools, with_history = hf.complete([
+        ChatRequest(PROMPTS[0], sampling=forced(2)),
+        ChatRequest(PROMPTS[0], tools=tools, sampling=forced(2)),
+        ChatRequest(history, tools=tools, sampling=forced(2)),
+    ])
+    assert with_tools.usage.input_tokens > plain.usage.input_tokens
+    assert with_history.usage.input_tokens > with_tools.usage.input_tokens
+    thinking_off = HFBackend(str(tiny_lm_dir), enable_thinking=False)
+    (off,) = thinking_off.complete([ChatRequest(PROMPTS[0], sampling=forced(2))])
+    assert off.usage.input_tokens > plain.usage.input_tokens
+    via_extra = SamplingParams(max_tokens=2, extra={"chat_template_kwargs": {
+        "enable_thinking": False}, "min_new_tokens": 2})
+    (extra,) = hf.complete([ChatRequest(PROMPTS[0], sampling=via_extra)])
+    assert extra.usage.input_tokens == off.usage.input_tokens
+
+
+def test_template_messages_turns_argument_text_into_objects() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    broken = {"id": "d", "type": "function", "function": {"name": "g", "arguments": "{oops"}}
+    messages = [{"role": "assistant", "content": "", "tool_calls": [call, broken]}]
+    converted = template_messages(messages)
+    assert converted[0]["tool_calls"][0]["function"]["arguments"] == {"a": 1}
+    assert converted[0]["tool_calls"][1]["function"]["arguments"] == "{oops"
+    assert call["function"]["arguments"] == '{"a": 1}'  # the caller's messages are untouched
+
+
+def test_cut_at_stop() -> None:
+    assert cut_at_stop("abc STOP def END", ["END", "STOP"]) == ("abc ", True)
+    assert cut_at_stop("abc", ["x", ""]) == ("abc", False)
+
+
+def test_unknown_extra_setting_is_rejected(hf: HFBackend) -> None:
+    bad = SamplingParams(max_tokens=2, extra={"not_a_generation_setting": 1})
+    with pytest.raises(ValueError, match="not_a_generation_setting"):
+        hf.complete([ChatRequest(PROMPTS[0], sampling=bad)])
+
+
+def test_describe(hf: HFBackend, tiny_lm_dir: Path) -> None:
+    assert hf.describe() == {
+        "name": "hf", "model": str(tiny_lm_dir), "device": "cpu", "dtype": "auto",
+        "batch_size": 8, "enable_thinking": None,
+    }
+
+
+def test_missing_torch_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r'pip install "agentworld\[hf\]"'):
+        HFBackend("unused")
+
+
+def test_missing_vllm_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(ImportError, match=r'pip install "agentworld\[vllm\]"'):
+        make_backend({"name": "vllm", "model": "unused"})
+
+
+def test_vllm_backend_wraps_llm_chat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thin vLLM wrapper, against a stand-in ``vllm`` module (vllm is not installed here)."""
+    calls: list[dict] = []
+
+    def echo_call(text: str) -> str:
+        return f'<tool_call>{json.dumps({"name": "echo", "arguments": {"t": text}})}</tool_call>'
+
+    class StubParams:
+        def __init__(self, **kwargs) -> None:
+            self.kwargs = kwargs
+
+    class StubLLM:
+        def __init__(self, model: str, **engine_kwargs) -> None:
+            self.engine = (model, engine_kwargs)
+
+        def chat(self, conversations, sampling_params, use_tqdm, tools, chat_template_kwargs):
+            calls.append({"n": len(conversations), "tools": tools,
+                          "template": chat_template_kwargs, "params": sampling_params})
+            return [
+                SimpleNamespace(
+                    prompt_token_ids=[0] * len(c[-1]["content"]),
+                    outputs=[SimpleNamespace(
+                        text=echo_call(c[-1]["content"]),
+                        token_ids=(1, 2, 3),
+                        finish_reason="stop",
+                    )],
+                )
+                for c in conversations
+            ]
+
+    stub = SimpleNamespace(LLM=StubLLM, SamplingParams=StubParams)
+    monkeypatch.setitem(sys.modules, "vllm", stub)
+    backend = make_backend({"name": "vllm", "model": "m", "enable_thinking": False,
+                            "gpu_memory_utilization": 0.5})
+    tools = [{"type": "function", "function": {"name": "echo", "parameters": {}}}]
+    requests = [
+        ChatRequest([{"role": "user", "content": "aa"}], sampling=SamplingParams(seed=1)),
+        ChatRequest([{"role": "user", "content": "bbbb"}], tools=tools,
+                    sampling=SamplingParams(stop=("X",), extra={"top_k": 5})),
+        ChatRequest([{"role": "user", "content": "c"}]),
+    ]
+    out = backend.complete(requests)
+    assert [c.tool_calls[0].arguments["t"] for c in out] == ["aa", "bbbb", "c"]
+    assert [c.usage.input_tokens for c in out] == [2, 4, 1]
+    assert all(c.usage.output_tokens == 3 and c.raw == {"token_ids": [1, 2, 3]} for c in out)
+    assert [(c["n"], c["tools"]) for c in calls] == [(2, None), (1, tools)]
+    assert calls[0]["template"] == {"enable_thinking": False}
+    assert calls[0]["params"][0].kwargs["seed"] == 1
+    assert calls[1]["params"][0].kwargs == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 512,
+                                            "seed": None, "stop": ["X"], "top_k": 5}
+    assert backend.describe()["engine_kwargs"] == {"gpu_memory_utilization": 0.5}

@@ -1,0 +1,201 @@
+"""Request keys, the JSONL request cache, and record/replay."""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentworld_envs.backends import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    SamplingParams,
+    Usage,
+    make_backend,
+)
+from agentworld_envs.backends.replay import (
+    RecordingBackend,
+    ReplayBackend,
+    RequestCache,
+    completion_from_dict,
+    completion_to_dict,
+    request_key,
+)
+from agentworld_envs.protocol.tool_calls import ToolCall
+
+
+def ask(text: str, **sampling: Any) -> ChatRequest:
+    return ChatRequest([{"role": "user", "content": text}], sampling=SamplingParams(**sampling))
+
+
+def rich_completion(text: str = "done") -> Completion:
+    return Completion(
+        text=text,
+        tool_calls=[ToolCall("search", {"q": "ünïcode", "n": [1, 2.5, None]}, call_id="c1")],
+        finish_reason="tool_calls",
+        usage=Usage(input_tokens=12, output_tokens=5),
+        latency_s=0.1234567890123,
+        raw={"id": "x", "choices": [{"message": {"content": text}}], "nested": {"a": [True]}},
+    )
+
+
+class CountingBackend(Backend):
+    """Answers with a counter, so every fresh completion differs."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "model": "counter-1"}
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.calls.append(len(requests))
+        start = sum(self.calls) - len(requests)
+        return [
+            Completion(
+                text=f"answer {start + i} to {r.messages[-1]['content']}",
+                tool_calls=[ToolCall("echo", {"i": start + i})],
+                usage=Usage(len(r.messages[-1]["content"]), 2),
+                latency_s=0.5 + i / 3,
+                raw={"i": start + i},
+            )
+            for i, r in enumerate(requests)
+        ]
+
+
+def test_request_key_is_canonical_and_sensitive() -> None:
+    base = ask("hi", temperature=0.0)
+    same = ChatRequest([{"content": "hi", "role": "user"}])
+    assert request_key(base, "m") == request_key(same, "m")
+    assert len(request_key(base, "m")) == 64
+    variants = [
+        request_key(base, "other-model"),
+        request_key(ask("hi!"), "m"),
+        request_key(ask("hi", temperature=0.5), "m"),
+        request_key(ask("hi", seed=1), "m"),
+        request_key(ChatRequest(base.messages, tools=[{"name": "t"}]), "m"),
+    ]
+    assert len({request_key(base, "m"), *variants}) == 6
+
+
+def test_completion_round_trips_exactly() -> None:
+    completion = rich_completion()
+    on_disk = json.loads(json.dumps(completion_to_dict(completion)))
+    assert completion_from_dict(on_disk) == completion
+    bare = Completion(text="")
+    assert completion_from_dict(completion_to_dict(bare)) == bare
+
+
+def test_cache_appends_lines_and_reloads(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "cache.jsonl"
+    cache = RequestCache(path)
+    cache.put("k1", rich_completion("one"))
+    cache.put("k2", rich_completion("two"))
+    cache.put("k1", rich_completion("one again"))
+    cache.close()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["key"] for line in lines] == ["k1", "k2", "k1"]
+    reloaded = RequestCache(path)
+    assert len(reloaded) == 2 and "k2" in reloaded and "k3" not in reloaded
+    assert reloaded.get("k1") == rich_completion("one again")
+    assert reloaded.get("k3") is None
+
+
+def test_truncated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "cache.jsonl"
+    cache = RequestCache(path)
+    cache.put("good", rich_completion("kept"))
+    cache.put("cut", rich_completion("lost"))
+    cache.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 25])  # a crash in the middle of the last write
+    with pytest.warns(RuntimeWarning, match=r"cache.jsonl:2"):
+        damaged = RequestCache(path)
+    assert damaged.get("good") == rich_completion("kept") and "cut" not in damaged
+    damaged.put("after", rich_completion("new"))  # must not glue onto the broken line
+    damaged.close()
+    with pytest.warns(RuntimeWarning):
+        again = RequestCache(path)
+    assert again.get("after") == rich_completion("new") and len(again) == 2
+
+
+def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    writers = [RequestCache(path), RequestCache(path)]
+    big = "x" * 20_000
+
+    def write(cache: RequestCache, who: int) -> None:
+        for i in range(40):
+            cache.put(f"{who}-{i}", Completion(text=f"{big}{who}-{i}"))
+
+    threads = [threading.Thread(target=write, args=(c, n)) for n, c in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for cache in writers:
+        cache.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        merged = RequestCache(path)
+    assert len(merged) == 80
+    assert merged.get("1-39").text.endswith("1-39")
+
+
+def test_record_then_replay_gives_identical_completions(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    inner = CountingBackend()
+    requests = [ask("a"), ask("b", temperature=0.7, seed=3), ask("a")]
+    with RecordingBackend(inner, path) as recorder:
+        first = recorder.complete(requests)
+        second = recorder.complete(requests + [ask("c")])
+        assert recorder.describe()["inner"] == inner.describe()
+    assert inner.calls == [2, 1]  # duplicates share one call; hits are not re-sent
+    assert first[0] == first[2] and first[0] != first[1]
+    assert second[:3] == first
+    replay = make_backend({"name": "replay", "path": str(path), "model": "counter-1"})
+    assert isinstance(replay, ReplayBackend)
+    assert replay.complete(requests + [ask("c")]) == second
+    replay.close()
+
+
+def test_replay_miss_names_the_key_and_last_user_message(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    with RecordingBackend(CountingBackend(), path) as recorder:
+        recorder.complete([ask("recorded")])
+    long_question = "what is the status of order " + "9" * 500
+    request = ChatRequest([
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": long_question},
+    ])
+    with ReplayBackend(path, model="counter-1") as replay:
+        with pytest.raises(BackendError) as info:
+            replay.complete([ask("recorded"), request])
+    message = str(info.value)
+    assert request_key(request, "counter-1") in message
+    assert "what is the status of order 999" in message and "9" * 400 not in message
+    with ReplayBackend(path, model="another-model") as wrong_model:
+        with pytest.raises(BackendError, match="recorded"):
+            wrong_model.complete([ask("recorded")])
+
+
+def test_record_and_replay_a_real_model(tmp_path: Path, tiny_lm_dir: Path) -> None:
+    path = tmp_path / "hf.jsonl"
+    sampling = SamplingParams(max_tokens=6, extra={"min_new_tokens": 6})
+    requests = [ChatRequest([{"role": "user", "content": t}], sampling=sampling)
+                for t in ("hi", "lookup order 42")]
+    with RecordingBackend({"name": "hf", "model": str(tiny_lm_dir)}, path) as recorder:
+        recorded = recorder.complete(requests)
+    with ReplayBackend(path, model=str(tiny_lm_dir)) as replay:
+        assert replay.complete(requests) == recorded
+    assert all(c.usage.output_tokens == 6 for c in recorded)
