@@ -1,0 +1,22 @@
+"""The examples in docstrings run as written."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "agentworld_envs.protocol.text_space",
+    "agentworld_envs.protocol.tools",
+    "floor_tasks.env",
+    "floor_tasks.solutions",
+    "floor_tasks.harness.runner",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
