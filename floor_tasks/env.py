@@ -30,6 +30,7 @@ from agentworld_envs.protocol.text_space import (
     UnicodeText,
 )
 from agentworld_envs.protocol.tool_calls import ParseError, parse_action
+from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
@@ -102,6 +103,12 @@ class FloorEnv(gym.Env[str, str]):
         return {"task_id": self.task.id, "tier": self.task.tier, "variant": variant.name,
                 "variant_index": variant.index, "tools": self.tool_schemas,
                 "max_steps": self.max_steps}
+
+    def candidate_actions(self) -> list[str]:
+        """Admissible actions of the current variant: its gold steps among distractors."""
+        if self.trace is None:
+            raise gym.error.ResetNeeded("call reset() before candidate_actions()")
+        return candidate_actions(self.task.id, self.trace.variant.name)
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:

@@ -268,3 +268,17 @@ def test_repair_turn_allows_one_corrected_malformed_call() -> None:
                                call("lookup_record", record_id="P104"),
                                "P104 is active."])
     assert reward == 1.0, info["verdict"]
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_candidates_hold_the_gold_steps_and_distractors(task_id: str) -> None:
+    env = gym.make(floor_tasks.env_id(task_id)).unwrapped
+    for variant in load_task(task_id).variant_names:
+        env.reset(seed=0, options={"variant": variant})
+        candidates = env.candidate_actions()
+        gold = solution(task_id, variant)
+        assert set(gold) <= set(candidates) and len(candidates) > len(set(gold))
+        assert candidates == env.candidate_actions() and len(set(candidates)) == len(candidates)
+        distractor = next(c for c in candidates if c not in gold)
+        env.reset(seed=0, options={"variant": variant})
+        assert play(task_id, [distractor] * 12, variant)[0] == 0.0
