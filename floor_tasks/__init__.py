@@ -5,16 +5,15 @@ Importing the package registers ``AgentFloor/<ID>-v0`` for every task, e.g.
 Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 """
 
-from gymnasium.envs.registration import register
+from gymnasium.envs.registration import WrapperSpec, register
 
 from agentworld_envs.backends import register_backend
-from floor_tasks.env import make
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names
 
 __all__ = ["TASK_IDS", "TIERS", "TIER_NAMES", "Task", "env_id", "load_task", "load_tasks",
-           "make", "solution"]
+           "solution"]
 
 
 def env_id(task_id: str) -> str:
@@ -22,10 +21,13 @@ def env_id(task_id: str) -> str:
     return f"AgentFloor/{task_id}-v0"
 
 
+_BUDGET_SYNC = WrapperSpec(name="StepBudgetSync", entry_point="floor_tasks.env:StepBudgetSync",
+                           kwargs={})
 TASK_IDS: tuple[str, ...] = tuple(t.id for t in load_tasks())
 for _task in load_tasks():
     check_names(_task)
     register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
-             kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps)
+             kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps,
+             additional_wrappers=(_BUDGET_SYNC,))
 del _task
 register_backend("oracle", "floor_tasks.harness.agents:OracleBackend")

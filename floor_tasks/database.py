@@ -1,7 +1,7 @@
 """A task's fixture database: records, search index, option sets, constraints, scripted failures.
 
-Fixtures are package data under ``floor_tasks/fixtures/``. Each env gets its own copy, so a run
-can never leak state into the next.
+Fixtures are package data under ``floor_tasks/fixtures/``. They are read-only, so one parsed
+fixture is shared by every env; tools hand out copies, so a run can never change the next.
 """
 
 from __future__ import annotations
@@ -42,15 +42,19 @@ def normalise_key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-@functools.cache
 def _read_fixture(name: str) -> dict[str, Any]:
     path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
+@functools.cache
 def load_fixture(name: str | None) -> FixtureDB:
-    """Load the fixture named ``name`` (``None`` gives an empty database)."""
-    return FixtureDB(copy.deepcopy(_read_fixture(name)) if name else {})
+    """The fixture named ``name`` (``None`` gives an empty database).
+
+    Fixtures are read-only: tools return copies of what they read, so one parsed fixture
+    serves every env.
+    """
+    return FixtureDB(_read_fixture(name) if name else {})
 
 
 class FixtureDB:

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -36,9 +37,32 @@ from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
 from floor_tasks.verifier import Trace, judge_submission, verify
 
-__all__ = ["FloorEnv", "make"]
+__all__ = ["FloorEnv", "StepBudgetSync"]
 
 _CALL_HINT = 'Write a tool call as {"name": "<tool>", "arguments": {...}}.'
+@functools.cache
+def _schemas_json(tools: tuple[str, ...]) -> str:
+    return json.dumps(FloorToolkit.schemas(tools))
+
+
+def _reject_all(decision: dict[str, Any]) -> bool:
+    """The submission judge of tasks that take no submission."""
+    return False
+
+
+def _dumps(envelope: dict[str, Any]) -> str:
+    """One envelope as a JSON line; one that cannot be encoded becomes an error envelope."""
+    try:
+        return json.dumps(envelope, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError) as exc:
+        return json.dumps({**{k: envelope[k] for k in ("tool_name", "call_id")},
+                           "status": "error", "result": None, "error": {
+                               "type": "unencodable_result", "recoverable": True,
+                               "message": f"the result cannot be encoded as JSON: {exc}"}})
+
+
+MAX_CALLS_PER_TURN = 32
+
 _INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
 _ENDED = "The episode has ended; call reset() to start a new one."
 
@@ -50,9 +74,8 @@ class FloorEnv(gym.Env[str, str]):
         task_id: The task, e.g. ``"C3"``.
         variant: A fixed variant (index or name such as ``"v2"`` or ``"i1"``); by default each
             reset draws one from ``np_random``, or takes ``options={"variant": ...}``.
-        max_steps: Step budget override (the task's own budget by default). The registered
-            ``TimeLimit`` knows nothing of it, so pass the same value as ``max_episode_steps``
-            too, or use :func:`floor_tasks.make`, which does both.
+        max_steps: Step budget (the task's own by default). Through ``gym.make``, pass
+            ``max_episode_steps`` instead: :class:`StepBudgetSync` hands it to the env.
         render_mode: ``"ansi"`` renders the transcript as text.
     """
 
@@ -91,7 +114,7 @@ class FloorEnv(gym.Env[str, str]):
         if spec is not None:
             spec = type(spec).model_validate(variant.filled(spec.model_dump()))
         self._toolkit = FloorToolkit(
-            db, (lambda d: judge_submission(spec, db, d)) if spec else (lambda d: False))
+            db, functools.partial(judge_submission, spec, db) if spec else _reject_all)
         self.trace = Trace(variant=variant, db=db)
         self._turn = 0
         self._done = False
@@ -112,8 +135,8 @@ class FloorEnv(gym.Env[str, str]):
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """OpenAI tool schemas of the tools this task offers."""
-        return FloorToolkit.schemas(self.task.tools)
+        """OpenAI tool schemas of the tools this task offers (a fresh copy each time)."""
+        return json.loads(_schemas_json(tuple(self.task.tools)))
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn. Never raises on the action's content."""
@@ -124,8 +147,12 @@ class FloorEnv(gym.Env[str, str]):
         self._turn += 1
         parsed = parse_action(action)
         envelopes = [self._log_parse_error(err) for err in parsed.errors]
+        if len(parsed.calls) > MAX_CALLS_PER_TURN:
+            envelopes.append(self._log_parse_error(ParseError(
+                f"{len(parsed.calls)} calls in one turn; only the first {MAX_CALLS_PER_TURN} "
+                "were run", "")))
         terminated = False
-        for call in parsed.calls:
+        for call in parsed.calls[:MAX_CALLS_PER_TURN]:
             call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
             envelope = self._toolkit.dispatch(call, frozenset(self.task.tools), call_id)
             error_type = (envelope.get("error") or {}).get("type")
@@ -143,9 +170,7 @@ class FloorEnv(gym.Env[str, str]):
             terminated = True
             self.trace.final_answer = parsed.text
             self.trace.termination = "final_answer"
-        observation = "\n".join(json.dumps(e, ensure_ascii=False, default=str) for e in envelopes)
-        if len(observation) > OBSERVATION_MAX_LENGTH:
-            observation = observation[:OBSERVATION_MAX_LENGTH - 20] + "\n...[truncated]"
+        observation = "\n".join(_dumps(e) for e in envelopes)
         self.transcript.append({"role": "assistant", "content": action if isinstance(
             action, str) else repr(action)})
         if observation:
@@ -182,14 +207,30 @@ class FloorEnv(gym.Env[str, str]):
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.transcript)
 
 
-def make(task_id: str, *, max_steps: int | None = None, **kwargs: Any) -> gym.Env:
-    """``gym.make`` of a task, with an optional step budget applied to env and TimeLimit alike.
+
+class StepBudgetSync(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Give the env the step budget of the ``TimeLimit`` below it, so both end together.
+
+    Registered as an additional wrapper of every AgentFloor env: ``gym.make(id,
+    max_episode_steps=N)`` then truncates at N with a verdict, exactly like the default budget.
 
     Example:
-        >>> env = make("C3", max_steps=20)
-        >>> env.unwrapped.max_steps, env.spec.max_episode_steps
-        (20, 20)
+        >>> env = gym.make("AgentFloor/C3-v0", max_episode_steps=20)
+        >>> env.unwrapped.max_steps
+        20
+
+    Change logs:
+        v0.1.0: initial version.
     """
-    if max_steps is not None:
-        kwargs.update(max_steps=max_steps, max_episode_steps=max_steps)
-    return gym.make(f"AgentFloor/{task_id}-v0", **kwargs)
+
+    def __init__(self, env: gym.Env) -> None:
+        """Wrap ``env`` and copy the nearest ``TimeLimit``'s budget into the unwrapped env."""
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.Wrapper.__init__(self, env)
+        inner = env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, gym.wrappers.TimeLimit):
+                if env.unwrapped.max_steps_override is None:
+                    env.unwrapped.max_steps_override = inner._max_episode_steps
+                break
+            inner = inner.env

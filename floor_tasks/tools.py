@@ -6,6 +6,9 @@ Every call returns an envelope ``{tool_name, call_id, status, result, error}`` w
 
 from __future__ import annotations
 
+import copy
+import json
+import math
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -14,6 +17,9 @@ from agentworld_envs.protocol.tools import ToolArgumentError, Toolkit, UnknownTo
 from floor_tasks.database import FixtureDB
 
 __all__ = ["FloorToolkit", "ToolFailure", "TOOL_NAMES"]
+
+MAX_ARGUMENT_CHARS = 8192
+"""Calls whose JSON arguments are longer than this are refused, keeping envelopes small."""
 
 TOOL_NAMES = (
     "search_records", "lookup_record", "get_attribute", "list_options",
@@ -34,7 +40,10 @@ class ToolFailure(Exception):
 def _number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ToolFailure("error", "invalid_input", f"input {name!r} must be a number")
-    return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise ToolFailure("error", "out_of_range", f"input {name!r} is too large") from None
 
 
 class FloorToolkit(Toolkit):
@@ -80,9 +89,9 @@ class FloorToolkit(Toolkit):
         """
         record = self._record(record_id)
         if fields is None:
-            return {"record_id": record_id, "fields": dict(record)}
-        result: dict[str, Any] = {"record_id": record_id,
-                                  "fields": {f: record[f] for f in fields if f in record}}
+            return {"record_id": record_id, "fields": copy.deepcopy(record)}
+        result: dict[str, Any] = {"record_id": record_id, "fields": {
+            f: copy.deepcopy(record[f]) for f in fields if f in record}}
         missing = [f for f in fields if f not in record]
         if missing:
             result["missing_fields"] = missing
@@ -101,7 +110,8 @@ class FloorToolkit(Toolkit):
             raise ToolFailure("not_found", "attribute_not_found",
                               f"record {record_id!r} has no attribute {attribute!r}",
                               hint=f"Available attributes: {', '.join(record)}.")
-        return {"record_id": record_id, "attribute": attribute, "value": record[attribute]}
+        return {"record_id": record_id, "attribute": attribute,
+                "value": copy.deepcopy(record[attribute])}
 
     @tool
     def list_options(self, option_set: str | None = None) -> dict[str, Any]:
@@ -117,7 +127,8 @@ class FloorToolkit(Toolkit):
         if name not in self.db.options:
             raise ToolFailure("not_found", "option_set_not_found", f"no option set {name!r}",
                               hint=f"Available option sets: {', '.join(names)}.")
-        return {"option_set": name, "options": self.db.options[name], "available_sets": names}
+        return {"option_set": name, "options": copy.deepcopy(self.db.options[name]),
+                "available_sets": names}
 
     @tool
     def check_constraint(self, record_id: str, constraint_name: str) -> dict[str, Any]:
@@ -148,7 +159,8 @@ class FloorToolkit(Toolkit):
         if not known:
             raise ToolFailure("error", "no_known_records", "none of the given IDs is a record",
                               hint="Use search_records or list_options to find valid IDs.")
-        rows = [{"id": i, "criterion_value": self.db.records[i].get(criterion)} for i in known]
+        rows = [{"id": i, "criterion_value": copy.deepcopy(self.db.records[i].get(criterion))}
+                for i in known]
         ranked = [r for r in rows if isinstance(r["criterion_value"], int | float)]
         best = (max if direction == "desc" else min)(
             ranked, key=lambda r: r["criterion_value"])["id"] if ranked else None
@@ -179,7 +191,7 @@ class FloorToolkit(Toolkit):
             absent = [k for k in weights if k not in values]
             if absent:
                 raise ToolFailure("error", "invalid_input", f"no value for weights {absent}")
-            value = sum(_number(values[k], k) * _number(w, k) for k, w in weights.items())
+            value = math.fsum(_number(values[k], k) * _number(w, k) for k, w in weights.items())
         else:
             if set(inputs) != {"a", "b"}:
                 raise ToolFailure("error", "invalid_input",
@@ -189,6 +201,8 @@ class FloorToolkit(Toolkit):
                 raise ToolFailure("error", "division_by_zero", "cannot divide by zero")
             value = {"multiply": a * b, "add": a + b, "subtract": a - b,
                      "divide": a / b if b else 0.0}[operation]
+        if not math.isfinite(value):
+            raise ToolFailure("error", "out_of_range", "the result is not a finite number")
         value = round(value, 6)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -215,8 +229,13 @@ class FloorToolkit(Toolkit):
         """Run one call and wrap its outcome in the envelope; never raises."""
         envelope: dict[str, Any] = {"tool_name": call.name, "call_id": call_id, "status": "ok",
                                     "result": None, "error": None}
-        scripted = self.db.scripted_response(call.name, call.arguments)
         try:
+            size = len(json.dumps(call.arguments, ensure_ascii=False))
+            if size > MAX_ARGUMENT_CHARS:
+                raise ToolFailure("error", "arguments_too_large",
+                                  f"arguments of {call.name!r} are {size} characters of JSON; at "
+                                  f"most {MAX_ARGUMENT_CHARS} are accepted")
+            scripted = self.db.scripted_response(call.name, call.arguments)
             if call.name not in allowed:
                 raise ToolFailure("error", "tool_not_available",
                                   f"tool {call.name!r} is not available in this task",

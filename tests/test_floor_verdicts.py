@@ -282,3 +282,16 @@ def test_candidates_hold_the_gold_steps_and_distractors(task_id: str) -> None:
         distractor = next(c for c in candidates if c not in gold)
         env.reset(seed=0, options={"variant": variant})
         assert play(task_id, [distractor] * 12, variant)[0] == 0.0
+
+
+def test_oversized_turns_are_refused_not_truncated() -> None:
+    env = gym.make("AgentFloor/D1-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    calls = [call_dict("lookup_record", record_id="SUP-11")] * 40
+    obs, _, _, _, info = env.step(json.dumps(calls))
+    lines = [json.loads(line) for line in obs.splitlines()]
+    assert len(lines) == 33 and "only the first 32" in lines[0]["error"]["message"]
+    assert info["invalid_action"]
+    obs, *_ = env.step(call("lookup_record", record_id="S" * 10_000))
+    envelope = json.loads(obs)
+    assert envelope["error"]["type"] == "arguments_too_large" and len(obs) < 1000

@@ -203,3 +203,13 @@ def test_calls_are_validated_against_the_signature() -> None:
         shop.call("order", {"sku": "A", "mode": "slow"})
     with pytest.raises(UnknownToolError):
         shop.call("helper", {})
+
+
+def test_limits_on_names_and_nesting() -> None:
+    long_name = parse_action(json.dumps({"name": "x" * 200, "arguments": {}}))
+    assert "at most 128" in long_name.errors[0].message
+    deep: object = 1
+    for _ in range(40):
+        deep = [deep]
+    nested = parse_action(json.dumps({"name": "f", "arguments": {"a": 1, "b": deep}}))
+    assert "argument 'b'" in nested.errors[0].message and not nested.calls

@@ -24,7 +24,9 @@ __all__ = ["ToolCall", "ParseError", "ParsedAction", "parse_action", "format_too
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.DOTALL)
 # A broken payload still counts as an attempted call when it names a function.
-_LOOKS_LIKE_CALL = re.compile(r'"(?:name|function)"\s*:')
+_LOOKS_LIKE_CALL = re.compile(r'"(?:name|function|arguments)"')
+MAX_NAME_LENGTH = 128
+MAX_ARGUMENT_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,25 @@ def _snippet(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    depth, level = 0, [value]
+    while depth <= MAX_ARGUMENT_DEPTH:
+        level = [v for item in level if isinstance(item, dict | list)
+                 for v in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            break
+        depth += 1
+    return depth
+
+
+def _json_snippet(value: Any) -> str:
+    try:
+        return _snippet(json.dumps(value, ensure_ascii=False))
+    except (ValueError, RecursionError):
+        return _snippet(f"<{type(value).__name__} that cannot be shown>")
+
+
 def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
     """Read one call object; None when ``obj`` is not shaped like a call at all."""
     if not isinstance(obj, dict):
@@ -82,21 +103,28 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
         return None
     name = obj["name"]
     if not isinstance(name, str) or not name.strip():
-        return ParseError("tool name must be a non-empty string", _snippet(json.dumps(obj)))
+        return ParseError("tool name must be a non-empty string", _json_snippet(obj))
+    if len(name) > MAX_NAME_LENGTH:
+        return ParseError(f"tool name is {len(name)} characters long; at most "
+                          f"{MAX_NAME_LENGTH} allowed", _snippet(name))
     args = obj.get("arguments", obj.get("parameters"))
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
-            return ParseError(f"arguments of {name!r} are not valid JSON: {exc.msg}",
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            return ParseError(f"arguments of {name!r} are not valid JSON: {reason}",
                               _snippet(args))
     if args is None:
         args = {}
     if not isinstance(args, dict):
         return ParseError(
             f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
-            _snippet(json.dumps(args)),
-        )
+            _json_snippet(args))
+    too_deep = [key for key, value in args.items() if _depth(value) >= MAX_ARGUMENT_DEPTH]
+    if too_deep:
+        return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
+                          f"{MAX_ARGUMENT_DEPTH} levels deep", _snippet(name))
     return ToolCall(name=name.strip(), arguments=args, call_id=call_id)
 
 
@@ -108,9 +136,10 @@ def _calls_from_json(payload: str, *, strict: bool) -> list[ToolCall | ParseErro
     """
     try:
         data = json.loads(payload)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError covers JSONDecodeError
         if strict or _LOOKS_LIKE_CALL.search(payload):
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else (
+                "nested too deeply" if isinstance(exc, RecursionError) else str(exc))
             return [ParseError(f"invalid JSON in tool call: {msg}", _snippet(payload))]
         return None
     items = data if isinstance(data, list) else [data]

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from floor_tasks.env import make
+import gymnasium as gym
 
 __all__ = ["rescore_record", "rescore"]
 
 
 def rescore_record(record: dict[str, Any]) -> dict[str, Any]:
     """Replay a record's actions in a fresh env and return the record with a new verdict."""
-    env = make(record["task_id"], max_steps=record.get("settings", {}).get("max_steps"))
+    budget = record.get("settings", {}).get("max_steps")
+    env = gym.make(f"AgentFloor/{record['task_id']}-v0",
+                   **({"max_episode_steps": budget} if budget else {}))
     env.reset(seed=record.get("seed", 0), options={"variant": record["variant"]})
     info: dict[str, Any] = {}
     for action in record["actions"]:

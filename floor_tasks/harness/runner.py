@@ -15,8 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
+
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
-from floor_tasks.env import make
 from floor_tasks.harness.agents import AgentFn, as_backend
 from floor_tasks.harness.corpus_io import SCHEMA_VERSION
 from floor_tasks.task import load_task
@@ -86,7 +87,8 @@ class _Episode:
     def __init__(self, job: Job, settings: RunSettings) -> None:
         self.job = job
         task = load_task(job.task_id)
-        self.env = make(job.task_id, max_steps=settings.max_steps)
+        budget = {"max_episode_steps": settings.max_steps} if settings.max_steps else {}
+        self.env = gym.make(f"AgentFloor/{job.task_id}-v0", **budget)
         prompt, info = self.env.reset(seed=job.seed, options={"variant": job.variant})
         self.tier, self.tools = task.tier, info["tools"]
         self.messages: list[dict[str, Any]] = [
