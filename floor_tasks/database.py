@@ -6,8 +6,8 @@ fixture is shared by every env; tools hand out copies, so a run can never change
 
 from __future__ import annotations
 
-import copy
 import functools
+import json
 from importlib import resources
 from typing import Any
 
@@ -72,7 +72,7 @@ class FixtureDB:
         for failure in self.scripted_failures:
             if failure["tool"] == tool_name and all(
                     arguments.get(k) == v for k, v in failure["when_args"].items()):
-                return copy.deepcopy(failure["response"])
+                return json.loads(json.dumps(failure["response"]))
         return None
 
     def search(self, query: str) -> list[str]:

@@ -34,7 +34,7 @@ from agentworld_envs.protocol.tool_calls import ParseError, parse_action
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
-from floor_tasks.tools import FloorToolkit
+from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit
 from floor_tasks.verifier import Trace, judge_submission, verify
 
 __all__ = ["FloorEnv", "StepBudgetSync"]
@@ -50,10 +50,13 @@ def _reject_all(decision: dict[str, Any]) -> bool:
     return False
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(envelope: dict[str, Any]) -> str:
     """One envelope as a JSON line; one that cannot be encoded becomes an error envelope."""
     try:
-        return json.dumps(envelope, ensure_ascii=False, default=str)
+        return _ENCODER.encode(envelope)
     except (ValueError, RecursionError) as exc:
         return json.dumps({**{k: envelope[k] for k in ("tool_name", "call_id")},
                            "status": "error", "result": None, "error": {
@@ -116,6 +119,7 @@ class FloorEnv(gym.Env[str, str]):
         self._toolkit = FloorToolkit(
             db, functools.partial(judge_submission, spec, db) if spec else _reject_all)
         self.trace = Trace(variant=variant, db=db)
+        self._allowed = frozenset(self.task.tools)
         self._turn = 0
         self._done = False
         self.transcript = [{"role": "user", "content": variant.prompt}]
@@ -154,7 +158,8 @@ class FloorEnv(gym.Env[str, str]):
         terminated = False
         for call in parsed.calls[:MAX_CALLS_PER_TURN]:
             call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
-            envelope = self._toolkit.dispatch(call, frozenset(self.task.tools), call_id)
+            envelope = self._toolkit.dispatch(call, self._allowed, call_id,
+                                              may_be_large=len(action) > MAX_ARGUMENT_CHARS)
             error_type = (envelope.get("error") or {}).get("type")
             self.trace.calls.append({
                 "turn": self._turn, "tool_name": call.name, "arguments": call.arguments,

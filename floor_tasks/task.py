@@ -95,6 +95,7 @@ class Task(pydantic.BaseModel):
     trajectory: list[Check] = []
     forbidden: list[Check] = []
     solution: list[Step] = pydantic.Field(min_length=1)
+    _variants: dict[int | str, Variant] = pydantic.PrivateAttr(default_factory=dict)
 
     @property
     def variant_names(self) -> list[str]:
@@ -104,6 +105,12 @@ class Task(pydantic.BaseModel):
 
     def variant(self, key: int | str = 0) -> Variant:
         """The variant with this index into :attr:`variant_names`, or this name."""
+        key = key if isinstance(key, str) else int(key)
+        if key not in self._variants:
+            self._variants[key] = self._build_variant(key)
+        return self._variants[key]
+
+    def _build_variant(self, key: int | str) -> Variant:
         names = self.variant_names
         if isinstance(key, str):
             if key not in names:

@@ -6,7 +6,6 @@ Every call returns an envelope ``{tool_name, call_id, status, result, error}`` w
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections.abc import Callable
@@ -35,6 +34,15 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.status, self.error_type, self.message = status, error_type, message
         self.hint, self.result = hint, result
+
+
+def _copy(value: Any) -> Any:
+    """Copy of fixture data (nested dicts, lists and scalars), cheaper than ``deepcopy``."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
 
 
 def _number(value: Any, name: str) -> float:
@@ -89,9 +97,9 @@ class FloorToolkit(Toolkit):
         """
         record = self._record(record_id)
         if fields is None:
-            return {"record_id": record_id, "fields": copy.deepcopy(record)}
+            return {"record_id": record_id, "fields": _copy(record)}
         result: dict[str, Any] = {"record_id": record_id, "fields": {
-            f: copy.deepcopy(record[f]) for f in fields if f in record}}
+            f: _copy(record[f]) for f in fields if f in record}}
         missing = [f for f in fields if f not in record]
         if missing:
             result["missing_fields"] = missing
@@ -111,7 +119,7 @@ class FloorToolkit(Toolkit):
                               f"record {record_id!r} has no attribute {attribute!r}",
                               hint=f"Available attributes: {', '.join(record)}.")
         return {"record_id": record_id, "attribute": attribute,
-                "value": copy.deepcopy(record[attribute])}
+                "value": _copy(record[attribute])}
 
     @tool
     def list_options(self, option_set: str | None = None) -> dict[str, Any]:
@@ -127,7 +135,7 @@ class FloorToolkit(Toolkit):
         if name not in self.db.options:
             raise ToolFailure("not_found", "option_set_not_found", f"no option set {name!r}",
                               hint=f"Available option sets: {', '.join(names)}.")
-        return {"option_set": name, "options": copy.deepcopy(self.db.options[name]),
+        return {"option_set": name, "options": _copy(self.db.options[name]),
                 "available_sets": names}
 
     @tool
@@ -159,7 +167,7 @@ class FloorToolkit(Toolkit):
         if not known:
             raise ToolFailure("error", "no_known_records", "none of the given IDs is a record",
                               hint="Use search_records or list_options to find valid IDs.")
-        rows = [{"id": i, "criterion_value": copy.deepcopy(self.db.records[i].get(criterion))}
+        rows = [{"id": i, "criterion_value": _copy(self.db.records[i].get(criterion))}
                 for i in known]
         ranked = [r for r in rows if isinstance(r["criterion_value"], int | float)]
         best = (max if direction == "desc" else min)(
@@ -224,13 +232,17 @@ class FloorToolkit(Toolkit):
         self.accepted_submissions += 1
         return {"accepted": True, "submission_id": f"SUB-{self.accepted_submissions:03d}"}
 
-    def dispatch(self, call: ToolCall, allowed: set[str] | frozenset[str],
-                 call_id: str) -> dict[str, Any]:
-        """Run one call and wrap its outcome in the envelope; never raises."""
+    def dispatch(self, call: ToolCall, allowed: set[str] | frozenset[str], call_id: str,
+                 *, may_be_large: bool = True) -> dict[str, Any]:
+        """Run one call and wrap its outcome in the envelope; never raises.
+
+        ``may_be_large=False`` skips the argument-size check, for calls read from an action
+        shorter than :data:`MAX_ARGUMENT_CHARS`.
+        """
         envelope: dict[str, Any] = {"tool_name": call.name, "call_id": call_id, "status": "ok",
                                     "result": None, "error": None}
         try:
-            size = len(json.dumps(call.arguments, ensure_ascii=False))
+            size = len(json.dumps(call.arguments, ensure_ascii=False)) if may_be_large else 0
             if size > MAX_ARGUMENT_CHARS:
                 raise ToolFailure("error", "arguments_too_large",
                                   f"arguments of {call.name!r} are {size} characters of JSON; at "

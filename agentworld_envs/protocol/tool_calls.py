@@ -121,7 +121,8 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
         return ParseError(
             f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
             _json_snippet(args))
-    too_deep = [key for key, value in args.items() if _depth(value) >= MAX_ARGUMENT_DEPTH]
+    too_deep = [key for key, value in args.items()
+                if isinstance(value, dict | list) and _depth(value) >= MAX_ARGUMENT_DEPTH]
     if too_deep:
         return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
                           f"{MAX_ARGUMENT_DEPTH} levels deep", _snippet(name))
@@ -169,20 +170,19 @@ def parse_action(action: Any) -> ParsedAction:
         remainder = _HERMES.sub("", action)
     else:
         remainder = action
-        for match in _FENCE.finditer(action):
+        for match in _FENCE.finditer(action) if "```" in action else ():
             if match.group(1).lower() not in ("", "json", "tool_call", "tool"):
                 continue
             calls = _calls_from_json(match.group(2).strip(), strict=False)
             if calls is not None:
                 found.extend(calls)
                 remainder = remainder.replace(match.group(0), "")
-        if not found:
-            stripped = action.strip()
-            if stripped[:1] in "{[":
-                calls = _calls_from_json(stripped, strict=False)
-                if calls is not None:
-                    found.extend(calls)
-                    remainder = ""
+        stripped = action.strip()
+        if not found and stripped[:1] in ("{", "["):
+            calls = _calls_from_json(stripped, strict=False)
+            if calls is not None:
+                found.extend(calls)
+                remainder = ""
     return ParsedAction(
         calls=[c for c in found if isinstance(c, ToolCall)],
         errors=[c for c in found if isinstance(c, ParseError)],
