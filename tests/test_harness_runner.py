@@ -223,3 +223,16 @@ def test_pytest_plugin_asserts_on_an_agent() -> None:
         bad.assert_passes("A1")
     with pytest.raises(AssertionError):
         bad.assert_tier_pass_rate("A", at_least=0.5)
+
+
+def test_each_episode_samples_with_its_own_seed() -> None:
+    seeds: list[int | None] = []
+
+    class SeedSpy(OracleBackend):
+        def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+            seeds.extend(r.sampling.seed for r in requests)
+            assert all(r.sampling.temperature == 0.0 for r in requests)
+            return super().complete(requests)
+
+    list(run_jobs([Job("A01", seed=7), Job("A01", repeat=1, seed=8)], SeedSpy()))
+    assert seeds == [7, 8]

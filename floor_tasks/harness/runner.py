@@ -7,6 +7,7 @@ call (one ``generate`` for in-process models, concurrent requests for servers).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -73,6 +74,7 @@ class Job:
     variant: str = "v0"
     repeat: int = 0
     seed: int = 0
+    """Seeds the env's reset and the backend's sampling."""
     model: str = "agent"
 
     @property
@@ -102,8 +104,9 @@ class _Episode:
         self.final: dict[str, Any] | None = None
 
     def request(self, settings: RunSettings) -> ChatRequest:
+        """The conversation so far, sampled with this episode's own seed."""
         return ChatRequest(messages=[dict(m) for m in self.messages], tools=self.tools,
-                           sampling=settings.sampling)
+                           sampling=dataclasses.replace(settings.sampling, seed=self.job.seed))
 
     def advance(self, completion: Completion) -> None:
         """Play one completion as the next assistant turn."""
