@@ -12,6 +12,7 @@ __all__ = ["main"]
 # Command groups, imported only when used: name -> (module, help).
 GROUPS = {
     "floor": ("floor_tasks.harness.cli", "AgentFloor tasks: list, run, sweep, report, compare"),
+    "sim": ("agentworld_envs.sim.cli", "Simulated envs: list, scenarios, generate, fidelity"),
 }
 
 

@@ -8,7 +8,7 @@ from agentworld_envs.backends.base import (
     SamplingParams,
     Usage,
 )
-from agentworld_envs.backends.registry import make_backend, register_backend
+from agentworld_envs.backends.registry import make_backend, parse_backend_arg, register_backend
 
 __all__ = [
     "Backend",
@@ -18,5 +18,6 @@ __all__ = [
     "SamplingParams",
     "Usage",
     "make_backend",
+    "parse_backend_arg",
     "register_backend",
 ]

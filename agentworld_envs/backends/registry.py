@@ -6,12 +6,13 @@ Backend modules are imported only when their name is asked for, so heavy librari
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 from agentworld_envs.backends.base import Backend
 
-__all__ = ["make_backend", "register_backend"]
+__all__ = ["make_backend", "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -45,3 +46,20 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
     return factory(**options)
+
+
+def parse_backend_arg(value: str) -> dict[str, Any]:
+    """Read a command-line backend: a name (``oracle``) or a JSON object with a ``name``.
+
+    Raises:
+        ValueError: the JSON is invalid or has no ``name``.
+    """
+    if not value.lstrip().startswith("{"):
+        return {"name": value}
+    try:
+        config = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"backend is not valid JSON: {exc}") from None
+    if not isinstance(config, dict) or "name" not in config:
+        raise ValueError('a backend given as JSON needs a "name" field')
+    return config

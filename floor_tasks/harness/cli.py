@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_commands"]
+from agentworld_envs.backends.registry import parse_backend_arg
+
+__all__ = ["add_commands", "backend_arg"]
 
 
-def _backend(value: str) -> dict[str, Any]:
-    """A backend given as a name (``oracle``) or as a JSON object."""
-    if value.lstrip().startswith("{"):
-        try:
-            config = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"--backend is not valid JSON: {exc}") from None
-        if not isinstance(config, dict) or "name" not in config:
-            raise argparse.ArgumentTypeError('--backend JSON needs a "name" field')
-        return config
-    return {"name": value}
+def backend_arg(value: str) -> dict[str, Any]:
+    """An argparse type: a backend given as a name (``oracle``) or as a JSON object."""
+    try:
+        return parse_backend_arg(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _selector(value: str) -> str | list[str]:
@@ -149,7 +145,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_cmd_list)
 
     p = commands.add_parser("run", help="run one agent over tasks (default: the oracle, all 30)")
-    p.add_argument("--backend", type=_backend, default={"name": "oracle"},
+    p.add_argument("--backend", type=backend_arg, default={"name": "oracle"},
                    help='backend name or JSON, e.g. \'{"name": "openai", "model": "qwen3-8b", '
                         '"base_url": "http://127.0.0.1:8000/v1"}\' (default: oracle)')
     p.add_argument("--name", help="model slug for the records (default: from the backend)")

@@ -1,0 +1,1 @@
+"""World-model benchmarks: the judge-free fidelity metric (:mod:`.fidelity`)."""

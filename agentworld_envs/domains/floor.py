@@ -1,0 +1,101 @@
+"""Floor: the world model stands in for the AgentFloor tools on the 30 AgentFloor tasks.
+
+Every action is also played on the real, deterministic :class:`floor_tasks.env.FloorEnv`, so
+each simulated step is measured against the true observation (:mod:`agentworld_envs.bench.
+fidelity`), hybrid mode can fall back to the real tool, and the reward is the real verifier's
+verdict. Scenario ids are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import yaml
+
+from agentworld_envs.domains.base import ToolDomain
+from agentworld_envs.sim.reality import Reality, RealStep
+from agentworld_envs.sim.scenario import Check, FloorRef, RewardSpec, Scenario
+from floor_tasks import load_tasks, solution
+from floor_tasks.database import load_fixture
+from floor_tasks.env import FloorEnv
+from floor_tasks.task import Task, Variant
+from floor_tasks.tools import FloorToolkit
+
+__all__ = ["DOMAIN", "FloorDomain", "FloorReality"]
+
+GIVE_UP = "I could not find the information needed to finish this task."
+
+
+class FloorReality(Reality):
+    """The real AgentFloor env of one task variant, with the simulated episode's budget."""
+
+    def __init__(self, ref: FloorRef, budget: int) -> None:
+        self.env = FloorEnv(ref.task_id, variant=ref.variant, max_steps=budget)
+        self.env.reset(seed=0)
+
+    def step(self, action: Any) -> RealStep:
+        """Play the action on the real tools."""
+        observation, _, terminated, truncated, info = self.env.step(action)
+        ending = info.get("termination") if terminated else None
+        return RealStep(observation, terminated, ending, info.get("verdict"))
+
+
+def _world_notes(task: Task, variant: Variant) -> str:
+    """What the real tools know: the fixture database and the submission rule."""
+    db = load_fixture(task.fixture)
+    data = {"records": db.records, "search_index": db.search_index, "options": db.options,
+            "constraints": db.constraints, "scripted_failures": db.scripted_failures}
+    database = yaml.safe_dump({k: v for k, v in data.items() if v}, sort_keys=False,
+                              allow_unicode=True)
+    notes = [f"AgentFloor task {task.id} ({task.title}); call ids are {task.id}_<tool>_<n>.",
+             f"The tools' database (YAML):\n{database.rstrip()}"]
+    if task.submission is not None:
+        rule = variant.filled(task.submission.model_dump(exclude_defaults=True))
+        notes.append(f"submit_decision accepts a submission only when it meets: {rule}")
+    return "\n".join(notes)
+
+
+def _scenario(task: Task, variant_name: str) -> Scenario:
+    variant = task.variant(variant_name)
+    gold = solution(task.id, variant_name)
+    candidates = [*dict.fromkeys(gold), GIVE_UP]
+    return Scenario(
+        id=f"{task.id}/{variant_name}", domain="floor", instruction=variant.prompt,
+        tools=FloorToolkit.schemas(task.tools), world=_world_notes(task, variant),
+        reward=RewardSpec(checks=[Check(check="floor_verifier")]),
+        candidate_actions=candidates, solution=[candidates.index(a) for a in gold],
+        max_steps=task.max_steps, floor=FloorRef(task_id=task.id, variant=variant_name))
+
+
+class FloorDomain(ToolDomain):
+    """AgentFloor tasks with simulated tools."""
+
+    key = "floor"
+
+    @functools.cached_property
+    def builtin(self) -> dict[str, Scenario]:
+        """Every variant of every AgentFloor task, by ``<task>/<variant>``."""
+        scenarios = [_scenario(task, name) for task in load_tasks()
+                     for name in task.variant_names]
+        return {s.id: s for s in scenarios}
+
+    def resolve(self, spec: Scenario | dict[str, Any] | str) -> Scenario:
+        """Also accepts a bare task id (its first variant)."""
+        if isinstance(spec, str) and "/" not in spec:
+            spec = f"{spec}/v0"
+        return super().resolve(spec)
+
+    def check(self, scenario: Scenario) -> None:
+        """A floor scenario names its AgentFloor task variant (A0 tasks offer no tools)."""
+        if scenario.floor is None:
+            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+
+    def start_reality(self, scenario: Scenario, budget: int) -> FloorReality:
+        """The real env of the scenario's task variant."""
+        if scenario.floor is None:
+            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+        return FloorReality(scenario.floor, budget)
+
+
+DOMAIN = FloorDomain()

@@ -1,0 +1,1 @@
+"""Procedural scenario generators: every scenario is fixed by one integer seed."""

@@ -1,0 +1,206 @@
+"""Fictional MCP tool servers with injected perturbations, for the mcp domain.
+
+Each seed gives one server from one of five families (inventory, calendar, ticketing, CRM,
+fleet), with invented records, a question whose reference answer lies in those records, and one
+or two control instructions (tool errors, rate limits, empty results, stale data) aimed at a
+tool, either on a fixed turn or with a probability.
+
+Example:
+    >>> s = mcp_server_scenario(3)
+    >>> s == mcp_server_scenario(3), 1 <= len(s.controls) <= 2, len(s.tools) == 3
+    (True, True, True)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentworld_envs.domains.generators.names import (
+    fictional_person,
+    fictional_word,
+    pick,
+    sample,
+    shuffled,
+)
+from agentworld_envs.sim.scenario import Check, Control, RewardSpec, Scenario
+
+__all__ = ["PERTURBATIONS", "mcp_server_scenario"]
+
+PERTURBATIONS = ("tool_error", "rate_limit", "empty_results", "stale_data")
+
+
+@dataclass(frozen=True)
+class _Server:
+    name: str
+    tools: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    question: str
+    answer: str
+    match: str
+    calls: list[tuple[str, dict[str, Any]]]
+    wrong_answers: list[str]
+
+
+def _tool(name: str, description: str, required: dict[str, str],
+          optional: dict[str, str] | None = None) -> dict[str, Any]:
+    """A tool schema; parameter types are given as ``"string"``, ``"integer"``, ..."""
+    properties = {k: {"type": v} for k, v in {**required, **(optional or {})}.items()}
+    return {"name": name, "description": description,
+            "parameters": {"type": "object", "properties": properties,
+                           "required": list(required)}}
+
+
+def _code(rng: np.random.Generator, prefix: str) -> str:
+    return f"{prefix}-{int(rng.integers(1000, 10000))}"
+
+
+def _inventory(rng: np.random.Generator, company: str) -> _Server:
+    records = [{"sku": _code(rng, "SKU"), "name": f"{fictional_word(rng)} "
+                f"{pick(rng, ['valve', 'bracket', 'sensor', 'gasket', 'pump'])}",
+                "category": pick(rng, ["hardware", "fluidics", "electronics"]),
+                "in_stock": int(rng.integers(0, 900)), "location": f"Aisle {rng.integers(1, 40)}"}
+               for _ in range(5)]
+    target, other = sample(rng, records, 2)
+    return _Server(
+        f"{company.lower()}-inventory",
+        [_tool("list_items", "List stock items, optionally in one category.", {},
+               {"category": "string"}),
+         _tool("get_item", "Get one stock item by SKU.", {"sku": "string"}),
+         _tool("update_stock", "Add (or, when negative, remove) units of an item.",
+               {"sku": "string", "delta": "integer"})],
+        records, f"How many units of the {target['name']} are in stock right now?",
+        str(target["in_stock"]), "number",
+        [("list_items", {"category": target["category"]}), ("get_item", {"sku": target["sku"]}),
+         ("get_item", {"sku": other["sku"]})],
+        [str(other["in_stock"]), str(target["in_stock"] + 25)])
+
+
+def _calendar(rng: np.random.Generator, company: str) -> _Server:
+    records = [{"event_id": _code(rng, "EVT"), "title": f"{fictional_word(rng)} "
+                f"{pick(rng, ['review', 'sync', 'planning', 'retro'])}",
+                "date": f"2026-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}",
+                "start": f"{rng.integers(8, 18):02d}:{pick(rng, ['00', '15', '30', '45'])}",
+                "organiser": fictional_person(rng)} for _ in range(5)]
+    target, other = sample(rng, records, 2)
+    return _Server(
+        f"{company.lower()}-calendar",
+        [_tool("list_events", "List the events on a date (YYYY-MM-DD).", {"date": "string"}),
+         _tool("get_event", "Get one event by id.", {"event_id": "string"}),
+         _tool("create_event", "Create an event.",
+               {"title": "string", "date": "string", "start": "string"},
+               {"duration_min": "integer"})],
+        records, f"At what time does the '{target['title']}' on {target['date']} start?",
+        target["start"], "contains",
+        [("list_events", {"date": target["date"]}), ("get_event", {"event_id": target["event_id"]}),
+         ("list_events", {"date": other["date"]})],
+        [other["start"], "09:00" if target["start"] != "09:00" else "10:00"])
+
+
+def _tickets(rng: np.random.Generator, company: str) -> _Server:
+    records = [{"ticket_id": _code(rng, "TCK"), "title": f"{fictional_word(rng)} "
+                f"{pick(rng, ['login fails', 'export hangs', 'sync drops', 'report wrong'])}",
+                "status": pick(rng, ["open", "open", "closed"]),
+                "assignee": fictional_person(rng), "priority": f"P{rng.integers(1, 5)}"}
+               for _ in range(5)]
+    target, other = sample(rng, records, 2)
+    target["status"] = "open"
+    return _Server(
+        f"{company.lower()}-tickets",
+        [_tool("search_tickets", "Search tickets by text, optionally by status.",
+               {"query": "string"}, {"status": "string"}),
+         _tool("get_ticket", "Get one ticket by id.", {"ticket_id": "string"}),
+         _tool("add_comment", "Comment on a ticket.", {"ticket_id": "string", "body": "string"})],
+        records, f"Who is assigned to the open ticket titled '{target['title']}'?",
+        target["assignee"], "contains",
+        [("search_tickets", {"query": target["title"], "status": "open"}),
+         ("get_ticket", {"ticket_id": target["ticket_id"]}),
+         ("get_ticket", {"ticket_id": other["ticket_id"]})],
+        [other["assignee"], fictional_person(rng)])
+
+
+def _crm(rng: np.random.Generator, company: str) -> _Server:
+    client = f"{fictional_word(rng)} {pick(rng, ['Ltd', 'GmbH', 'Group', 'Co-op'])}"
+    account = _code(rng, "ACC")
+    values = sorted({int(rng.integers(2, 400)) * 250 for _ in range(4)})
+    records = [{"deal_id": _code(rng, "DL"), "account_id": account, "value_eur": value,
+                "stage": "open"} for value in values]
+    records.append({"deal_id": _code(rng, "DL"), "account_id": account,
+                    "value_eur": values[-1] + 5000, "stage": "lost"})
+    return _Server(
+        f"{company.lower()}-crm",
+        [_tool("find_account", "Find accounts by company name.", {"name": "string"}),
+         _tool("list_deals", "List an account's deals, optionally by stage.",
+               {"account_id": "string"}, {"stage": "string"}),
+         _tool("get_deal", "Get one deal by id.", {"deal_id": "string"})],
+        [{"account_id": account, "name": client}, *records],
+        f"What is the value in euros of the largest open deal with {client}?",
+        str(values[-1]), "number",
+        [("find_account", {"name": client}), ("list_deals", {"account_id": account,
+                                                             "stage": "open"}),
+         ("list_deals", {"account_id": account})],
+        [str(values[-1] + 5000), str(values[0])])
+
+
+def _fleet(rng: np.random.Generator, company: str) -> _Server:
+    depot = fictional_word(rng, 3)
+    records = [{"vehicle_id": _code(rng, "VH"),
+                "plate": f"{fictional_word(rng, 1)[:2].upper()}{rng.integers(10, 99)} "
+                         f"{fictional_word(rng, 1)[:3].upper()}",
+                "depot": depot, "odometer_km": int(rng.integers(5_000, 300_000)),
+                "next_service": f"2026-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}"}
+               for _ in range(4)]
+    target, other = sample(rng, records, 2)
+    return _Server(
+        f"{company.lower()}-fleet",
+        [_tool("list_vehicles", "List the vehicles of a depot.", {"depot": "string"}),
+         _tool("get_vehicle", "Get one vehicle by id.", {"vehicle_id": "string"}),
+         _tool("get_service_history", "A vehicle's past services.", {"vehicle_id": "string"})],
+        records, f"When is the vehicle with plate {target['plate']} next due for service?",
+        target["next_service"], "contains",
+        [("list_vehicles", {"depot": depot}), ("get_vehicle", {"vehicle_id": target["vehicle_id"]}),
+         ("get_service_history", {"vehicle_id": target["vehicle_id"]})],
+        [other["next_service"], "2027-01-01"])
+
+
+_FAMILIES: tuple[Callable[[np.random.Generator, str], _Server], ...] = (
+    _inventory, _calendar, _tickets, _crm, _fleet)
+
+
+def _perturbations(rng: np.random.Generator, tools: list[str]) -> list[Control]:
+    controls = []
+    for _ in range(int(rng.integers(1, 3))):
+        kind, tool = pick(rng, PERTURBATIONS), pick(rng, tools)
+        if rng.random() < 0.5:
+            controls.append(Control(kind=kind, tools=[tool], turns=[int(rng.integers(1, 4))]))
+        else:
+            controls.append(Control(kind=kind, tools=[tool],
+                                    probability=pick(rng, [0.2, 0.35, 0.5])))
+    return controls
+
+
+def mcp_server_scenario(seed: int) -> Scenario:
+    """The fictional, perturbed MCP server scenario of one seed."""
+    rng = np.random.default_rng(seed)
+    company = fictional_word(rng)
+    server = pick(rng, _FAMILIES)(rng, company)
+    names = [t["name"] for t in server.tools]
+    records = "\n".join(json.dumps(r, ensure_ascii=False) for r in server.records)
+    calls = [*dict.fromkeys(json.dumps({"name": n, "arguments": a}, ensure_ascii=False)
+                            for n, a in server.calls)]
+    answers = [*dict.fromkeys(f"The answer is {a}."
+                              for a in (server.answer, *server.wrong_answers))]
+    candidates, solution = shuffled(rng, [*calls, *answers], [0, 1, len(calls)])
+    return Scenario(
+        id=f"mcp-gen-{seed}", domain="mcp",
+        instruction=f"{server.question} Use the {server.name} server's tools, then answer in "
+                    "one sentence.",
+        tools=server.tools,
+        world=f"MCP server {server.name} (v1.{rng.integers(0, 9)}), records:\n{records}",
+        reference_answer=server.answer, controls=_perturbations(rng, names),
+        reward=RewardSpec(checks=[Check(check="answer_matches", match=server.match)]),
+        candidate_actions=candidates, solution=solution, fictional=True)

@@ -1,0 +1,27 @@
+"""MCP: tool servers that speak the Model Context Protocol, simulated call by call.
+
+The scenario lists the server's tools; the world model answers each call with the raw tool
+result (or a realistic error). The procedural generator builds fictional tool servers with
+injected perturbations (:mod:`agentworld_envs.domains.generators.mcp_servers`).
+"""
+
+from __future__ import annotations
+
+from agentworld_envs.domains.base import ToolDomain
+from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
+from agentworld_envs.sim.scenario import Scenario
+
+__all__ = ["DOMAIN", "McpDomain"]
+
+
+class McpDomain(ToolDomain):
+    """Calls to MCP tool servers; a final answer ends the episode."""
+
+    key = "mcp"
+
+    def generate(self, seed: int) -> Scenario:
+        """A fictional tool server with a task, a reference answer and perturbations."""
+        return mcp_server_scenario(seed)
+
+
+DOMAIN = McpDomain()

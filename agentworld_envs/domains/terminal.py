@@ -1,0 +1,63 @@
+"""Terminal: a tmux session; the agent sends keystrokes and reads the next screen.
+
+An action is a JSON array of ``{"keystrokes": str, "duration": float}`` objects (a single object
+is accepted too); ``""`` keystrokes wait; ``[]`` declares the task complete and ends the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from agentworld_envs.domains.base import StateDomain
+from agentworld_envs.sim.termination import Interpretation, finish, simulate
+
+__all__ = ["COMPLETION_SCREEN", "DOMAIN", "TerminalDomain"]
+
+COMPLETION_SCREEN = "Task marked as complete."
+_MAX_DURATION_S = 600.0
+
+
+def _duration(item: dict[str, Any]) -> float | None:
+    value = item.get("duration", 1.0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or not 0 <= value <= _MAX_DURATION_S:
+        return None
+    return float(value)
+
+
+class TerminalDomain(StateDomain):
+    """Keystrokes into a simulated terminal."""
+
+    key = "terminal"
+    action_hint = (
+        'Send a JSON array of {"keystrokes": "<text>", "duration": <seconds>} objects, e.g. '
+        '[{"keystrokes": "ls -la\\n", "duration": 1}]. Send [] when the task is complete.')
+
+    def read_action(self, text: str, state: str) -> Interpretation:
+        """Keystroke batches are simulated; ``[]`` completes the task."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return self.reject("the action is not a JSON array of keystroke objects", state)
+        if isinstance(data, dict):
+            data = [data]
+        if not isinstance(data, list):
+            return self.reject("the action must be a JSON array", state)
+        if not data:
+            return finish("task_complete", COMPLETION_SCREEN)
+        commands = []
+        for item in data:
+            if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
+                return self.reject('every item needs a string "keystrokes"', state)
+            duration = _duration(item)
+            if duration is None:
+                return self.reject(f'"duration" must be a number of seconds in '
+                                   f"[0, {_MAX_DURATION_S:g}]", state)
+            commands.append({"keystrokes": item["keystrokes"], "duration": duration})
+        return simulate(json.dumps(commands, ensure_ascii=False), "json")
+
+
+DOMAIN = TerminalDomain()

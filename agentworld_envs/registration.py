@@ -1,0 +1,49 @@
+"""Register the simulated envs with Gymnasium, and the ``scripted`` backend.
+
+Imported by ``agentworld_envs/__init__.py``. Registering is cheap: entry points are strings, and
+nothing here imports a domain, a model library or package data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.registration import register
+
+from agentworld_envs.backends.registry import register_backend
+from agentworld_envs.domains import DOMAINS
+
+__all__ = ["ENV_IDS", "env_id", "make"]
+
+
+def env_id(domain: str) -> str:
+    """The Gymnasium id of a domain, e.g. ``"AgentWorld/MCP-v0"`` for ``"mcp"``."""
+    return f"AgentWorld/{DOMAINS[domain].title}-v0"
+
+
+ENV_IDS: tuple[str, ...] = tuple(env_id(key) for key in DOMAINS)
+
+for _key, _entry in DOMAINS.items():
+    register(
+        id=env_id(_key),
+        entry_point="agentworld_envs.sim.env:AgentWorldEnv",
+        vector_entry_point="agentworld_envs.sim.vector:AgentWorldVectorEnv",
+        max_episode_steps=_entry.max_steps,
+        kwargs={"domain": _key},
+    )
+del _key, _entry
+register_backend("scripted", "agentworld_envs.sim.scripted:ScriptedBackend")
+
+
+def make(domain: str, *, max_steps: int | None = None, **kwargs: Any) -> gym.Env:
+    """``gym.make`` of a domain's env, with a step budget applied to env and TimeLimit alike.
+
+    Example:
+        >>> env = make("terminal", max_steps=5)
+        >>> env.unwrapped.max_steps, env.spec.max_episode_steps
+        (5, 5)
+    """
+    if max_steps is not None:
+        kwargs.update(max_steps=max_steps, max_episode_steps=max_steps)
+    return gym.make(env_id(domain), **kwargs)

@@ -1,0 +1,144 @@
+"""``agentworld sim``: list domains and scenarios, generate scenarios, measure world-model fidelity.
+
+``fidelity`` plays the AgentFloor reference solutions through ``AgentWorld/Floor-v0`` with a
+world-model backend, all task variants as one vector env (one batched call per turn), and
+reports how often the predicted observations agree with the real ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from agentworld_envs.domains import DOMAINS, get_domain
+    from agentworld_envs.registration import env_id
+
+    print(f"{'env id':<24} {'steps':>5} {'scenarios':>9}  generator")
+    for key, entry in DOMAINS.items():
+        domain = get_domain(key)
+        try:
+            domain.generate(0)
+            generator = "yes"
+        except ValueError:
+            generator = "no"
+        print(f"{env_id(key):<24} {entry.max_steps:>5} {len(domain.builtin):>9}  {generator}")
+    return 0
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from agentworld_envs.domains import get_domain
+
+    for scenario in get_domain(args.domain).builtin.values():
+        if args.json:
+            print(scenario.model_dump_json(exclude_defaults=True))
+        else:
+            print(f"{scenario.id:<40} {scenario.instruction[:80]}")
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from agentworld_envs.domains import generate_scenario
+
+    for seed in range(args.seed, args.seed + args.count):
+        print(generate_scenario(args.domain, seed).model_dump_json(exclude_defaults=True))
+    return 0
+
+
+def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str = "simulated",
+                    seed: int = 0, sampling: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Play each floor scenario's reference solution; summarise fidelity per task and overall.
+
+    Args:
+        backend: The world model's backend config.
+        scenario_ids: Floor scenario ids such as ``"C3/v0"``.
+        mode: ``simulated`` or ``hybrid``.
+        seed: Reset seed (sub-env i gets ``seed + i``).
+        sampling: World-model sampling fields.
+
+    Returns:
+        ``{"overall": summary, "scenarios": {id: summary}}``, each summary from
+        :func:`agentworld_envs.bench.fidelity.summarise`.
+    """
+    from agentworld_envs.bench.fidelity import Fidelity, summarise
+    from agentworld_envs.sim.vector import AgentWorldVectorEnv
+
+    envs = AgentWorldVectorEnv("floor", num_envs=len(scenario_ids), autoreset_mode="disabled",
+                               backend=backend, mode=mode, sampling=sampling or {})
+    envs.reset(seed=seed, options={"scenario": scenario_ids})
+    plans = [episode.scenario.solution_actions for episode in envs.episodes]
+    for turn in range(max(len(plan) for plan in plans)):
+        envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])
+    steps = {sid: [Fidelity.from_dict(entry["fidelity"]) for entry in episode.transcript
+                   if entry["fidelity"]]
+             for sid, episode in zip(scenario_ids, envs.episodes, strict=True)}
+    envs.close()
+    return {"overall": summarise(f for found in steps.values() for f in found),
+            "scenarios": {sid: summarise(found) for sid, found in steps.items()}}
+
+
+def _floor_scenarios(tasks: str, variants: str) -> list[str]:
+    from floor_tasks import TASK_IDS, load_task
+
+    chosen = TASK_IDS if tasks == "all" else [t.strip() for t in tasks.split(",") if t.strip()]
+    ids = []
+    for task_id in chosen:
+        names = load_task(task_id).variant_names
+        ids += [f"{task_id}/{name}" for name in
+                (names if variants == "all" else variants.split(","))]
+    return ids
+
+
+def _number(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from agentworld_envs.backends import parse_backend_arg
+
+    scenarios = _floor_scenarios(args.tasks, args.variants)
+    report = fidelity_report(parse_backend_arg(args.backend), scenarios, args.mode, args.seed,
+                             {"max_tokens": args.max_tokens})
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{'scenario':<10} {'steps':>5} {'exact':>7} {'struct':>7} {'values':>7}")
+    for name, summary in [*report["scenarios"].items(), ("overall", report["overall"])]:
+        print(f"{name:<10} {int(summary['steps']):>5} {_number(summary['exact']):>7} "
+              f"{_number(summary['structural']):>7} {_number(summary['values']):>7}")
+    return 0
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """Add the ``sim`` subcommands to the ``agentworld sim`` parser."""
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    listing = commands.add_parser("list", help="the simulated domains and their scenarios")
+    listing.set_defaults(handler=_cmd_list)
+
+    scenarios = commands.add_parser("scenarios", help="a domain's hand-written scenarios")
+    scenarios.add_argument("domain")
+    scenarios.add_argument("--json", action="store_true", help="one JSON scenario per line")
+    scenarios.set_defaults(handler=_cmd_scenarios)
+
+    generate = commands.add_parser("generate", help="procedurally generated scenarios (JSONL)")
+    generate.add_argument("domain", choices=["search", "mcp"])
+    generate.add_argument("--seed", type=int, default=0, help="first seed")
+    generate.add_argument("--count", type=int, default=1)
+    generate.set_defaults(handler=_cmd_generate)
+
+    fidelity = commands.add_parser(
+        "fidelity", help="world-model fidelity against the real AgentFloor tools")
+    fidelity.add_argument("--backend", default="scripted",
+                          help='a backend name or JSON, e.g. \'{"name": "openai", ...}\'')
+    fidelity.add_argument("--tasks", default="all", help="all, or task ids: C3,E4")
+    fidelity.add_argument("--variants", default="v0", help="all, or variant names: v0,i1")
+    fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated")
+    fidelity.add_argument("--seed", type=int, default=0)
+    fidelity.add_argument("--max-tokens", type=int, default=8192)
+    fidelity.add_argument("--json", action="store_true")
+    fidelity.set_defaults(handler=_cmd_fidelity)

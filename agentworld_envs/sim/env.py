@@ -1,0 +1,112 @@
+"""The Gymnasium env of one simulated domain: ``AgentWorld/<Domain>-v0``.
+
+One ``step(action)`` is one agent turn. The world model predicts the next observation; the env
+reads termination from the action through the domain's interface, truncates at the step budget,
+and computes the reward once, at the end of the episode, with its breakdown in ``info``.
+
+Example:
+    >>> import gymnasium as gym, agentworld_envs
+    >>> env = gym.make("AgentWorld/Search-v0")          # default backend: "scripted"
+    >>> obs, info = env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
+    >>> obs, reward, terminated, truncated, info = env.step(
+    ...     '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}')
+    >>> info["world_model"]["called"], terminated
+    (True, False)
+    >>> env.step("It was Maren Holt.")[1:3]
+    (1.0, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from agentworld_envs.protocol.text_space import (
+    ACTION_MAX_LENGTH,
+    OBSERVATION_MAX_LENGTH,
+    UnicodeText,
+)
+from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.episode import Episode
+from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.sim.simulator import Simulator
+
+__all__ = ["AgentWorldEnv", "render_transcript"]
+
+
+def render_transcript(episode: Episode) -> str:
+    """An episode's turns as readable text."""
+    blocks = [f"[task] {episode.scenario.id}\n{episode.scenario.instruction}"]
+    for entry in episode.transcript:
+        flags = f" flags={','.join(entry['flags'])}" if entry["flags"] else ""
+        blocks.append(f"[turn {entry['turn']} action]\n{entry['action']}\n"
+                      f"[turn {entry['turn']} observation ({entry['kind']}){flags}]\n"
+                      f"{entry['observation']}")
+    return "\n\n".join(blocks)
+
+
+class AgentWorldEnv(gym.Env[str, str]):
+    """A domain simulated by a language world model.
+
+    Args:
+        domain: The domain key, e.g. ``"mcp"`` (set by the registered env id).
+        max_steps: Step budget; defaults to the domain's (the registered
+            ``max_episode_steps``). A scenario may ask for fewer. Pass the same value as
+            ``max_episode_steps`` to ``gym.make``, or use :func:`agentworld_envs.registration.make`.
+        render_mode: ``"ansi"`` renders the transcript.
+        **settings: The :class:`~agentworld_envs.sim.config.SimConfig` fields: ``backend``,
+            ``sampling``, ``judge_backend``, ``reward``, ``scenarios``, ``controls``,
+            ``fictional``, ``record_path``, ``timeout_s``, ``mode``, ...
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, domain: str, max_steps: int | None = None,
+                 render_mode: str | None = None, **settings: Any) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = SimConfig(domain=domain, **settings)
+        self.sim = Simulator(self.config)
+        self.max_steps = max_steps or self.sim.domain.max_steps
+        self.observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
+        self.action_space = UnicodeText(ACTION_MAX_LENGTH)
+        self.episode: Episode | None = None
+
+    @property
+    def scenario(self) -> Scenario | None:
+        """The current episode's scenario."""
+        return self.episode.scenario if self.episode else None
+
+    def candidate_actions(self) -> list[str]:
+        """The current scenario's admissible actions, for a ``Discrete``-action wrapper."""
+        if self.episode is None:
+            raise gym.error.ResetNeeded("call reset() before asking for candidate actions")
+        return list(self.episode.scenario.candidate_actions)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode: ``options={"scenario": id | dict | Scenario}`` picks the scenario,
+        otherwise it is drawn from ``np_random``."""
+        super().reset(seed=seed)
+        self.episode = self.sim.episode(self.np_random, options, self.max_steps)
+        return self.episode.first_observation()
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one agent turn. Never raises on the action's content."""
+        if self.episode is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        result = self.sim.step([self.episode], [action])[0]
+        return result.observation, result.reward, result.terminated, result.truncated, \
+            result.info
+
+    def render(self) -> str | None:
+        """The transcript so far (``ansi`` mode)."""
+        if self.render_mode != "ansi" or self.episode is None:
+            return None
+        return render_transcript(self.episode)
+
+    def close(self) -> None:
+        """Close the model clients (safe to call twice)."""
+        self.sim.close()

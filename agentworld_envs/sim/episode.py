@@ -1,0 +1,253 @@
+"""One simulated episode: the step logic shared by the single env and the vector env.
+
+A step has two halves so that many episodes can share one batched model call:
+:meth:`Episode.begin` reads the action and returns the world-model request (or None when the
+action needs no model: a final answer, an invalid action); :meth:`Episode.complete` turns the
+completion, or a fault, into the observation. When the episode has ended,
+:meth:`Episode.settle` computes the reward from the verifier and, where asked, the judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from agentworld_envs.backends import ChatRequest, Completion
+from agentworld_envs.bench.fidelity import step_fidelity
+from agentworld_envs.domains.base import Domain
+from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.controls import fired_controls
+from agentworld_envs.sim.model_client import Fault
+from agentworld_envs.sim.parsing import parse_world_model_output
+from agentworld_envs.sim.prompting import observation_turn, user_turn
+from agentworld_envs.sim.reality import RealStep
+from agentworld_envs.sim.rewards import EpisodeLog, judge_request, settle
+from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.sim.termination import STEP_BUDGET, Interpretation
+
+__all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
+
+ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
+_SEED_BOUND = 2**31 - 1
+
+
+@dataclass
+class StepResult:
+    """What one step returns, before the vector env batches it."""
+
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+    closes_episode: bool = False
+    """True on the step that ended the episode (not on steps after its end)."""
+
+
+@dataclass
+class _Pending:
+    action: str
+    interpretation: Interpretation
+    request: ChatRequest | None
+    controls: tuple[str, ...]
+    real: RealStep | None
+
+
+@dataclass
+class _Reading:
+    observation: str
+    info: dict[str, Any]
+    raw: str = ""
+    usable: bool = True
+
+
+def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
+    """The action as safe text, and why it cannot be used (None when it can)."""
+    if not isinstance(action, str):
+        return "", f"an action must be a string, got {type(action).__name__}"
+    if len(action) > limit:
+        return "", f"the action is {len(action)} characters long; the limit is {limit}"
+    return action.encode("utf-8", "replace").decode("utf-8"), None
+
+
+def _model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
+                finish_reason: str = "", output_tokens: int = 0,
+                diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
+    """``info["world_model"]``: whether the model was asked, and what went wrong."""
+    ok = called and not fault and "no_output" not in flags
+    info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
+            "finish_reason": finish_reason, "output_tokens": output_tokens}
+    if diagnostics is not None:
+        info["diagnostics"] = diagnostics
+    return info
+
+
+class Episode:
+    """One episode of one scenario.
+
+    Args:
+        domain: The scenario's domain.
+        scenario: What the episode is about.
+        config: The env's settings.
+        rng: The env's (or sub-env's) ``np_random``: every random draw comes from it.
+        budget: The step budget; the episode is truncated after this many steps.
+    """
+
+    def __init__(self, domain: Domain, scenario: Scenario, config: SimConfig,
+                 rng: np.random.Generator, budget: int) -> None:
+        self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
+        self.budget = budget
+        self.reward_spec = (scenario.reward if config.reward is None
+                            else scenario.reward.model_copy(update={"kind": config.reward}))
+        self.fictional = scenario.fictional if config.fictional is None else config.fictional
+        self.controls = [*scenario.controls, *config.controls]
+        self.sampling = config.world_model_params()
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": domain.system_prompt(scenario, self.fictional)}]
+        self.state = scenario.initial_state if domain.shows_state else None
+        self.turn = 0
+        self.ended = False
+        self.log = EpisodeLog(scenario)
+        self.transcript: list[dict[str, Any]] = []
+        self.reality = domain.start_reality(scenario, budget)
+        self._pending: _Pending | None = None
+
+    def first_observation(self) -> tuple[str, dict[str, Any]]:
+        """The reset observation (the task as the agent sees it) and the reset info."""
+        info = {"domain": self.domain.key, "scenario_id": self.scenario.id,
+                "instruction": self.scenario.instruction,
+                "tools": self.domain.tools(self.scenario),
+                "candidate_actions": list(self.scenario.candidate_actions),
+                "max_steps": self.budget, "fictional": self.fictional}
+        return self.domain.agent_prompt(self.scenario), info
+
+    def begin(self, action: Any) -> ChatRequest | None:
+        """Read the action; return the world-model request it needs, if any."""
+        if self.ended:
+            self._pending = None
+            return None
+        self.turn += 1
+        text, problem = _action_text(action, self.config.max_action_chars)
+        interpretation = (self.domain.reject(problem, self.state) if problem
+                          else self.domain.interpret(text, self.scenario, self.state))
+        real = self.reality.step(action) if self.reality is not None else None
+        request, controls = None, ()
+        if interpretation.kind == "simulate":
+            controls = tuple(fired_controls(self.controls, self.turn, interpretation.tools,
+                                            self.rng))
+            content = user_turn(
+                self.turn, interpretation.action_text, interpretation.language,
+                state=self.state,
+                task=self.scenario.instruction if self.domain.task_in_turn else None,
+                controls=controls)
+            seed = int(self.rng.integers(0, _SEED_BOUND))
+            request = ChatRequest([*self.messages, {"role": "user", "content": content}],
+                                  sampling=replace(self.sampling, seed=seed))
+        self._pending = _Pending(text, interpretation, request, controls, real)
+        return request
+
+    def complete(self, outcome: Completion | Fault | None) -> StepResult:
+        """Finish the step begun by :meth:`begin`, given the world model's answer (if asked)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return StepResult(ENDED_OBSERVATION, 0.0, True, False, {
+                "invalid_action": True, "action_error": ENDED_OBSERVATION})
+        interpretation, real = pending.interpretation, pending.real
+        if interpretation.kind == "simulate":
+            reading = self._read(outcome)
+        else:
+            reading = _Reading(interpretation.observation, _model_info(False))
+        observation, source = reading.observation, (
+            "world_model" if interpretation.kind == "simulate" else "local")
+        info: dict[str, Any] = {
+            "turn": self.turn, "invalid_action": interpretation.kind == "invalid",
+            "action_error": interpretation.error or "", "controls": pending.controls,
+            "world_model": reading.info}
+        if real is not None:
+            observation, source = self._against_reality(interpretation, reading, real, info)
+        info["observation_source"] = source
+        terminated = interpretation.kind == "finish" or bool(real and real.terminated)
+        truncated = not terminated and self.turn >= self.budget
+        self._record(pending, observation, reading, info.get("fidelity"))
+        result = StepResult(observation, 0.0, terminated, truncated, info,
+                            closes_episode=terminated or truncated)
+        if result.closes_episode:
+            self.ended = True
+            if truncated:
+                self.log.ending = STEP_BUDGET
+            else:
+                self.log.ending = interpretation.ending or (real.ending if real else None)
+            self.log.real_verdict = real.verdict if real else None
+            info.update(termination=self.log.ending, answer=self.log.answer or "")
+        return result
+
+    def _read(self, outcome: Completion | Fault | None) -> _Reading:
+        if not isinstance(outcome, Completion) or not isinstance(outcome.text, str):
+            fault = outcome if isinstance(outcome, Fault) else Fault(
+                "backend_error", f"the backend returned {type(outcome).__name__}, "
+                                 "not a completion with text")
+            return _Reading(self.domain.fallback_observation(self.state, fault.message),
+                            _model_info(True, ("fault",), fault.kind), usable=False)
+        parsed = parse_world_model_output(outcome.text, self.config.max_observation_chars)
+        flags = parsed.flags + (("length_limit",) if outcome.finish_reason == "length" else ())
+        observation = parsed.observation
+        usable = "no_output" not in flags
+        if not usable and self.domain.shows_state:
+            observation = self.domain.fallback_observation(self.state, "no output")
+        info = _model_info(True, flags, "", outcome.finish_reason,
+                           outcome.usage.output_tokens, parsed.diagnostics)
+        return _Reading(observation, info, outcome.text, usable)
+
+    def _against_reality(self, interpretation: Interpretation, reading: _Reading,
+                         real: RealStep, info: dict[str, Any]) -> tuple[str, str]:
+        """Measure fidelity; pick the real observation where the mode or the action asks."""
+        info["real_observation"] = real.observation
+        if interpretation.kind == "invalid":
+            return real.observation, "real"
+        if interpretation.kind != "simulate":
+            return reading.observation, "local"
+        fidelity = step_fidelity(reading.observation, real.observation)
+        info["fidelity"] = fidelity.to_dict()
+        unusable = not reading.usable or (fidelity.real_json and not fidelity.predicted_json)
+        wants_real = bool(set(interpretation.tools) & set(self.config.real_tools))
+        if self.config.mode == "hybrid" and (unusable or wants_real):
+            return real.observation, "real"
+        return reading.observation, "world_model"
+
+    def _record(self, pending: _Pending, observation: str, reading: _Reading,
+                fidelity: dict[str, Any] | None) -> None:
+        interpretation = pending.interpretation
+        if interpretation.kind == "simulate" and pending.request is not None:
+            self.messages += [pending.request.messages[-1],
+                              {"role": "assistant", "content": observation_turn(observation)}]
+            if self.domain.shows_state:
+                self.state = observation
+        self.log.actions.append(pending.action)
+        self.log.observations.append(observation)
+        self.log.tools_called.extend(interpretation.tools)
+        if interpretation.kind == "finish":
+            self.log.answer = interpretation.answer
+        self.transcript.append({
+            "turn": self.turn, "action": pending.action, "kind": interpretation.kind,
+            "controls": list(pending.controls),
+            "seed": pending.request.sampling.seed if pending.request else None,
+            "raw_output": reading.raw, "observation": observation,
+            "flags": list(reading.info["flags"]), "fidelity": fidelity})
+
+    @property
+    def needs_judge(self) -> bool:
+        """Whether the reward asks the rubric judge."""
+        return self.reward_spec.kind != "rule"
+
+    def judge_request(self) -> ChatRequest:
+        """The judge's request for this finished episode (its seed drawn from ``rng``)."""
+        seed = int(self.rng.integers(0, _SEED_BOUND))
+        sampling = replace(self.config.judge_params(), seed=seed)
+        return judge_request(self.log, self.reward_spec.rubric, sampling)
+
+    def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:
+        """Put the end-of-episode reward and its breakdown into ``result``."""
+        result.reward, breakdown = settle(self.reward_spec, self.log, judge)
+        result.info["reward_breakdown"] = breakdown

@@ -1,0 +1,195 @@
+"""Scenarios: what one simulated episode is about, as plain-data pydantic models.
+
+A scenario names its domain and gives either the tools the agent may call (tool domains) or the
+initial screen (state domains), the task instruction, an optional reference answer, control
+instructions that perturb the simulation, a reward spec, and the admissible candidate actions
+that a discrete-action wrapper offers a policy.
+
+Example:
+    >>> s = Scenario(domain="search", id="demo", instruction="Who founded Velmora?",
+    ...              reference_answer="Ilsa Toren", candidate_actions=["Ilsa Toren"])
+    >>> s.reward.kind, [c.label for c in s.reward.checks]
+    ('rule', [])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pydantic
+
+__all__ = [
+    "DOMAIN_KEYS",
+    "Check",
+    "Control",
+    "Demonstration",
+    "FloorRef",
+    "RewardSpec",
+    "Scenario",
+    "normalise_tool",
+]
+
+DOMAIN_KEYS = ("mcp", "search", "terminal", "swe", "android", "web", "os", "floor")
+DomainKey = Literal["mcp", "search", "terminal", "swe", "android", "web", "os", "floor"]
+CheckName = Literal[
+    "answer_matches",
+    "completed",
+    "infeasible",
+    "called_tool",
+    "action_matches",
+    "no_action_matches",
+    "observation_contains",
+    "floor_verifier",
+]
+_NEEDS_VALUE = {"called_tool", "action_matches", "no_action_matches", "observation_contains"}
+
+
+class _Frozen(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class Control(_Frozen):
+    """A control instruction: a targeted perturbation of the simulation.
+
+    It fires on the listed ``turns`` (1-based), or on any turn with ``probability`` (drawn from
+    the env's ``np_random``), and only for calls of ``tools`` when those are given.
+    """
+
+    kind: Literal["tool_error", "rate_limit", "empty_results", "stale_data", "custom"]
+    tools: list[str] | None = None
+    turns: list[int] | None = None
+    probability: float = pydantic.Field(1.0, ge=0.0, le=1.0)
+    note: str | None = None
+    """Extra wording for the world model; required for ``custom``."""
+
+    @pydantic.model_validator(mode="after")
+    def _custom_has_note(self) -> Control:
+        if self.kind == "custom" and not self.note:
+            raise ValueError("a custom control needs a note saying what to do")
+        return self
+
+
+class Check(_Frozen):
+    """One named rule of the verifier.
+
+    ``answer_matches`` compares the agent's answer with ``value`` (default: the scenario's
+    reference answer) by ``match``; ``called_tool`` names a tool; ``action_matches`` and
+    ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
+    looks for text in the final observation; ``completed`` and ``infeasible`` check how the
+    episode ended; ``floor_verifier`` is the real AgentFloor verdict.
+    """
+
+    check: CheckName
+    value: str | None = None
+    match: Literal["contains", "exact", "number"] = "contains"
+
+    @pydantic.model_validator(mode="after")
+    def _value_given(self) -> Check:
+        if self.check in _NEEDS_VALUE and not self.value:
+            raise ValueError(f"check {self.check!r} needs a value")
+        return self
+
+    @property
+    def label(self) -> str:
+        """A readable key for the breakdown, e.g. ``called_tool(web_search)``."""
+        return f"{self.check}({self.value})" if self.value else self.check
+
+
+class RewardSpec(_Frozen):
+    """How the end-of-episode reward is computed.
+
+    ``rule`` is the product of the checks (1.0 only when all pass); ``judge`` is an LLM rubric
+    score in [0, 1]; ``hybrid`` combines them, either as a ``gate`` (the judge score counts only
+    when every rule passes) or ``weighted`` (``rule_weight * rule + (1 - rule_weight) * judge``).
+    """
+
+    kind: Literal["rule", "judge", "hybrid"] = "rule"
+    checks: list[Check] = []
+    rubric: str | None = None
+    combine: Literal["gate", "weighted"] = "gate"
+    rule_weight: float = pydantic.Field(0.5, ge=0.0, le=1.0)
+
+
+class Demonstration(_Frozen):
+    """One example transition shown to the world model: an action and its observation."""
+
+    action: str
+    observation: str
+    state: str | None = None
+
+
+class FloorRef(_Frozen):
+    """The AgentFloor task variant a ``floor`` scenario plays."""
+
+    task_id: str
+    variant: str
+
+
+def normalise_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI tool format; a bare ``{"name", "description", "parameters"}`` is wrapped."""
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        function = tool["function"]
+    elif "name" in tool:
+        function = tool
+    else:
+        raise ValueError(f"a tool needs a name: {tool!r}")
+    if not isinstance(function.get("name"), str) or not function["name"]:
+        raise ValueError(f"a tool needs a non-empty string name: {tool!r}")
+    return {"type": "function", "function": {
+        "name": function["name"],
+        "description": function.get("description", ""),
+        "parameters": function.get("parameters") or {"type": "object", "properties": {}},
+    }}
+
+
+class Scenario(_Frozen):
+    """One simulated task."""
+
+    id: str
+    domain: DomainKey
+    instruction: str
+    tools: list[dict[str, Any]] = []
+    """Tools the agent may call (tool domains), on top of the domain's default tools."""
+    initial_state: str | None = None
+    """The first screen or tree (state domains); the agent sees it at reset."""
+    world: str | None = None
+    """Hidden notes for the world model: what the simulated world holds."""
+    reference_answer: str | None = None
+    controls: list[Control] = []
+    reward: RewardSpec = RewardSpec()
+    candidate_actions: list[str] = pydantic.Field(min_length=1)
+    """Admissible actions, for policies that choose from a list (e.g. a Discrete wrapper)."""
+    solution: list[int] = []
+    """A reference episode, as indices into ``candidate_actions``, that passes the rule checks."""
+    demonstrations: list[Demonstration] = []
+    fictional: bool = False
+    max_steps: int | None = pydantic.Field(None, ge=1)
+    floor: FloorRef | None = None
+
+    @pydantic.field_validator("tools", mode="before")
+    @classmethod
+    def _normalise_tools(cls, tools: Any) -> Any:
+        if not isinstance(tools, list):
+            return tools
+        return [normalise_tool(t) if isinstance(t, dict) else t for t in tools]
+
+    @pydantic.model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        for check in self.reward.checks:
+            if check.check == "answer_matches" and not (check.value or self.reference_answer):
+                raise ValueError(f"scenario {self.id}: answer_matches needs a reference answer")
+        if len(set(self.candidate_actions)) != len(self.candidate_actions):
+            raise ValueError(f"scenario {self.id}: candidate actions repeat")
+        if any(not 0 <= i < len(self.candidate_actions) for i in self.solution):
+            raise ValueError(f"scenario {self.id}: solution indices must index candidate_actions")
+        return self
+
+    @property
+    def solution_actions(self) -> list[str]:
+        """The reference episode's actions."""
+        return [self.candidate_actions[i] for i in self.solution]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the scenario's own tools."""
+        return [t["function"]["name"] for t in self.tools]

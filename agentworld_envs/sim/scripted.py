@@ -1,0 +1,111 @@
+"""The ``scripted`` backend: a deterministic stand-in for a world model. It is NOT a world model.
+
+It is the default backend of every ``AgentWorld/*`` env, so that ``gym.make`` works with no
+server, no GPU and no download, and ``check_env`` passes. It understands nothing: it answers
+each request by the first rule whose pattern matches the last user message, or else with a
+placeholder observation that names the turn and a digest of the whole request (so equal
+requests get equal text, and requests that differ, e.g. in their sampling seed, differ).
+
+Rules are plain data, which makes the backend the tool for scripting faults in tests::
+
+    {"name": "scripted", "rules": [
+        {"match": "web_search", "reply": "<predicted_observation>[1] ...</predicted_observation>"},
+        {"match": "Turn 3", "error": "server down"},
+        {"match": "slow", "delay_s": 5.0, "reply": "late"}]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pydantic
+
+from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+
+__all__ = ["PLACEHOLDER_PREFIX", "ScriptedBackend", "ScriptedRule"]
+
+PLACEHOLDER_PREFIX = "[scripted placeholder: no world model attached]"
+
+
+class ScriptedRule(pydantic.BaseModel):
+    """Answer requests whose last user message matches ``match`` (a regular expression)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    match: str
+    reply: str | None = None
+    error: str | None = None
+    delay_s: float = pydantic.Field(0.0, ge=0.0)
+
+    @pydantic.model_validator(mode="after")
+    def _one_outcome(self) -> ScriptedRule:
+        if (self.reply is None) == (self.error is None):
+            raise ValueError("a scripted rule needs exactly one of reply or error")
+        re.compile(self.match)
+        return self
+
+
+def _last_user_text(request: ChatRequest) -> str:
+    for message in reversed(request.messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""
+
+
+def _placeholder(request: ChatRequest) -> str:
+    canonical = json.dumps(request.to_dict(), sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()[:12]
+    heading = _last_user_text(request).split("\n", 1)[0].strip() or "request"
+    return (f"<predicted_observation>\n{PLACEHOLDER_PREFIX} {heading}, request {digest}\n"
+            "</predicted_observation>")
+
+
+class ScriptedBackend(Backend):
+    """Deterministic rule-based answers, and placeholders for everything else.
+
+    Args:
+        rules: Rules tried in order; each a :class:`ScriptedRule` or its dict form.
+        model: Model name reported by :meth:`describe` (and so used in recording keys).
+        keep_requests: Keep every batch of requests in :attr:`batches` (for tests).
+    """
+
+    name = "scripted"
+
+    def __init__(self, rules: Sequence[dict[str, Any] | ScriptedRule] = (),
+                 model: str = "scripted", keep_requests: bool = False) -> None:
+        self.rules = [ScriptedRule.model_validate(r) for r in rules]
+        self.model = model
+        self.keep_requests = keep_requests
+        self.batches: list[list[ChatRequest]] = []
+        """The batches of requests received, one list per ``complete`` call."""
+
+    def describe(self) -> dict[str, Any]:
+        """The model name and the rules."""
+        return {"name": self.name, "model": self.model,
+                "rules": [r.model_dump(exclude_defaults=True) for r in self.rules]}
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Answer every request by rule or placeholder.
+
+        Raises:
+            BackendError: when a matching rule scripts an error.
+        """
+        if self.keep_requests:
+            self.batches.append(list(requests))
+        completions = []
+        for request in requests:
+            text = _last_user_text(request)
+            rule = next((r for r in self.rules if re.search(r.match, text)), None)
+            if rule is None:
+                completions.append(Completion(text=_placeholder(request)))
+                continue
+            if rule.delay_s:
+                time.sleep(rule.delay_s)
+            if rule.error is not None:
+                raise BackendError(rule.error)
+            completions.append(Completion(text=rule.reply or ""))
+        return completions

@@ -1,0 +1,90 @@
+"""The machinery behind an env or a vector env: domain, model clients, scenarios, batched steps.
+
+:meth:`Simulator.step` advances any number of episodes with ONE world-model call (every
+episode that needs the model contributes its request to the batch), then one judge call for
+the episodes that ended and ask for a judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agentworld_envs.domains import get_domain
+from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.episode import Episode, StepResult
+from agentworld_envs.sim.model_client import ModelClient
+from agentworld_envs.sim.rewards import read_judge
+from agentworld_envs.sim.scenario import Scenario
+
+__all__ = ["Simulator"]
+
+_SEED_BOUND = 2**31 - 1
+
+
+class Simulator:
+    """Everything an env needs besides its own random generator(s).
+
+    Args:
+        config: The env's settings.
+    """
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.domain = get_domain(config.domain)
+        self._pool = self._scenario_pool()
+        self.world_model = ModelClient(config.backend, config.record_path, config.timeout_s)
+        self.judge = self.world_model if config.judge_backend is None else ModelClient(
+            config.judge_backend, config.record_path, config.timeout_s)
+
+    def _scenario_pool(self) -> list[Scenario] | None:
+        selection = self.config.scenarios
+        if selection == "generated":
+            self.domain.generate(0)  # fail at make time when the domain has no generator
+            return None
+        pool = (list(self.domain.builtin.values()) if selection == "builtin"
+                else [self.domain.resolve(s) for s in selection])
+        if not pool:
+            raise ValueError("scenarios must name at least one scenario")
+        return pool
+
+    def pick(self, rng: np.random.Generator, options: dict[str, Any] | None) -> Scenario:
+        """The scenario given in ``options["scenario"]``, else one drawn from ``rng``."""
+        spec = (options or {}).get("scenario")
+        if spec is not None:
+            return self.domain.resolve(spec)
+        if self._pool is None:
+            return self.domain.generate(int(rng.integers(0, _SEED_BOUND)))
+        return self._pool[int(rng.integers(len(self._pool)))]
+
+    def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
+                limit: int) -> Episode:
+        """Start an episode with at most ``limit`` steps (fewer when the scenario says so)."""
+        scenario = self.pick(rng, options)
+        budget = min(limit, scenario.max_steps or limit)
+        return Episode(self.domain, scenario, self.config, rng, budget)
+
+    def step(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[StepResult]:
+        """Advance every episode by its action: one world-model call, then one judge call."""
+        requests = [episode.begin(action)
+                    for episode, action in zip(episodes, actions, strict=True)]
+        asked = [i for i, request in enumerate(requests) if request is not None]
+        outcomes = dict(zip(asked, self.world_model.complete([requests[i] for i in asked]),
+                            strict=True))
+        results = [episode.complete(outcomes.get(i)) for i, episode in enumerate(episodes)]
+        finished = [i for i, result in enumerate(results) if result.closes_episode]
+        judged = [i for i in finished if episodes[i].needs_judge]
+        verdicts = dict(zip(judged, self.judge.complete(
+            [episodes[i].judge_request() for i in judged]), strict=True))
+        for i in finished:
+            verdict = verdicts.get(i)
+            episodes[i].settle(results[i], None if verdict is None else read_judge(verdict))
+        return results
+
+    def close(self) -> None:
+        """Close the model clients."""
+        self.world_model.close()
+        if self.judge is not self.world_model:
+            self.judge.close()

@@ -1,0 +1,72 @@
+"""How a domain reads one agent action, and how episodes end.
+
+The world model predicts only the next observation; it never says that an episode is over.
+Episodes end through each domain's own interface, read from the action itself: a final answer
+in the tool domains, an empty keystroke list in the terminal, ``send_msg_to_user`` or
+``report_infeasible`` on the web, a ``status`` action on Android, ``DONE`` or ``FAIL`` on the
+desktop. The step budget truncates the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "COMPLETED",
+    "INFEASIBLE",
+    "STEP_BUDGET",
+    "Interpretation",
+    "finish",
+    "invalid",
+    "simulate",
+]
+
+COMPLETED = frozenset({"final_answer", "task_complete", "message", "answer", "submitted"})
+"""Endings in which the agent says it has done the task."""
+INFEASIBLE = frozenset({"infeasible"})
+"""Endings in which the agent says the task cannot be done."""
+STEP_BUDGET = "step_budget"
+"""The ending of a truncated episode."""
+
+
+@dataclass(frozen=True)
+class Interpretation:
+    """What one action means to the simulator.
+
+    Attributes:
+        kind: ``simulate`` (ask the world model), ``finish`` (the episode ends here) or
+            ``invalid`` (the action cannot be performed; nothing changes).
+        action_text: The action as the world model sees it (``simulate``).
+        language: Code-fence language of ``action_text`` (``json`` or ``python``).
+        tools: Tools the action calls, for controls and checks.
+        ending: Why the episode ends (``finish``), e.g. ``final_answer`` or ``infeasible``.
+        answer: The agent's answer or message to the user (``finish``), if any.
+        observation: What the agent sees without asking the world model (``finish``, ``invalid``).
+        error: What was wrong with the action (``invalid``).
+    """
+
+    kind: Literal["simulate", "finish", "invalid"]
+    action_text: str = ""
+    language: str = "json"
+    tools: tuple[str, ...] = ()
+    ending: str | None = None
+    answer: str | None = None
+    observation: str = ""
+    error: str | None = None
+
+
+def simulate(action_text: str, language: str = "json",
+             tools: tuple[str, ...] = ()) -> Interpretation:
+    """An action the world model must answer."""
+    return Interpretation("simulate", action_text=action_text, language=language, tools=tools)
+
+
+def finish(ending: str, observation: str, answer: str | None = None) -> Interpretation:
+    """An action that ends the episode through the domain's interface."""
+    return Interpretation("finish", ending=ending, answer=answer, observation=observation)
+
+
+def invalid(error: str, observation: str) -> Interpretation:
+    """An action that cannot be performed; ``observation`` explains why."""
+    return Interpretation("invalid", error=error, observation=observation)

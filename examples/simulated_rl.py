@@ -1,0 +1,116 @@
+"""A simulated-RL loop: a policy learns in AgentWorld envs that exist only as a world model.
+
+The agent is deliberately small: a tabular softmax policy over each scenario's admissible
+candidate actions, trained with REINFORCE on the end-of-episode reward of
+``gym.make_vec("AgentWorld/<Domain>-v0")``. Every step of all ``--num-envs`` episodes is one
+batched world-model call. Swap in an LLM policy for real training; the env loop stays the same.
+
+Run offline (the default ``scripted`` backend: placeholder observations, real rule rewards)::
+
+    python examples/simulated_rl.py --domain search --updates 40
+
+or against a world-model server (vLLM, SGLang, ``transformers serve``)::
+
+    python examples/simulated_rl.py --base-url http://localhost:8000/v1 \\
+        --model Qwen/Qwen-AgentWorld-35B-A3B --num-envs 16 --record runs/sim_calls.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import gymnasium as gym
+import numpy as np
+
+import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
+from agentworld_envs.registration import env_id
+
+
+class CandidatePolicy:
+    """Softmax preferences per (scenario, turn) over the scenario's candidate actions."""
+
+    def __init__(self, rng: np.random.Generator, learning_rate: float) -> None:
+        self.rng = rng
+        self.learning_rate = learning_rate
+        self.preferences: dict[tuple[str, int], np.ndarray] = {}
+        self.baseline: dict[str, float] = defaultdict(float)
+
+    def _probabilities(self, key: tuple[str, int], size: int) -> np.ndarray:
+        logits = self.preferences.setdefault(key, np.zeros(size))
+        weights = np.exp(logits - logits.max())
+        return weights / weights.sum()
+
+    def act(self, scenario: str, turn: int, size: int) -> int:
+        """Sample a candidate index."""
+        return int(self.rng.choice(size, p=self._probabilities((scenario, turn), size)))
+
+    def learn(self, scenario: str, choices: list[tuple[int, int, int]], reward: float) -> None:
+        """REINFORCE on one finished episode, against a per-scenario running baseline."""
+        advantage = reward - self.baseline[scenario]
+        self.baseline[scenario] += 0.1 * advantage
+        for turn, choice, size in choices:
+            probabilities = self._probabilities((scenario, turn), size)
+            gradient = -probabilities
+            gradient[choice] += 1.0
+            self.preferences[scenario, turn] += self.learning_rate * advantage * gradient
+
+
+def backend_config(args: argparse.Namespace) -> str | dict:
+    """The world model: a server when ``--base-url`` is given, else the offline default."""
+    if args.base_url is None:
+        return "scripted"
+    return {"name": "openai", "model": args.model, "base_url": args.base_url,
+            "api_key_env": args.api_key_env, "timeout_s": args.timeout_s}
+
+
+def main(argv: list[str] | None = None) -> list[float]:
+    """Train; returns the mean episode reward of each update."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--domain", default="search", help="mcp, search, terminal, swe, ...")
+    parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--updates", type=int, default=30, help="batches of num-envs episodes")
+    parser.add_argument("--learning-rate", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--base-url", help="an OpenAI-compatible world-model server")
+    parser.add_argument("--model", default="Qwen/Qwen-AgentWorld-35B-A3B")
+    parser.add_argument("--api-key-env", default=None, help="variable holding the API key")
+    parser.add_argument("--timeout-s", type=float, default=600.0)
+    parser.add_argument("--max-tokens", type=int, default=8192)
+    parser.add_argument("--record", help="record every world-model call to this JSONL file")
+    args = parser.parse_args(argv)
+
+    envs = gym.make_vec(env_id(args.domain), num_envs=args.num_envs,
+                        backend=backend_config(args), record_path=args.record,
+                        sampling={"max_tokens": args.max_tokens})
+    policy = CandidatePolicy(np.random.default_rng(args.seed), args.learning_rate)
+    _, infos = envs.reset(seed=args.seed)
+    scenarios = list(infos["scenario_id"])
+    candidates = [list(c) for c in infos["candidate_actions"]]
+    choices: list[list[tuple[int, int, int]]] = [[] for _ in range(args.num_envs)]
+    curve: list[float] = []
+    finished: list[float] = []
+    while len(curve) < args.updates:
+        actions = []
+        for i in range(args.num_envs):
+            size = len(candidates[i])
+            choice = policy.act(scenarios[i], len(choices[i]), size)
+            choices[i].append((len(choices[i]), choice, size))
+            actions.append(candidates[i][choice])
+        _, rewards, terminated, truncated, infos = envs.step(actions)
+        for i in np.flatnonzero(terminated | truncated):
+            policy.learn(scenarios[i], choices[i], float(rewards[i]))
+            finished.append(float(rewards[i]))
+            choices[i] = []
+            scenarios[i] = infos["scenario_id"][i]  # same-step autoreset: the next episode
+            candidates[i] = list(infos["candidate_actions"][i])
+        if len(finished) >= args.num_envs:
+            curve.append(float(np.mean(finished)))
+            finished = []
+            print(f"update {len(curve):3d}: mean reward {curve[-1]:.2f}")
+    envs.close()
+    return curve
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Simulated-step throughput of the batched vector env (pytest-benchmark; timing is never asserted).
+
+Three ways to produce the same N = 32 world-model steps with the ``hf`` backend:
+
+* ``raw``: ``backend.complete`` on the exact requests the vector env sends (the ceiling);
+* ``vector``: one ``step`` of ``gym.make_vec(..., num_envs=32)`` (one batched call);
+* ``sequential``: 32 single envs stepped one after the other (32 calls of one request).
+
+Every completion is forced to the same number of new tokens (64: a world model's real steps
+run to thousands, so decoding, which batching speeds up, dominates), so the three do equal work. The
+ratios ``raw / vector`` (goal: at least 0.9) and ``sequential / vector`` (goal: at least 5) go to
+``benchmark.extra_info`` and to the terminal. The CPU run uses the tiny test model; the ``gpu``
+run uses a random model shaped like Qwen2-0.5B. Run with::
+
+    python -m pytest tests/bench/test_bench_sim.py -m benchmark --benchmark-only \\
+        -p no:cacheprovider -o addopts=""
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.backends import Backend, make_backend
+from agentworld_envs.registration import env_id
+from agentworld_envs.sim.scripted import ScriptedBackend
+
+pytestmark = pytest.mark.benchmark
+
+NUM_ENVS = 32
+NEW_TOKENS = 64
+ENV_ID = env_id("terminal")
+ACTION = '[{"keystrokes": "ls -la\\n", "duration": 1}]'
+SETTINGS = {"sampling": {"max_tokens": NEW_TOKENS, "temperature": 0.7,
+                         "extra": {"min_new_tokens": NEW_TOKENS}},
+            "scenarios": ["terminal-extract-archive"]}
+MEDIANS: dict[tuple[str, str], float] = {}
+
+
+def _record(benchmark: Any, device: str, name: str) -> None:
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable
+        return
+    MEDIANS[device, name] = median = stats.stats.median
+    benchmark.extra_info["steps_per_s"] = round(NUM_ENVS / median, 2)
+    raw, vector = MEDIANS.get((device, "raw")), MEDIANS.get((device, "vector"))
+    if vector and name == "vector" and raw:
+        benchmark.extra_info["raw_over_vector"] = round(raw / vector, 3)
+        print(f"[{device}] vector env reaches {raw / vector:.0%} of raw backend throughput")
+    if vector and name == "sequential":
+        benchmark.extra_info["sequential_over_vector"] = round(median / vector, 2)
+        print(f"[{device}] vector env is {median / vector:.1f}x the per-env sequential loop")
+
+
+def _build_qwen05_shaped(tiny_lm_dir: Path, directory: Path) -> Path:
+    """A random bf16 model shaped like Qwen2-0.5B, with the tiny model's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=896, intermediate_size=4864,
+                         num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                         max_position_embeddings=32768, tie_word_embeddings=True,
+                         eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.gpu)])
+def hf_backend(request: pytest.FixtureRequest, tiny_lm_dir: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Backend]]:
+    """A live ``hf`` backend that batches all 32 requests in one ``generate``."""
+    device = request.param
+    if device == "cuda" and not pytest.importorskip("torch").cuda.is_available():
+        pytest.skip("no CUDA device")
+    model_dir = tiny_lm_dir if device == "cpu" else _build_qwen05_shaped(
+        tiny_lm_dir, tmp_path_factory.mktemp("qwen05"))
+    backend = make_backend({"name": "hf", "model": str(model_dir), "device": device,
+                            "dtype": "auto", "batch_size": NUM_ENVS})
+    yield device, backend
+    backend.close()
+
+
+def _captured_requests() -> list:
+    """The exact requests one vector step sends (a request does not depend on the backend)."""
+    capture = ScriptedBackend(keep_requests=True)
+    envs = gym.make_vec(ENV_ID, num_envs=NUM_ENVS, backend=capture, **SETTINGS)
+    envs.reset(seed=0)
+    envs.step([ACTION] * NUM_ENVS)
+    return capture.batches[0]
+
+
+def test_raw_backend(benchmark: Any, hf_backend: tuple[str, Backend]) -> None:
+    device, backend = hf_backend
+    requests = _captured_requests()
+    completions = benchmark.pedantic(backend.complete, args=(requests,), rounds=5,
+                                     warmup_rounds=1)
+    assert [c.usage.output_tokens for c in completions] == [NEW_TOKENS] * NUM_ENVS
+    _record(benchmark, device, "raw")
+
+
+def test_vector_env(benchmark: Any, hf_backend: tuple[str, Backend]) -> None:
+    device, backend = hf_backend
+    envs = gym.make_vec(ENV_ID, num_envs=NUM_ENVS, backend=backend, **SETTINGS)
+
+    def fresh() -> tuple[tuple, dict]:
+        envs.reset(seed=0)
+        return (), {}
+
+    result = benchmark.pedantic(lambda: envs.step([ACTION] * NUM_ENVS), setup=fresh, rounds=5,
+                                warmup_rounds=1)
+    assert result[4]["world_model"]["called"].all()
+    assert (result[4]["world_model"]["output_tokens"] == NEW_TOKENS).all()
+    _record(benchmark, device, "vector")
+
+
+def test_sequential_envs(benchmark: Any, hf_backend: tuple[str, Backend]) -> None:
+    device, backend = hf_backend
+    envs = [gym.make(ENV_ID, backend=backend, **SETTINGS) for _ in range(NUM_ENVS)]
+
+    def fresh() -> tuple[tuple, dict]:
+        for i, env in enumerate(envs):
+            env.reset(seed=i)  # what sub-env i of the vector env gets from seed=0
+        return (), {}
+
+    results = benchmark.pedantic(lambda: [env.step(ACTION) for env in envs], setup=fresh,
+                                 rounds=3, warmup_rounds=1)
+    assert all(r[4]["world_model"]["output_tokens"] == NEW_TOKENS for r in results)
+    _record(benchmark, device, "sequential")

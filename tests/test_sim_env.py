@@ -1,0 +1,296 @@
+"""The single simulated env: registration, check_env, determinism, turns, termination, budget."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.registration import ENV_IDS, env_id, make
+from agentworld_envs.sim.env import AgentWorldEnv
+from agentworld_envs.sim.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
+
+WAIT = '[{"keystrokes": "", "duration": 1}]'
+SEARCH_CALL = '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}'
+
+
+def scripted(*rules: dict) -> ScriptedBackend:
+    return ScriptedBackend(list(rules), keep_requests=True)
+
+
+def requests_of(backend: ScriptedBackend) -> list:
+    return [request for batch in backend.batches for request in batch]
+
+
+def test_eight_ids_are_registered_with_plain_data_kwargs_and_a_vector_entry_point() -> None:
+    assert ENV_IDS == tuple(f"AgentWorld/{t}-v0" for t in
+                            ("MCP", "Search", "Terminal", "SWE", "Android", "Web", "OS", "Floor"))
+    for eid in ENV_IDS:
+        spec = gym.spec(eid)
+        assert spec.entry_point == "agentworld_envs.sim.env:AgentWorldEnv"
+        assert spec.vector_entry_point == "agentworld_envs.sim.vector:AgentWorldVectorEnv"
+        assert spec.max_episode_steps and not spec.nondeterministic
+        json.loads(spec.to_json())  # plain data only
+
+
+def test_import_registers_quietly_without_heavy_modules() -> None:
+    code = ("import sys, agentworld_envs, gymnasium as gym\n"
+            "heavy = [m for m in ('torch', 'transformers', 'pydantic', 'yaml', 'httpx',"
+            " 'agentworld_envs.sim.env', 'agentworld_envs.domains.base') if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "assert 'AgentWorld/Floor-v0' in gym.registry\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""
+
+
+@pytest.mark.parametrize("eid", ENV_IDS)
+def test_check_env_passes_with_the_default_backend(eid: str) -> None:
+    env = gym.make(eid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+    assert env.unwrapped.sim.world_model.describe()["name"] == "scripted"
+
+
+def rollout(env: gym.Env, seed: int, actions: list[str] | None = None) -> list:
+    """Reset with ``seed`` and play the scenario's candidate actions; return the transcript."""
+    obs, info = env.reset(seed=seed)
+    steps = [obs]
+    for action in actions or info["candidate_actions"]:
+        obs, reward, terminated, truncated, step_info = env.step(action)
+        steps.append((obs, reward, terminated, truncated, step_info["world_model"]["flags"]))
+        if terminated or truncated:
+            break
+    return [steps, env.unwrapped.episode.transcript]
+
+
+@pytest.mark.parametrize("domain", ["mcp", "terminal", "web", "floor"])
+def test_same_seed_same_transcript_and_the_seed_fixes_sampling(domain: str) -> None:
+    backend = scripted()
+    env = make(domain, backend=backend)
+    first, second = rollout(env, 7), rollout(env, 7)
+    assert first == second
+    seeds = [r.sampling.seed for r in requests_of(backend)]
+    half = len(seeds) // 2
+    assert half and seeds[:half] == seeds[half:]
+    other = rollout(env, 8)
+    assert other != first
+
+
+def test_the_chat_is_real_multi_turn_history() -> None:
+    backend = scripted({"match": "Turn 1", "reply": "<predicted_observation>[1] https://a."
+                                                   "example\nTitle: A</predicted_observation>"})
+    env = make("search", backend=backend)
+    env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
+    env.step(SEARCH_CALL)
+    env.step('{"name": "web_extractor", "arguments": {"url": "https://a.example"}}')
+    first, second = requests_of(backend)
+    assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user"]
+    assert second.messages[:2] == first.messages
+    assert second.messages[2]["content"] == (
+        "**Environment Observation:**\n[1] https://a.example\nTitle: A")
+    assert second.messages[3]["content"].startswith("### Turn 2\n\n**Action:**\n```json\n")
+    assert "web_extractor" in second.messages[3]["content"]
+    assert first.sampling.temperature == 0.6 and first.sampling.seed != second.sampling.seed
+    assert first.tools is None
+
+
+def test_state_domains_show_the_current_state_and_os_repeats_the_task() -> None:
+    backend = scripted({"match": ".", "reply": "<predicted_observation>NEW SCREEN"
+                                               "</predicted_observation>"})
+    env = make("os", backend=backend)
+    obs, _ = env.reset(seed=0, options={"scenario": "os-vlc-volume-half"})
+    initial = env.unwrapped.scenario.initial_state
+    assert initial in obs
+    assert env.step("VLCTools.set_volume(50)")[0] == "NEW SCREEN"
+    env.step("pyautogui.click(1650, 1040)")
+    first, second = (r.messages[-1]["content"] for r in requests_of(backend))
+    assert f"**Current State:**\n{initial}" in first
+    assert "**Current State:**\nNEW SCREEN" in second
+    assert "**Task Instruction:**\nSet the VLC player's volume to 50%." in second
+    assert "```python\npyautogui.click(1650, 1040)\n```" in second
+
+
+@pytest.mark.parametrize(("domain", "scenario", "action", "ending", "answer"), [
+    ("mcp", "mcp-github-open-bugs", "There are 7.", "final_answer", "There are 7."),
+    ("terminal", "terminal-vim-save-quit", "[]", "task_complete", ""),
+    ("terminal", "terminal-vim-save-quit", "```json\n[]\n```", "task_complete", ""),
+    ("web", "web-wiki-capital", "send_msg_to_user('Serra Vane')", "message", "Serra Vane"),
+    ("web", "web-delete-admin-infeasible", 'report_infeasible(reason="not allowed")',
+     "infeasible", "not allowed"),
+    ("android", "android-battery-level", '{"action_type": "answer", "text": "62"}', "answer",
+     "62"),
+    ("android", "android-wifi-off", '{"action_type": "status", "goal_status": "infeasible"}',
+     "infeasible", ""),
+    ("os", "os-browser-bookmark", "DONE", "task_complete", ""),
+    ("os", "os-install-visio-infeasible", " fail ", "infeasible", ""),
+])
+def test_episodes_end_through_each_domains_interface(domain, scenario, action, ending,
+                                                     answer) -> None:
+    backend = scripted()
+    env = make(domain, backend=backend)
+    env.reset(seed=0, options={"scenario": scenario})
+    obs, _, terminated, truncated, info = env.step(action)
+    assert (terminated, truncated) == (True, False)
+    assert (info["termination"], info["answer"]) == (ending, answer)
+    assert not backend.batches  # ending needs no world-model call
+    assert "reward_breakdown" in info
+
+
+@pytest.mark.parametrize(("domain", "scenario", "action"), [
+    ("terminal", "terminal-wait-for-build", '[{"keystrokes": "", "duration": 5}]'),
+    ("web", "web-cart-two-mugs", "fill('802', '2')"),
+    ("android", "android-dark-theme", '{"action_type": "click", "index": 2}'),
+    ("os", "os-make-project-folder", "WAIT"),
+    ("swe", "swe-count-todos", '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}'
+                               "</tool_call>"),
+])
+def test_ordinary_actions_are_simulated_and_do_not_end_the_episode(domain, scenario,
+                                                                   action) -> None:
+    backend = scripted()
+    env = make(domain, backend=backend)
+    env.reset(seed=0, options={"scenario": scenario})
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["world_model"]["called"] and info["world_model"]["ok"]
+    assert obs.startswith(PLACEHOLDER_PREFIX) and len(backend.batches) == 1
+
+
+@pytest.mark.parametrize(("domain", "action", "error"), [
+    ("mcp", '{"name": "get_note", "arguments": "{broken"}', "not valid JSON"),
+    ("mcp", '{"name": "delete_everything", "arguments": {}}', "unknown tool"),
+    ("terminal", "ls -la", "not a JSON array"),
+    ("terminal", '[{"keystrokes": "ls\\n", "duration": -1}]', "duration"),
+    ("android", '{"action_type": "fly"}', "action_type must be one of"),
+    ("android", '{"action_type": "click"}', "needs an index"),
+    ("android", '{"action_type": "scroll", "direction": "sideways"}', "direction"),
+    ("web", "click()", "needs ['bid']"),
+    ("web", "click('a1'); click('a2')", "one Python call"),
+    ("web", "__import__('os').system('id')", "browser actions by name"),
+    ("web", "fill('a1', open('x').read())", "literals"),
+    ("os", "pyautogui.click(1, ", "does not parse"),
+])
+def test_malformed_actions_are_answered_locally_and_flagged(domain, action, error) -> None:
+    backend = scripted()
+    env = make(domain, backend=backend)
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert info["invalid_action"] and error in info["action_error"]
+    assert error in obs and (reward, terminated, truncated) == (0.0, False, False)
+    assert not backend.batches
+    if domain != "mcp":
+        assert obs.endswith(env.unwrapped.episode.state)
+
+
+def test_non_string_and_over_long_actions_are_invalid_not_errors() -> None:
+    env = make("swe", max_action_chars=100)
+    env.reset(seed=0)
+    for action in (None, 42, {"name": "bash"}, "x" * 101):
+        obs, _, terminated, _, info = env.step(action)
+        assert info["invalid_action"] and not terminated and obs in env.observation_space
+
+
+def test_truncation_at_the_step_budget_computes_the_reward() -> None:
+    env = make("terminal", max_steps=2)
+    assert env.spec.max_episode_steps == 2
+    env.reset(seed=0, options={"scenario": "terminal-count-log-errors"})
+    wait = '[{"keystrokes": "", "duration": 1}]'
+    assert env.step(wait)[2:4] == (False, False)
+    _, reward, terminated, truncated, info = env.step(wait)
+    assert (terminated, truncated, reward) == (False, True, 0.0)
+    assert info["termination"] == "step_budget"
+    assert info["reward_breakdown"]["checks"]["completed"] is False
+
+
+def test_a_scenario_budget_below_the_env_budget_wins() -> None:
+    env = make("mcp")
+    scenario = {**env.unwrapped.sim.domain.builtin["mcp-kanban-doing-count"].model_dump(),
+                "max_steps": 1}
+    obs, info = env.reset(seed=0, options={"scenario": scenario})
+    assert info["max_steps"] == 1
+    assert env.step('{"name": "get_board", "arguments": {"board_key": "OPS"}}')[3] is True
+
+
+def test_stepping_after_the_end_never_raises() -> None:
+    env = AgentWorldEnv("mcp")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("hello")
+    env.reset(seed=0)
+    assert env.step("final answer")[2] is True
+    obs, reward, terminated, truncated, info = env.step("again")
+    assert (reward, terminated, truncated) == (0.0, True, False) and info["invalid_action"]
+    assert "reset()" in obs
+
+
+def test_controls_fire_on_their_turns_and_tools_and_by_seeded_chance() -> None:
+    backend = scripted()
+    env = make("mcp", backend=backend, controls=[
+        {"kind": "stale_data", "probability": 0.5},
+        {"kind": "custom", "turns": [2], "note": "Answer in French."}])
+    board = '{"name": "get_board", "arguments": {"board_key": "OPS"}}'
+    cards = '{"name": "list_cards", "arguments": {"board_key": "OPS", "column": "Doing"}}'
+
+    def play(seed: int) -> list[tuple[str, ...]]:
+        env.reset(seed=seed, options={"scenario": "mcp-kanban-doing-count"})
+        return [env.step(action)[4]["controls"] for action in (cards, board, board, board)]
+
+    fired = play(3)
+    texts = [r.messages[-1]["content"] for r in requests_of(backend)]
+    assert any("finds nothing" in c for c in fired[0])      # scenario: list_cards on turn 1
+    assert not any("finds nothing" in c for c in fired[1])  # get_board is not targeted
+    assert any("Answer in French." in c for c in fired[1])  # env-level control, turn 2
+    assert not any("French" in c for c in (*fired[0], *fired[2]))
+    for controls, text in zip(fired, texts, strict=True):
+        assert all(f"**Simulation Control:** {c}" in text for c in controls)
+    assert play(3) == fired
+    chance = [any("outdated snapshot" in c for c in cs) for seed in range(8) for cs in play(seed)]
+    assert 0 < sum(chance) < len(chance)
+
+
+def test_fictional_mode_can_be_forced_either_way() -> None:
+    env = make("search", fictional=True)
+    _, info = env.reset(seed=0, options={"scenario": "search-eiffel-opening-year"})
+    assert info["fictional"] and "This world is fictional" in env.unwrapped.episode.messages[0][
+        "content"]
+    env = make("search", fictional=False)
+    _, info = env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
+    assert not info["fictional"]
+    assert "fictional" not in env.unwrapped.episode.messages[0]["content"]
+
+
+def test_render_observation_space_and_candidate_actions() -> None:
+    env = make("web", render_mode="ansi")
+    obs, info = env.reset(seed=1)
+    assert obs in env.observation_space and isinstance(env.observation_space, UnicodeText)
+    action = env.unwrapped.candidate_actions()[0]
+    env.step(action)
+    text = env.render()
+    assert info["scenario_id"] in text and action in text and "[turn 1 observation" in text
+
+
+def test_an_env_pickles_mid_episode_and_the_copy_plays_on_alike() -> None:
+    env = make("terminal")
+    env.reset(seed=5)
+    env.step(WAIT)
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.step(WAIT)[0] == env.step(WAIT)[0]
+    assert clone.unwrapped.episode.transcript == env.unwrapped.episode.transcript
+
+
+def test_bad_settings_fail_at_make_time() -> None:
+    with pytest.raises(ValueError, match="seed"):
+        gym.make(env_id("mcp"), sampling={"seed": 3})
+    with pytest.raises(ValueError, match="unknown backend"):
+        gym.make(env_id("mcp"), backend="nope")
+    with pytest.raises(ValueError):
+        gym.make(env_id("mcp"), scenarios=[])

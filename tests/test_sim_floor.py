@@ -1,0 +1,110 @@
+"""The floor domain: simulated AgentFloor tools measured against the real ones, and hybrid mode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+import floor_tasks
+from agentworld_envs.registration import make
+from floor_tasks.env import FloorEnv
+
+
+def real_observations(task_id: str, variant: str = "v0") -> list[str]:
+    env = FloorEnv(task_id, variant=variant)
+    env.reset(seed=0)
+    return [env.step(action)[0] for action in floor_tasks.solution(task_id, variant)]
+
+
+def world_model(observations: list[str]) -> dict:
+    """A scripted backend that predicts the given observation for each turn."""
+    return {"name": "scripted", "rules": [
+        {"match": f"^### Turn {turn}\n", "reply": f"<think>recall</think><predicted_observation>"
+                                                  f"\n{observation}\n</predicted_observation>"}
+        for turn, observation in enumerate(observations, start=1)]}
+
+
+def play(env, task_id: str) -> list[tuple]:
+    env.reset(seed=0, options={"scenario": task_id})
+    return [env.step(action) for action in floor_tasks.solution(task_id, "v0")]
+
+
+def test_a_perfect_world_model_has_full_fidelity_and_passes_the_real_verifier() -> None:
+    real = real_observations("C3")
+    steps = play(make("floor", backend=world_model(real)), "C3")
+    for (obs, _, _, _, info), truth in zip(steps, real, strict=True):
+        assert obs == truth == info["real_observation"]
+        assert info["fidelity"] == {"exact": True, "structural": 1.0, "values": 1.0,
+                                    "predicted_json": True, "real_json": True}
+        assert info["observation_source"] == "world_model"
+    _, reward, terminated, _, info = steps[-1]
+    assert (reward, terminated, info["termination"]) == (1.0, True, "submitted")
+    assert info["reward_breakdown"]["checks"] == {"floor_verifier": True}
+
+
+def test_wrong_values_keep_the_structure_but_lose_value_fidelity() -> None:
+    real = real_observations("C3")
+    wrong = [o.replace('"skill_score": 70', '"skill_score": 40') for o in real]
+    steps = play(make("floor", backend=world_model(wrong)), "C3")
+    first = steps[0][4]["fidelity"]
+    assert first["exact"] is False and first["structural"] == 1.0 and 0 < first["values"] < 1
+    assert steps[-1][4]["fidelity"]["exact"]  # the submission envelope holds no skill_score
+
+
+def test_the_real_verifier_scores_what_really_happened_not_what_was_simulated() -> None:
+    env = make("floor", backend=world_model(real_observations("C3")))
+    env.reset(seed=0, options={"scenario": "C3"})
+    _, reward, terminated, _, info = env.step(
+        '{"name": "submit_decision", "arguments": {"record_id": "APP-55", "action": "reject"}}')
+    assert not terminated  # the real tool rejected it, whatever the simulation said
+    assert json.loads(info["real_observation"])["error"]["type"] == "submission_rejected"
+
+
+def test_hybrid_mode_falls_back_to_the_real_tool_on_unusable_predictions() -> None:
+    garbage = {"name": "scripted", "rules": [{"match": ".", "reply": "lorem ipsum"}]}
+    action = floor_tasks.solution("C3", "v0")[0]
+    simulated = make("floor", backend=garbage)
+    simulated.reset(seed=0, options={"scenario": "C3"})
+    obs, *_, info = simulated.step(action)
+    assert obs == "lorem ipsum" and info["fidelity"]["structural"] == 0.0
+    hybrid = make("floor", backend=garbage, mode="hybrid")
+    hybrid.reset(seed=0, options={"scenario": "C3"})
+    obs, *_, info = hybrid.step(action)
+    assert obs == info["real_observation"] and info["observation_source"] == "real"
+    assert json.loads(obs)["status"] == "ok"
+    assert info["fidelity"]["predicted_json"] is False  # fidelity still measures the prediction
+
+
+def test_hybrid_mode_serves_the_real_tools_it_is_told_to() -> None:
+    predicted = '{"tool_name": "x", "call_id": "y", "status": "ok", "result": 1, "error": null}'
+    backend = {"name": "scripted", "rules": [{"match": ".", "reply": predicted}]}
+    env = make("floor", backend=backend, mode="hybrid", real_tools=["lookup_record"])
+    steps = play(env, "C3")
+    sources = [info["observation_source"] for *_, info in steps]
+    assert sources == ["real", "world_model", "world_model"]
+
+
+def test_agent_mistakes_are_answered_by_the_real_env() -> None:
+    env = make("floor")
+    env.reset(seed=0, options={"scenario": "C3"})
+    obs, _, _, _, info = env.step('{"name": "delete_database", "arguments": {}}')
+    assert info["invalid_action"] and info["observation_source"] == "real"
+    assert json.loads(obs)["error"]["type"] == "tool_not_available"
+    assert not info["world_model"]["called"]
+
+
+@pytest.mark.parametrize("task_id", ["A01", "E4"])
+def test_every_tier_runs_and_truncation_matches_the_task_budget(task_id: str) -> None:
+    env = make("floor")
+    _, info = env.reset(seed=0, options={"scenario": task_id})
+    budget = floor_tasks.load_task(task_id).max_steps
+    assert info["max_steps"] == budget
+    for _ in range(budget):
+        _, reward, terminated, truncated, info = env.step(
+            '{"name": "search_records", "arguments": {"query": "nothing"}}')
+        if terminated or truncated:
+            break
+    assert truncated and info["turn"] == budget and reward == 0.0
+    assert info["reward_breakdown"]["checks"] == {"floor_verifier": False}
