@@ -1,0 +1,56 @@
+"""Wrappers that plug the suite's text envs into numeric RL libraries (Stable-Baselines3).
+
+Gymnasium wrappers, one concern each: :class:`TokenizeObservation` (text to token-id ``Box``),
+:class:`DiscreteCandidateActions` (text actions to ``Discrete`` over admissible candidates) and
+:class:`PromptAwareObservation` (the prompt next to the current observation);
+:func:`wrap_for_sb3` stacks them. Two parts need ``stable-baselines3`` and load on first use:
+:class:`TokenEmbeddingExtractor` (a policy features extractor for token ids) and
+:class:`ParameterSharingVecEnv` (PettingZoo team envs as one SB3 ``VecEnv``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agentworld_envs.wrappers.candidate_actions import (
+    GIVE_UP_ACTION,
+    CandidateMenu,
+    DiscreteCandidateActions,
+)
+from agentworld_envs.wrappers.prompt_observation import PromptAwareObservation
+from agentworld_envs.wrappers.sb3_stack import wrap_for_sb3
+from agentworld_envs.wrappers.tokenize_observation import (
+    PAD_ID,
+    TokenIdEncoder,
+    TokenizeObservation,
+)
+from agentworld_envs.wrappers.tokenizers import ByteTokenizer, HFTokenizer, load_tokenizer
+
+__all__ = [
+    "GIVE_UP_ACTION",
+    "PAD_ID",
+    "ByteTokenizer",
+    "CandidateMenu",
+    "DiscreteCandidateActions",
+    "HFTokenizer",
+    "ParameterSharingVecEnv",
+    "PromptAwareObservation",
+    "TokenEmbeddingExtractor",
+    "TokenIdEncoder",
+    "TokenizeObservation",
+    "load_tokenizer",
+    "wrap_for_sb3",
+]
+
+_LAZY = {
+    "ParameterSharingVecEnv": "agentworld_envs.wrappers.parameter_sharing",
+    "TokenEmbeddingExtractor": "agentworld_envs.wrappers.token_embedding",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the parts that need stable-baselines3 only when they are asked for."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,292 @@
+"""The shared-context team env: n agents take turns appending messages to one context.
+
+A :class:`TeamTask` holds the rules of a task family (spaces, who speaks, the verifier); each
+episode is a :class:`TeamEpisode`. :class:`SharedContextEnv` turns any task into a PettingZoo AEC
+env and :class:`SharedContextParallelEnv` into its turn-based Parallel form, so every task module
+only declares::
+
+    class raw_env(SharedContextEnv):
+        task_type = MyTask
+
+    def env(**kwargs):
+        return wrap(raw_env(**kwargs))
+
+    def parallel_env(**kwargs):
+        return SharedContextParallelEnv(raw_env(**kwargs))
+
+The team reward arrives once, when the episode ends: every agent receives the verifier's reward.
+An episode that hits its message cap is truncated with reward 0. A message of any content never
+raises: an unreadable one is recorded as an invalid (empty) message and flagged with
+``info["invalid_action"]``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils import wrappers
+
+__all__ = [
+    "MIN_AGENTS",
+    "MAX_AGENTS",
+    "TeamTask",
+    "TeamEpisode",
+    "SharedContextEnv",
+    "SharedContextParallelEnv",
+    "agent_name",
+    "check_team_size",
+    "wrap",
+]
+
+MIN_AGENTS = 2
+MAX_AGENTS = 8
+
+
+def agent_name(index: int) -> str:
+    """The PettingZoo name of agent ``index``: ``agent_0``, ``agent_1``, ..."""
+    return f"agent_{index}"
+
+
+def check_team_size(n_agents: int) -> int:
+    """Validate a team size (2 to 8 agents) and return it."""
+    if not isinstance(n_agents, int | np.integer) or not MIN_AGENTS <= n_agents <= MAX_AGENTS:
+        raise ValueError(f"n_agents must be an integer from {MIN_AGENTS} to {MAX_AGENTS}, "
+                         f"got {n_agents!r}")
+    return int(n_agents)
+
+
+class TeamEpisode(abc.ABC):
+    """One episode of a team task: the shared context and the rules that advance it."""
+
+    @property
+    @abc.abstractmethod
+    def speaker(self) -> int | None:
+        """The index of the agent whose turn it is; None once the episode has ended."""
+
+    @property
+    def truncated(self) -> bool:
+        """True when the episode hit its message cap before ending."""
+        return False
+
+    @abc.abstractmethod
+    def observe(self, agent: int) -> dict[str, Any]:
+        """What ``agent`` sees now: an element of its observation space."""
+
+    @abc.abstractmethod
+    def act(self, action: Any) -> dict[str, Any]:
+        """Append the speaker's message to the context and return step info. Never raises."""
+
+    @abc.abstractmethod
+    def verdict(self) -> tuple[float, dict[str, Any]]:
+        """The verifier's team reward for the finished episode, with its details."""
+
+    @abc.abstractmethod
+    def render(self) -> str:
+        """The episode so far as text."""
+
+
+class TeamTask(abc.ABC):
+    """The rules of a task family: the team's roles and spaces, and how episodes start."""
+
+    roles: tuple[str, ...]
+
+    @property
+    def n_agents(self) -> int:
+        """The team size."""
+        return len(self.roles)
+
+    @abc.abstractmethod
+    def observation_space(self, agent: int) -> spaces.Dict:
+        """The observation space of ``agent``; a Dict with a ``"text"`` entry."""
+
+    @abc.abstractmethod
+    def action_space(self, agent: int) -> spaces.Space:
+        """The action (message) space of ``agent``."""
+
+    @abc.abstractmethod
+    def new_episode(self, rng: np.random.Generator,
+                    options: dict[str, Any] | None = None) -> TeamEpisode:
+        """Start an episode, drawing every random choice from ``rng``."""
+
+
+class SharedContextEnv(AECEnv, EzPickle):
+    """A :class:`TeamTask` as a PettingZoo AEC env; subclasses set ``task_type``.
+
+    Args:
+        render_mode: ``"ansi"`` renders the shared context as text.
+        **task_kwargs: Passed to ``task_type``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi"], "name": "shared_context_v0", "is_parallelizable": False,
+        "render_fps": 1}
+    task_type: ClassVar[type[TeamTask]]
+
+    def __init__(self, render_mode: str | None = None, **task_kwargs: Any) -> None:
+        EzPickle.__init__(self, render_mode=render_mode, **task_kwargs)
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi' or None")
+        self.render_mode = render_mode
+        self.task = self.task_type(**task_kwargs)
+        self.possible_agents = [agent_name(i) for i in range(self.task.n_agents)]
+        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+        self._observation_spaces = {name: self.task.observation_space(i)
+                                    for name, i in self._index.items()}
+        self._action_spaces = {name: self.task.action_space(i) for name, i in self._index.items()}
+        self._rng: np.random.Generator | None = None
+        self.episode: TeamEpisode | None = None
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The cached observation space of ``agent``."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The cached action space of ``agent``."""
+        return self._action_spaces[agent]
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's random generator, seeded by ``reset(seed=...)``."""
+        if self._rng is None:
+            self._rng, _ = seeding.np_random()
+        return self._rng
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start an episode; the same seed gives the same episode."""
+        if seed is not None:
+            self._rng, _ = seeding.np_random(seed)
+        self.episode = self.task.new_episode(self.np_random, options)
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {name: {"role": self.task.roles[i]} for name, i in self._index.items()}
+        self.agent_selection = self.possible_agents[self.episode.speaker]
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        """What ``agent`` sees now."""
+        return self.episode.observe(self._index[agent])
+
+    def step(self, action: Any) -> None:
+        """Append the selected agent's message; at the end every agent gets the team reward."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        self.infos[agent] = {"role": self.task.roles[self._index[agent]],
+                             **self.episode.act(action)}
+        episode = self.episode
+        if episode.speaker is None or episode.truncated:
+            self._finish(episode.truncated)
+        else:
+            self.agent_selection = self.possible_agents[episode.speaker]
+        self._accumulate_rewards()
+
+    def _finish(self, truncated: bool) -> None:
+        reward, verdict = (0.0, {"passed": False, "reason": "message cap reached"}) if (
+            truncated) else self.episode.verdict()
+        for name in self.agents:
+            self.rewards[name] = float(reward)
+            self.terminations[name] = not truncated
+            self.truncations[name] = truncated
+            self.infos[name] = {**self.infos[name], "team_reward": float(reward),
+                                "verdict": verdict}
+        self.agent_selection = self.agents[0]
+
+    def render(self) -> str | None:
+        """The shared context as text in ``ansi`` mode; None otherwise."""
+        if self.render_mode != "ansi" or self.episode is None:
+            return None
+        return self.episode.render()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class SharedContextParallelEnv(ParallelEnv):
+    """The turn-based Parallel form of a :class:`SharedContextEnv`.
+
+    One ``step(actions)`` plays one message: only the action of the agent whose turn it is
+    (``infos[agent]["next_speaker"]``) is used; a missing one counts as an invalid message. All
+    agents stay live until the episode ends, then all finish together with the team reward.
+    PettingZoo's ``aec_to_parallel`` would instead make every agent speak at once, before seeing
+    the messages of the same round, which breaks the shared-context chain.
+    """
+
+    def __init__(self, aec_env: SharedContextEnv) -> None:
+        self.aec_env = aec_env
+        self.possible_agents = aec_env.possible_agents
+        self.metadata = aec_env.metadata
+        self.render_mode = aec_env.render_mode
+        self.agents: list[str] = []
+
+    @property
+    def task(self) -> TeamTask:
+        """The task the env plays."""
+        return self.aec_env.task
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The cached observation space of ``agent``."""
+        return self.aec_env.observation_space(agent)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The cached action space of ``agent``."""
+        return self.aec_env.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Start an episode; returns every agent's observation and info."""
+        self.aec_env.reset(seed=seed, options=options)
+        self.agents = self.aec_env.agents[:]
+        return self._observations(), self._infos()
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        """Play the current speaker's message."""
+        aec = self.aec_env
+        speaker = aec.agent_selection
+        aec.step(actions.get(speaker))
+        observations = self._observations()
+        rewards = {name: float(aec.rewards[name]) for name in self.agents}
+        terminations = {name: aec.terminations[name] for name in self.agents}
+        truncations = {name: aec.truncations[name] for name in self.agents}
+        infos = self._infos()
+        if any(terminations.values()) or any(truncations.values()):
+            while aec.agents:
+                aec.step(None)
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def _observations(self) -> dict[str, Any]:
+        return {name: self.aec_env.observe(name) for name in self.agents}
+
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        aec = self.aec_env
+        ended = any(aec.terminations.values()) or any(aec.truncations.values())
+        return {name: {**aec.infos[name], "next_speaker": None if ended else aec.agent_selection}
+                for name in self.agents}
+
+    def render(self) -> str | None:
+        """The shared context as text in ``ansi`` mode."""
+        return self.aec_env.render()
+
+    def close(self) -> None:
+        """Close the underlying AEC env."""
+        self.aec_env.close()
+
+
+def wrap(raw: SharedContextEnv) -> AECEnv:
+    """The standard AEC wrapping: ``OrderEnforcingWrapper``.
+
+    ``AssertOutOfBoundsWrapper`` is left out on purpose: an out-of-space message is the env's to
+    judge (it becomes an invalid message), not an error.
+    """
+    return wrappers.OrderEnforcingWrapper(raw)

@@ -1,0 +1,32 @@
+"""The relay team (``team_envs/relay-v0``) in PettingZoo's AEC and Parallel forms.
+
+See :class:`team_envs.symbolic.tasks.RelayTask` for the rules and keyword arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo import AECEnv
+
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.symbolic.tasks import RelayTask
+
+__all__ = ["env", "raw_env", "parallel_env"]
+
+
+class raw_env(SharedContextEnv):
+    """The relay team as an AEC env, without wrappers."""
+
+    metadata = {**SharedContextEnv.metadata, "name": "relay_v0"}
+    task_type = RelayTask
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The relay team as a wrapped AEC env."""
+    return wrap(raw_env(**kwargs))
+
+
+def parallel_env(**kwargs: Any) -> SharedContextParallelEnv:
+    """The relay team in turn-based Parallel form."""
+    return SharedContextParallelEnv(raw_env(**kwargs))

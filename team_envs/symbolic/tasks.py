@@ -1,0 +1,457 @@
+"""Symbolic team tasks: each message is a few symbols from a small vocabulary.
+
+Agents speak once each, in order ``agent_0, agent_1, ...``. An agent reads its private input and
+the messages of the ``window`` agents that spoke just before it (all earlier agents when
+``window`` is None), so information has to travel down the chain.
+
+Every rule is vectorised over a batch of episodes with numpy: the PettingZoo env plays a
+:class:`SymbolicBatch` of one episode, and trainers roll out thousands of episodes at once with
+the same :class:`SymbolicBatch`, so both paths share one implementation of the task.
+
+Families:
+
+* :class:`RelayTask`: ``agent_0`` sees a secret; the last agent must say it.
+* :class:`ReferentialTask`: ``agent_0`` sees a target object; the last agent sees shuffled
+  candidates and must name the target's position.
+* :class:`CompositionalTask`: every agent holds a private number and a role (``add``, ``sub`` or
+  ``relay``); the last agent must say the result of folding all roles over the numbers.
+
+Relay and compositional chains are :class:`ChainTask` s: every agent has a correct message (the
+secret, or the running total). With ``credit="final"`` only the last message is scored; with
+``credit="steps"`` the verifier scores every message (the fraction of correct ones), so each
+agent gets a learning signal from the start while its correct reply still depends on what the
+agents before it say.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from agentworld_envs.protocol.text_space import UnicodeText
+from team_envs.core import TeamEpisode, TeamTask, agent_name, check_team_size
+
+__all__ = [
+    "SYMBOLS",
+    "SymbolicTask",
+    "SymbolicBatch",
+    "SymbolicEpisode",
+    "ChainTask",
+    "RelayTask",
+    "ReferentialTask",
+    "CompositionalTask",
+]
+
+SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
+"""Symbol names: symbol ``k`` is written as the ``k``-th lower-case letter."""
+_SILENT = "_"
+_MAX_MESSAGE_LENGTH = 8
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> int:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or not (
+            low <= value <= high):
+        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return int(value)
+
+
+class SymbolicTask(TeamTask):
+    """Rules shared by the symbolic families; subclasses define inputs and the verifier.
+
+    Args:
+        n_agents: Team size, 2 to 8.
+        vocab_size: Symbols per message position, 2 to 26.
+        message_length: Symbols per message, 1 to 8.
+        window: How many preceding speakers each agent hears (None: all of them).
+    """
+
+    family: ClassVar[str]
+
+    def __init__(self, n_agents: int = 3, vocab_size: int = 4, message_length: int = 1,
+                 window: int | None = 1) -> None:
+        self.vocab_size = _check_int("vocab_size", vocab_size, 2, len(SYMBOLS))
+        self.message_length = _check_int("message_length", message_length, 1,
+                                         _MAX_MESSAGE_LENGTH)
+        n_agents = check_team_size(n_agents)
+        self.window = None if window is None else _check_int("window", window, 1, n_agents)
+        self.roles = self._roles(n_agents)
+
+    def _roles(self, n_agents: int) -> tuple[str, ...]:
+        return ("sender",) + ("relay",) * (n_agents - 2) + ("receiver",)
+
+    @property
+    def pad(self) -> int:
+        """The value marking an empty (unsaid, unheard or invalid) symbol: ``vocab_size``."""
+        return self.vocab_size
+
+    @abc.abstractmethod
+    def private_nvec(self, agent: int) -> tuple[int, ...]:
+        """The number of values of each entry of ``agent``'s private input (may be empty)."""
+
+    @abc.abstractmethod
+    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
+        """Draw ``size`` episodes' private inputs: one ``(size, len(nvec))`` array per agent."""
+
+    @abc.abstractmethod
+    def score(self, private: Sequence[np.ndarray], messages: np.ndarray) -> np.ndarray:
+        """The verifier: team reward in [0, 1] per episode, from ``(size, n, length)`` messages."""
+
+    @abc.abstractmethod
+    def describe_private(self, agent: int, private: np.ndarray) -> str:
+        """One episode's private input of ``agent``, as text."""
+
+    def hears(self, agent: int) -> range:
+        """The speakers whose messages ``agent`` reads."""
+        start = 0 if self.window is None else max(0, agent - self.window)
+        return range(start, agent)
+
+    def context(self, messages: np.ndarray, agent: int) -> np.ndarray:
+        """What ``agent`` hears: the ``(size, n * length)`` messages, padded where unheard."""
+        heard = np.full_like(messages, self.pad)
+        speakers = self.hears(agent)
+        heard[:, speakers.start:speakers.stop] = messages[:, speakers.start:speakers.stop]
+        return heard.reshape(messages.shape[0], -1)
+
+    def observation_space(self, agent: int) -> spaces.Dict:
+        """``text``, ``turn``, the heard ``context`` and, if the agent has one, ``private``."""
+        entries: dict[str, spaces.Space] = {
+            "text": UnicodeText(),
+            "turn": spaces.Discrete(self.n_agents + 1),
+            "context": spaces.MultiDiscrete(
+                [self.vocab_size + 1] * (self.n_agents * self.message_length)),
+        }
+        if self.private_nvec(agent):
+            entries["private"] = spaces.MultiDiscrete(list(self.private_nvec(agent)))
+        return spaces.Dict(entries)
+
+    def action_space(self, agent: int) -> spaces.MultiDiscrete:
+        """A message: ``message_length`` symbols in ``[0, vocab_size)``."""
+        return spaces.MultiDiscrete([self.vocab_size] * self.message_length)
+
+    def batch(self, private: Sequence[np.ndarray]) -> SymbolicBatch:
+        """A batch of fresh episodes with these private inputs."""
+        return SymbolicBatch(self, list(private))
+
+    def new_episode(self, rng: np.random.Generator,
+                    options: dict[str, Any] | None = None) -> SymbolicEpisode:
+        """One episode (a batch of one) with inputs drawn from ``rng``."""
+        return SymbolicEpisode(self, self.batch(self.sample_private(rng, 1)))
+
+    def parse_message(self, action: Any) -> np.ndarray | None:
+        """Read a message from symbol ids (an int, a sequence, an array) or letters (``"c a"``).
+
+        Returns None when the action is not a valid message.
+        """
+        if isinstance(action, str):
+            letters = action.split() if any(c.isspace() for c in action.strip()) else list(
+                action.strip())
+            values = [SYMBOLS.find(letter) if len(letter) == 1 else -1 for letter in letters]
+        elif isinstance(action, bool | np.bool_):
+            return None
+        elif isinstance(action, int | np.integer):
+            values = [int(action)]
+        else:
+            try:
+                array = np.asarray(action)
+            except (TypeError, ValueError, OverflowError):
+                return None
+            if array.dtype.kind not in "iu" or array.ndim != 1:
+                return None
+            values = [int(v) for v in array]
+        if len(values) != self.message_length or not all(
+                0 <= v < self.vocab_size for v in values):
+            return None
+        return np.asarray(values, dtype=np.int64)
+
+    def symbols(self, message: np.ndarray) -> str:
+        """A message as letters, ``_`` for an empty symbol."""
+        return " ".join(SYMBOLS[v] if v < self.vocab_size else _SILENT for v in message)
+
+
+class SymbolicBatch:
+    """A batch of episodes played in lockstep: what the env and the trainers' fast path step.
+
+    Args:
+        task: The task.
+        private: One ``(size, len(nvec))`` private-input array per agent.
+    """
+
+    def __init__(self, task: SymbolicTask, private: list[np.ndarray]) -> None:
+        self.task = task
+        self.private = private
+        self.messages = np.full((private[0].shape[0], task.n_agents, task.message_length),
+                                task.pad, dtype=np.int64)
+        self.turn = 0
+
+    @property
+    def size(self) -> int:
+        """The number of episodes."""
+        return self.messages.shape[0]
+
+    @property
+    def speaker(self) -> int | None:
+        """The agent whose turn it is; None after the last agent has spoken."""
+        return self.turn if self.turn < self.task.n_agents else None
+
+    def observe(self, agent: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(context, private)`` arrays of ``agent`` for every episode."""
+        return self.task.context(self.messages, agent), self.private[agent]
+
+    def act(self, messages: np.ndarray) -> None:
+        """Record the speaker's ``(size, length)`` messages; out-of-range symbols become empty."""
+        messages = np.asarray(messages, dtype=np.int64).reshape(self.size, -1)
+        valid = (messages >= 0) & (messages < self.task.vocab_size)
+        self.messages[:, self.turn] = np.where(valid, messages, self.task.pad)
+        self.turn += 1
+
+    def score(self) -> np.ndarray:
+        """The team reward of every episode."""
+        return self.task.score(self.private, self.messages)
+
+
+class SymbolicEpisode(TeamEpisode):
+    """A PettingZoo episode: a :class:`SymbolicBatch` of one, with text rendering."""
+
+    def __init__(self, task: SymbolicTask, batch: SymbolicBatch) -> None:
+        self.task = task
+        self.batch = batch
+
+    @property
+    def speaker(self) -> int | None:
+        """The agent whose turn it is."""
+        return self.batch.speaker
+
+    def observe(self, agent: int) -> dict[str, Any]:
+        """Text, turn, heard context and private input of ``agent``."""
+        context, private = self.batch.observe(agent)
+        observation = {"text": self._text(agent, private[0]), "turn": self.batch.turn,
+                       "context": context[0]}
+        if private.shape[1]:
+            observation["private"] = private[0]
+        return observation
+
+    def _text(self, agent: int, private: np.ndarray) -> str:
+        task = self.task
+        heard = [f"{agent_name(j)}: {task.symbols(self.batch.messages[0, j])}"
+                 for j in task.hears(agent) if j < self.batch.turn]
+        return "\n".join([
+            f"{task.family} team; you are {agent_name(agent)} ({task.roles[agent]}); "
+            f"turn {self.batch.turn} of {task.n_agents}",
+            f"your input: {task.describe_private(agent, private)}",
+            f"heard: {'; '.join(heard) or 'nothing yet'}",
+            f"reply with {task.message_length} symbol(s) from: "
+            f"{' '.join(SYMBOLS[:task.vocab_size])}",
+        ])
+
+    def act(self, action: Any) -> dict[str, Any]:
+        """Record the speaker's message; an unreadable one becomes an empty message."""
+        message = self.task.parse_message(action)
+        invalid = message is None
+        if invalid:
+            message = np.full(self.task.message_length, self.task.pad, dtype=np.int64)
+        self.batch.act(message[None])
+        return {"invalid_action": invalid, "message": self.task.symbols(message)}
+
+    def verdict(self) -> tuple[float, dict[str, Any]]:
+        """The team reward, and whether it is full marks."""
+        reward = float(self.batch.score()[0])
+        return reward, {"passed": reward == 1.0, "reward": reward}
+
+    def render(self) -> str:
+        """Private inputs and messages so far."""
+        task = self.task
+        lines = []
+        for agent in range(task.n_agents):
+            said = (task.symbols(self.batch.messages[0, agent]) if agent < self.batch.turn
+                    else "...")
+            lines.append(f"{agent_name(agent)} ({task.roles[agent]}) "
+                         f"[{task.describe_private(agent, self.batch.private[agent][0])}]: {said}")
+        return "\n".join(lines)
+
+
+class ChainTask(SymbolicTask):
+    """A chain in which every agent has a correct message; the verifier checks the last or all.
+
+    Args:
+        credit: ``"final"`` scores the last message, ``"steps"`` every message.
+        **kwargs: See :class:`SymbolicTask`.
+    """
+
+    def __init__(self, credit: str = "final", **kwargs: Any) -> None:
+        if credit not in ("final", "steps"):
+            raise ValueError(f"credit must be 'final' or 'steps', got {credit!r}")
+        self.credit = credit
+        super().__init__(**kwargs)
+
+    @abc.abstractmethod
+    def targets(self, private: Sequence[np.ndarray]) -> np.ndarray:
+        """The correct message of every agent: ``(size, n, length)``."""
+
+    def score(self, private: Sequence[np.ndarray], messages: np.ndarray) -> np.ndarray:
+        """Fraction of correct symbols in the last message, or in all messages."""
+        correct = messages == self.targets(private)
+        if self.credit == "final":
+            return correct[:, -1].mean(axis=1)
+        return correct.mean(axis=(1, 2))
+
+
+class RelayTask(ChainTask):
+    """A whisper chain: ``agent_0`` sees a secret message and the last agent must repeat it.
+
+    The reward is the fraction of the secret's symbols the last agent gets right (or, with
+    ``credit="steps"``, that all agents get right).
+    """
+
+    family = "relay"
+
+    def private_nvec(self, agent: int) -> tuple[int, ...]:
+        """Only the sender has an input: the secret."""
+        return (self.vocab_size,) * self.message_length if agent == 0 else ()
+
+    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
+        """A uniform secret for the sender."""
+        secret = rng.integers(self.vocab_size, size=(size, self.message_length))
+        return [secret] + [np.zeros((size, 0), dtype=np.int64)] * (self.n_agents - 1)
+
+    def targets(self, private: Sequence[np.ndarray]) -> np.ndarray:
+        """Every agent should pass the secret on."""
+        return np.repeat(private[0][:, None, :], self.n_agents, axis=1)
+
+    def describe_private(self, agent: int, private: np.ndarray) -> str:
+        """``secret: c a`` for the sender, ``-`` otherwise."""
+        return f"secret: {self.symbols(private)}" if private.size else "-"
+
+
+_OPS: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]] = {
+    "add": lambda total, x, v: (total + x) % v,
+    "sub": lambda total, x, v: (total - x) % v,
+    "relay": lambda total, x, v: total,
+}
+
+
+class CompositionalTask(ChainTask):
+    """A running computation: agent ``i`` applies its role to the total so far and its number.
+
+    Starting from 0, the roles fold left over the agents' private numbers (per message position,
+    modulo ``vocab_size``): ``add`` adds, ``sub`` subtracts, ``relay`` has no number and passes
+    the total on. Each agent should say the total so far; the reward is the fraction of positions
+    where the last message (or, with ``credit="steps"``, every message) holds its total.
+
+    Args:
+        roles: One role per agent (``add``, ``sub`` or ``relay``); ``n_agents`` ``add`` by default.
+        **kwargs: See :class:`SymbolicTask`.
+    """
+
+    family = "compositional"
+
+    def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
+                 **kwargs: Any) -> None:
+        if roles is not None:
+            roles = tuple(roles)
+            unknown = sorted(set(roles) - set(_OPS))
+            if unknown:
+                raise ValueError(f"unknown compositional roles {unknown}; use {sorted(_OPS)}")
+            if n_agents is not None and n_agents != len(roles):
+                raise ValueError(f"n_agents={n_agents} but {len(roles)} roles were given")
+        self._given_roles = roles
+        super().__init__(n_agents=len(roles) if roles else (n_agents or 3), **kwargs)
+
+    def _roles(self, n_agents: int) -> tuple[str, ...]:
+        return self._given_roles or ("add",) * n_agents
+
+    def private_nvec(self, agent: int) -> tuple[int, ...]:
+        """A number per message position, except for ``relay`` agents."""
+        return () if self.roles[agent] == "relay" else (self.vocab_size,) * self.message_length
+
+    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
+        """Uniform private numbers."""
+        return [rng.integers(self.vocab_size, size=(size, len(self.private_nvec(agent))))
+                for agent in range(self.n_agents)]
+
+    def targets(self, private: Sequence[np.ndarray]) -> np.ndarray:
+        """The running total after each agent: ``(size, n, length)``."""
+        total = np.zeros((private[0].shape[0], self.message_length), dtype=np.int64)
+        totals = []
+        for role, numbers in zip(self.roles, private, strict=True):
+            total = _OPS[role](total, numbers, self.vocab_size)
+            totals.append(total)
+        return np.stack(totals, axis=1)
+
+    def describe_private(self, agent: int, private: np.ndarray) -> str:
+        """``add c`` style: the role and its number."""
+        role = self.roles[agent]
+        return role if role == "relay" else f"{role} {self.symbols(private)}"
+
+
+class ReferentialTask(SymbolicTask):
+    """A referential chain: the last agent must pick, among candidates, the object ``agent_0`` saw.
+
+    Objects have ``attributes`` attributes with ``values`` values each. ``agent_0`` (speaker) sees
+    the target; the last agent (listener) sees ``candidates`` distinct objects in random order,
+    one of them the target, and answers with the symbol of the target's position (``a`` for 0).
+
+    Args:
+        attributes: Attributes per object.
+        values: Values per attribute.
+        candidates: Objects the listener chooses from (at most ``vocab_size``).
+        message_length: Symbols per message (2 by default, enough for 9 objects with 4 symbols).
+        **kwargs: See :class:`SymbolicTask`.
+    """
+
+    family = "referential"
+
+    def __init__(self, attributes: int = 2, values: int = 3, candidates: int = 3,
+                 message_length: int = 2, **kwargs: Any) -> None:
+        super().__init__(message_length=message_length, **kwargs)
+        self.attributes = _check_int("attributes", attributes, 1, 4)
+        self.values = _check_int("values", values, 2, 10)
+        self.candidates = _check_int("candidates", candidates, 2, self.vocab_size)
+        if self.candidates > self.values ** self.attributes:
+            raise ValueError(f"candidates={candidates} exceeds the {self.values ** attributes} "
+                             "distinct objects")
+
+    def _roles(self, n_agents: int) -> tuple[str, ...]:
+        return ("speaker",) + ("relay",) * (n_agents - 2) + ("listener",)
+
+    def private_nvec(self, agent: int) -> tuple[int, ...]:
+        """The speaker's target and the listener's candidates, attribute by attribute."""
+        if agent == 0:
+            return (self.values,) * self.attributes
+        if agent == self.n_agents - 1:
+            return (self.values,) * (self.attributes * self.candidates)
+        return ()
+
+    def _digits(self, objects: np.ndarray) -> np.ndarray:
+        powers = self.values ** np.arange(self.attributes - 1, -1, -1)
+        return (objects[..., None] // powers) % self.values
+
+    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
+        """Distinct candidates in random order and a uniformly chosen target among them."""
+        n_objects = self.values ** self.attributes
+        objects = rng.random((size, n_objects)).argsort(axis=1)[:, :self.candidates]
+        position = rng.integers(self.candidates, size=size)
+        target = objects[np.arange(size), position]
+        empty = [np.zeros((size, 0), dtype=np.int64)] * (self.n_agents - 2)
+        return [self._digits(target), *empty, self._digits(objects).reshape(size, -1)]
+
+    def target_position(self, private: Sequence[np.ndarray]) -> np.ndarray:
+        """Where the target sits among each episode's candidates."""
+        candidates = private[-1].reshape(-1, self.candidates, self.attributes)
+        return (candidates == private[0][:, None, :]).all(axis=2).argmax(axis=1)
+
+    def score(self, private: Sequence[np.ndarray], messages: np.ndarray) -> np.ndarray:
+        """1 when the listener's first symbol is the target's position."""
+        return (messages[:, -1, 0] == self.target_position(private)).astype(np.float64)
+
+    def describe_private(self, agent: int, private: np.ndarray) -> str:
+        """``target: 12`` for the speaker, ``candidates: a=12 b=20 c=01`` for the listener."""
+        if not private.size:
+            return "-"
+        objects = ["".join(str(v) for v in obj) for obj in private.reshape(-1, self.attributes)]
+        if agent == 0:
+            return f"target: {objects[0]}"
+        return "candidates: " + " ".join(f"{SYMBOLS[k]}={obj}" for k, obj in enumerate(objects))

@@ -1,0 +1,69 @@
+"""Benchmarks (not in the default run): ``pytest tests/bench -m benchmark --benchmark-only``.
+
+* rollout throughput of the symbolic team envs, batched with policy sampling, against playing
+  the same episodes one by one through the PettingZoo AEC API;
+* the cost of one TeamTR stage against one stale sequential stage at the same team size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pettingzoo
+import pytest
+import torch
+
+import team_envs  # noqa: F401
+from trainers import stale_sequential, teamtr
+from trainers.common.team import build_team
+
+pytestmark = pytest.mark.benchmark
+EPISODES = 1024
+
+
+@pytest.mark.parametrize("n_agents", [2, 4, 8])
+def test_batched_rollout_throughput(benchmark, n_agents: int) -> None:
+    team = build_team(teamtr.Args(n_agents=n_agents, log_dir=""))
+    batch = benchmark(team.collect, EPISODES // 4, 4)
+    assert batch.episodes == EPISODES
+    benchmark.extra_info["episodes_per_second"] = EPISODES / benchmark.stats["mean"]
+
+
+@pytest.mark.parametrize("n_agents", [2, 8])
+def test_pettingzoo_rollout_throughput(benchmark, n_agents: int) -> None:
+    team = build_team(teamtr.Args(n_agents=n_agents, log_dir=""))
+    env = pettingzoo.make("aec", "team_envs/relay-v0", n_agents=n_agents)
+    generator = torch.Generator().manual_seed(0)
+
+    def play(episodes: int = 64) -> None:
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            for name in env.agent_iter():
+                observation, _, terminated, truncated, _ = env.last()
+                if terminated or truncated:
+                    env.step(None)
+                    continue
+                agent = int(name.split("_")[1])
+                private = observation.get("private", np.zeros(0, dtype=np.int64))
+                with torch.no_grad():
+                    message = team.policies[agent].sample(
+                        observation["context"][None], private[None], generator)[0]
+                env.step(message[0])
+
+    benchmark(play)
+    benchmark.extra_info["episodes_per_second"] = 64 / benchmark.stats["mean"]
+
+
+@pytest.mark.parametrize("n_agents", [2, 4, 8])
+@pytest.mark.parametrize("algorithm", ["teamtr", "stale_sequential"])
+def test_stage_cost(benchmark, algorithm: str, n_agents: int) -> None:
+    """One stage of the real trainer (TeamTR: n rollouts and trust-region checks; stale: one)."""
+    module = {"teamtr": teamtr, "stale_sequential": stale_sequential}[algorithm]
+    rollouts = n_agents if algorithm == "teamtr" else 1
+    args = module.Args(n_agents=n_agents, log_dir="", eval_episodes=1,
+                       total_episodes=rollouts * 256)
+
+    def fresh_team() -> tuple[tuple, dict]:
+        return (args,), {"team": build_team(args)}
+
+    result = benchmark.pedantic(module.train, setup=fresh_team, rounds=5)
+    assert result.team.collections == rollouts

@@ -1,0 +1,234 @@
+"""TeamTR on symbolic teams: trust region, fresh rollouts, learning, determinism, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from trainers import stale_sequential, teamtr
+from trainers.common.args import ConfigError
+from trainers.common.objectives import message_advantages
+from trainers.common.team import Team, build_team, make_optimizer
+from trainers.common.updates import UpdateSettings, snapshot, trust_region_update
+
+EASY = {"n_agents": 2, "env_kwargs": {"vocab_size": 3}, "prompts_per_rollout": 32,
+        "learning_rate": 2e-2, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
+        "eval_episodes": 512, "eval_every": 100}
+
+
+def easy_args(**overrides: object) -> teamtr.Args:
+    return teamtr.Args(**{**EASY, "total_episodes": 3000, **overrides})
+
+
+def flat_params(module: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in module.parameters()])
+
+
+def team_fingerprint(team: Team) -> list[torch.Tensor]:
+    return [flat_params(p.module) for p in team.policies]
+
+
+def one_agent_update(delta: float, max_backtracks: int = 2):
+    args = easy_args(n_agents=3)
+    team = build_team(args)
+    batch = team.collect(args.prompts_per_rollout, args.group_size)
+    policy, optimizer = team.policies[1], team.optimizers[1]
+    optimizer.step()  # give the optimiser some state to restore
+    before, state_before = flat_params(policy.module), snapshot(policy, optimizer)["optimizer"]
+    result = trust_region_update(
+        policy, optimizer, batch.samples[1], message_advantages(batch, 1, args.adv_clip),
+        UpdateSettings.from_args(args), team.generator, delta=delta, beta=0.01, quantile=0.99,
+        beta_growth=1.5, max_backtracks=max_backtracks)
+    return result, before, flat_params(policy.module), state_before, optimizer.state_dict()
+
+
+def test_tiny_delta_backtracks_raises_beta_and_restores_the_agent() -> None:
+    result, before, after, state_before, state_after = one_agent_update(delta=1e-9)
+    assert not result.accepted and result.backtracks == 2
+    assert result.beta == pytest.approx(0.01 * 1.5 ** 3)
+    assert result.kl["kl_checked"] > 1e-9
+    assert torch.equal(before, after)
+    assert all(torch.equal(state_before["state"][k]["exp_avg"], state_after["state"][k]["exp_avg"])
+               for k in state_before["state"])
+
+
+def test_loose_delta_accepts_the_first_attempt() -> None:
+    result, before, after, *_ = one_agent_update(delta=100.0)
+    assert result.accepted and result.backtracks == 0 and result.beta == 0.01
+    assert not torch.equal(before, after)
+    assert 0 < result.kl["kl_q50"] <= result.kl["kl_q99"] <= result.kl["kl_max"] < 100
+
+
+def test_a_stage_with_tiny_delta_leaves_every_agent_unchanged() -> None:
+    args = easy_args(n_agents=3, delta=1e-9, max_backtracks=1, total_episodes=3 * 128)
+    team = build_team(args)
+    start = team_fingerprint(team)
+    result = teamtr.train(args, team=team)
+    stage = result.history[1]
+    assert stage["trust_region/out_of_region_fraction"] == 1.0
+    assert all(torch.equal(a, b) for a, b in zip(start, team_fingerprint(team), strict=True))
+    assert team.betas == pytest.approx([args.kl_coef * 1.5 ** 2] * 3)
+
+
+def test_fresh_rollouts_follow_each_update_while_stale_reuses_one() -> None:
+    def record_collections(team: Team) -> list[list[torch.Tensor]]:
+        seen = []
+        collect = team.collect
+
+        def spy(prompts: int, group_size: int):
+            seen.append(team_fingerprint(team))
+            return collect(prompts, group_size)
+
+        team.collect = spy
+        return seen
+
+    args = easy_args(n_agents=4, delta=100.0, total_episodes=2 * 4 * 128)
+    team = build_team(args)
+    seen = record_collections(team)
+    history = teamtr.train(args, team=team).history
+    assert len(seen) == 8 and team.collections == 8
+    for stage in range(2):
+        order = sorted(range(4), key=lambda a: history[stage + 1][
+            f"trust_region/agent_{a}/position"])
+        for k in range(1, 4):
+            earlier, later = seen[4 * stage + k - 1], seen[4 * stage + k]
+            changed = [a for a in range(4) if not torch.equal(earlier[a], later[a])]
+            assert changed == [order[k - 1]]  # exactly the agent updated just before
+
+    stale_args = stale_sequential.Args(**{**EASY, "n_agents": 4, "total_episodes": 8 * 128})
+    stale_team = build_team(stale_args)
+    stale_seen = record_collections(stale_team)
+    stale_history = stale_sequential.train(stale_args, team=stale_team).history
+    stages = [r for r in stale_history if r["stage"] >= 0 and "charts/team_reward" in r]
+    assert len(stale_seen) == len(stages) == stale_team.collections == 8
+    for before, after in zip(stale_seen, stale_seen[1:], strict=False):
+        assert all(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_teamtr_learns_an_easy_relay() -> None:
+    result = teamtr.train(easy_args(seed=0))
+    assert result.initial_eval < 0.4
+    assert result.final_eval > 0.8
+
+
+def test_logs_kl_quantiles_out_of_region_and_stale_gap() -> None:
+    args = easy_args(n_agents=3, total_episodes=2 * 3 * 128, gain_eval_episodes=256)
+    record = teamtr.train(args).history[1]
+    for agent in range(3):
+        for key in ("kl_q50", "kl_q90", "kl_q99", "kl_max", "beta", "backtracks"):
+            assert f"trust_region/agent_{agent}/{key}" in record
+        assert {"fresh", "stale", "true_gain", "fresh_holdout", "stale_holdout"} <= {
+            k.rsplit("/", 1)[1] for k in record if k.startswith(f"surrogate/agent_{agent}/")}
+    first = min(range(3), key=lambda a: record[f"trust_region/agent_{a}/position"])
+    assert record[f"surrogate/agent_{first}/fresh"] == record[f"surrogate/agent_{first}/stale"]
+    assert record["surrogate/stale_gap"] > 0
+    assert 0.0 <= record["trust_region/out_of_region_fraction"] <= 1.0
+
+
+def test_same_seed_same_run_and_other_seed_differs() -> None:
+    runs = [teamtr.train(easy_args(seed=seed, total_episodes=1024)) for seed in (5, 5, 6)]
+    assert runs[0].history == runs[1].history
+    assert all(torch.equal(a, b) for a, b in zip(team_fingerprint(runs[0].team),
+                                                 team_fingerprint(runs[1].team), strict=True))
+    assert runs[0].history != runs[2].history
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(tmp_path) -> None:
+    full = teamtr.train(easy_args(total_episodes=5 * 256,
+                                  checkpoint_dir=str(tmp_path / "full")))
+
+    def interrupt(stage: int, team: Team, record: dict) -> None:
+        if stage == 1:
+            raise KeyboardInterrupt
+
+    args = easy_args(total_episodes=5 * 256, checkpoint_dir=str(tmp_path / "cut"))
+    with pytest.raises(KeyboardInterrupt):
+        teamtr.train(args, on_stage_end=interrupt)
+    resumed = teamtr.train(dataclasses.replace(args, resume=True))
+    assert resumed.initial_eval is None
+    assert resumed.history == full.history
+    assert all(torch.equal(a, b) for a, b in zip(team_fingerprint(full.team),
+                                                 team_fingerprint(resumed.team), strict=True))
+    assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == ["latest.json",
+                                                                    "stage_000005"]
+    assert sorted(p.name for p in (tmp_path / "cut" / "stage_000005").iterdir()) == [
+        "agent_0.pt", "agent_1.pt", "trainer.pt"]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("group_size", 1), ("total_episodes", 10), ("learning_rate", -1.0), ("delta", 0.0),
+    ("kl_quantile", 1.5), ("n_agents", 9), ("order", "sideways"), ("beta_growth", 1.0),
+    ("max_backtracks", -1), ("replace_agent", -2), ("stage0_delta", 0.0), ("seed", "one"),
+    ("resume", True), ("delta_schedule", "linear"), ("update_epochs", 0),
+])
+def test_invalid_config_is_rejected_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=f"^{field}: ") as error:
+        teamtr.Args(**{field: value})
+    assert error.value.field == field
+
+
+def test_bad_env_settings_name_the_field() -> None:
+    with pytest.raises(ConfigError, match="^env_id: "):
+        build_team(teamtr.Args(env_id="team_envs/nothing-v0"))
+    with pytest.raises(ConfigError, match="^env_kwargs: .*vocab_size"):
+        build_team(teamtr.Args(env_kwargs={"vocab_size": 99}))
+    with pytest.raises(ConfigError, match="^model: "):
+        build_team(teamtr.Args(env_id="team_envs/countdown-v0"))
+
+
+def test_stage0_aligns_a_newcomer_before_updates_resume() -> None:
+    trained = teamtr.train(easy_args(n_agents=3, env_kwargs={"vocab_size": 3, "credit": "steps"},
+                                     total_episodes=9000, seed=1))
+    team, seed = trained.team, 12345
+    incumbent = team.policies[1]
+    reward_before = team.evaluate(1024, seed)
+    newcomer = team.factory(1, {**incumbent.spec(), "hidden_size": 32, "seed": 99})
+    team.policies[1] = newcomer
+    reward_swapped = team.evaluate(1024, seed)
+    team.policies[1] = incumbent
+    batch = team.collect(64, 4)
+    record = teamtr.stage0_align(newcomer, make_optimizer(newcomer, 1e-2, 0.0),
+                                 batch.samples[1], delta0=0.01, max_steps=1000)
+    team.replace(1, newcomer, beta=1e-3)
+    reward_aligned = team.evaluate(1024, seed)
+    assert reward_before > 0.75 and reward_swapped < reward_before - 0.3
+    assert record["stage0/within_bound"] == 1.0 and record["stage0/kl"] <= 0.01
+    assert reward_aligned > reward_before - 0.1
+
+
+def test_replacement_mid_training_through_the_trainer() -> None:
+    args = easy_args(n_agents=3, total_episodes=4 * 3 * 128 + 128, replace_agent=2,
+                     replace_at_stage=2, replacement_hidden_size=16)
+    result = teamtr.train(args)
+    replaced = next(r for r in result.history if "stage0/kl" in r)
+    assert replaced["stage"] == 2 and replaced["stage0/agent"] == 2
+    assert result.team.policies[2].spec()["hidden_size"] == 16
+    assert result.team.policies[0].spec()["hidden_size"] == 64
+    assert result.team.episodes == 4 * 3 * 128 + 128
+    assert [r["stage"] for r in result.history if r["stage"] >= 0][-2] == 3
+
+
+def test_resume_after_replacement_rebuilds_the_newcomer(tmp_path) -> None:
+    args = easy_args(n_agents=3, total_episodes=3 * 3 * 128 + 128, replace_agent=0,
+                     replace_at_stage=1, replacement_hidden_size=8,
+                     checkpoint_dir=str(tmp_path))
+    full = teamtr.train(args)
+    resumed = teamtr.train(dataclasses.replace(args, total_episodes=4 * 3 * 128 + 128,
+                                               resume=True))
+    assert resumed.team.policies[0].spec()["hidden_size"] == 8
+    assert resumed.history[:len(full.history) - 1] == full.history[:-1]
+
+
+def test_advantages_are_broadcast_to_the_agents_messages() -> None:
+    args = easy_args()
+    team = build_team(args)
+    batch = team.collect(8, 4)
+    advantages = message_advantages(batch, 0, args.adv_clip).numpy()
+    groups = batch.groups[batch.samples[0].episode]
+    for group in np.unique(groups):
+        values = advantages[groups == group]
+        assert abs(values.mean()) < 1e-5
+        assert np.allclose(values, 0) or abs(values.std() - 1) < 1e-3

@@ -1,0 +1,111 @@
+"""Causal-LM policies on text teams, with a tiny random LM: masking, sampling, and training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pettingzoo
+import pytest
+import torch
+
+from team_envs.core import SharedContextEnv, wrap
+from team_envs.text.base import Problem, ReasoningTask
+from trainers import single_agent_grpo, teamtr
+from trainers.common.rollouts import TextRollouts
+from trainers.policies.lm import CausalLMPolicy
+
+
+class ShortAnswerTask(ReasoningTask):
+    """A test task a random LM sometimes solves: the answer must be short."""
+
+    family = "short_answer"
+
+    def generate(self, rng: np.random.Generator) -> Problem:
+        return Problem(f"Say something short about {int(rng.integers(100))}.",
+                       ("",) * self.n_agents, None)
+
+    def check(self, problem: Problem, answer: str) -> tuple[float, dict]:
+        return float(len(answer) < 12), {}
+
+
+class ShortAnswerEnv(SharedContextEnv):
+    task_type = ShortAnswerTask
+
+
+pettingzoo.register("aec", "tests/short_answer-v0", lambda **kw: wrap(ShortAnswerEnv(**kw)))
+
+
+@pytest.fixture(scope="module")
+def policies(tiny_lm_dir: Path) -> list[CausalLMPolicy]:
+    return [CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=10, seed=i) for i in range(2)]
+
+
+@pytest.fixture(scope="module")
+def batch(policies: list[CausalLMPolicy]):
+    rollouts = TextRollouts("team_envs/arithmetic_chain-v0", {"n_agents": 2})
+    return rollouts, rollouts.collect(policies, 2, 2, np.random.default_rng(0),
+                                      torch.Generator().manual_seed(0))
+
+
+def test_log_probs_cover_only_the_agents_own_message_tokens(policies, batch) -> None:
+    rollouts, batch = batch
+    policy, samples = policies[1], batch.samples[1]
+    messages = samples.payload
+    assert samples.mask.sum(dim=1).tolist() == [len(r) for r in messages.response_ids]
+    logp = policy.token_logprobs(samples)
+    assert torch.equal(logp * (1 - samples.mask), torch.zeros_like(logp))
+    assert torch.allclose(logp, samples.old_logp, atol=1e-5)
+    for row, (prompt, response) in enumerate(zip(messages.prompt_ids, messages.response_ids,
+                                                 strict=True)):
+        # The prompt holds agent_0's message of the same episode; it is not scored.
+        episode = rollouts._envs[samples.episode[row]].unwrapped.episode
+        said = episode.transcript[0]["content"]
+        assert said.strip()[:5] in policy.tokenizer.decode(prompt)
+        assert episode.transcript[1]["content"] == messages.texts[row]
+        ids = torch.tensor([prompt + response])
+        with torch.no_grad():
+            logits = policy.module(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+        direct = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt):, None]).sum()
+        assert float(logp[row].sum().detach()) == pytest.approx(float(direct), abs=1e-4)
+
+
+def test_sampling_is_seeded(policies) -> None:
+    import pettingzoo
+
+    env = pettingzoo.make("aec", "team_envs/countdown-v0")
+    env.reset(seed=1)
+    observation = env.observe("agent_0")
+    texts = [policies[0].generate([observation] * 3, torch.Generator().manual_seed(s)).texts
+             for s in (4, 4, 5)]
+    assert texts[0] == texts[1] and texts[0] != texts[2]
+
+
+def test_teamtr_trains_a_tiny_lm_team_with_lora(tiny_lm_dir: Path) -> None:
+    pytest.importorskip("peft")
+    args = teamtr.Args(env_id="tests/short_answer-v0", n_agents=2,
+                       model=str(tiny_lm_dir), lora_rank=4, max_new_tokens=8,
+                       prompts_per_rollout=2, group_size=4, total_episodes=2 * 2 * 8,
+                       eval_episodes=2, log_dir="", delta=1e3, learning_rate=1e-2,
+                       update_epochs=2)
+    team = teamtr.build_team(args)
+    base = {n: p.detach().clone() for n, p in team.policies[0].module.named_parameters()}
+    result = teamtr.train(args, team=team)
+    record = result.history[1]
+    assert team.collections == 4 and team.episodes == 32
+    assert 0 < np.mean([r["charts/team_reward"] for r in result.history[1:3]]) < 1
+    for agent in range(2):
+        assert record[f"trust_region/agent_{agent}/accepted"] == 1.0
+        assert record[f"trust_region/agent_{agent}/kl_q99"] > 0
+    changed = {n for n, p in team.policies[0].module.named_parameters()
+               if not torch.equal(p, base[n])}
+    assert changed and all("lora_" in n for n in changed)
+
+
+def test_single_agent_grpo_shares_one_lm(tiny_lm_dir: Path) -> None:
+    args = single_agent_grpo.Args(env_id="team_envs/countdown-v0", n_agents=2,
+                                  model=str(tiny_lm_dir), max_new_tokens=6,
+                                  prompts_per_rollout=2, group_size=2, total_episodes=4,
+                                  eval_episodes=2, log_dir="")
+    result = single_agent_grpo.train(args)
+    assert result.team.shared and result.team.collections == 1

@@ -1,0 +1,172 @@
+"""Shared trainer utilities: objectives and their masking, settings parsing, logging, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from trainers.cli import add_commands
+from trainers.common.args import TeamArgs, field_docs, parse_args
+from trainers.common.batch import RolloutBatch
+from trainers.common.objectives import (
+    group_advantages,
+    kl_summary,
+    message_kl,
+    message_log_ratio,
+    ppo_clip_loss,
+    surrogate_gain,
+)
+from trainers.teamtr import Args
+
+
+def test_group_advantages_normalise_within_groups_and_clip() -> None:
+    rewards = np.array([1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5])
+    groups = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    advantages = group_advantages(rewards, groups, clip=5.0)
+    assert advantages[:4] == pytest.approx([np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3),
+                                            -1 / np.sqrt(3)], rel=1e-4)
+    assert advantages[4:].tolist() == [0.0] * 4
+    assert group_advantages(rewards, groups, clip=1.0).max() == 1.0
+
+
+def test_message_kl_and_ratio_ignore_masked_positions() -> None:
+    old = torch.log(torch.tensor([[0.5, 0.5, 0.9], [0.2, 0.3, 0.1]]))
+    new = torch.log(torch.tensor([[0.25, 0.5, 0.1], [0.2, 0.6, 0.7]]))
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    garbage = new.clone()
+    garbage[:, 2] = torch.tensor([-50.0, 3.0])  # the masked position changes wildly
+    for candidate in (new, garbage):
+        kl = message_kl(candidate, old, mask)
+        delta = torch.log(torch.tensor([0.5, 1.0]))
+        assert kl[0] == pytest.approx(float(torch.expm1(delta[0]) - delta[0]), abs=1e-6)
+        assert kl[1] == pytest.approx(float(torch.expm1(torch.log(torch.tensor(2.0)))
+                                            - torch.log(torch.tensor(2.0))), abs=1e-6)
+        assert message_log_ratio(candidate, old, mask).tolist() == pytest.approx(
+            [np.log(0.5), np.log(2.0)], abs=1e-6)
+
+
+def test_message_kl_sums_tokens_so_long_messages_weigh_more() -> None:
+    old = torch.full((1, 4), float(np.log(0.5)))
+    new = torch.full((1, 4), float(np.log(0.25)))
+    one, four = torch.tensor([[1.0, 0, 0, 0]]), torch.ones(1, 4)
+    assert message_kl(new, old, four) == pytest.approx(4 * message_kl(new, old, one))
+
+
+def test_ppo_clip_loss_clips_and_weights() -> None:
+    log_ratio = torch.log(torch.tensor([2.0, 0.5, 1.0]))
+    advantages = torch.tensor([1.0, -1.0, 1.0])
+    loss, clipped = ppo_clip_loss(log_ratio, advantages, clip=0.2)
+    assert loss == pytest.approx(-(1.2 - 0.8 + 1.0) / 3) and clipped == pytest.approx(2 / 3)
+    weighted, _ = ppo_clip_loss(log_ratio, advantages, 0.2, weights=torch.tensor([0., 0., 2.]))
+    assert weighted == pytest.approx(-2 / 3)
+
+
+def test_surrogate_gain_is_zero_without_change_and_signed_with_it() -> None:
+    batch = RolloutBatch(np.array([1.0, 0.0, 1.0, 0.0]), np.array([0, 0, 1, 1]), [])
+    episodes = np.arange(4)
+    assert surrogate_gain(torch.zeros(4), episodes, batch) == 0.0
+    towards_success = torch.log(torch.tensor([2.0, 0.5, 2.0, 0.5]))
+    assert surrogate_gain(towards_success, episodes, batch) > 0
+    assert surrogate_gain(-towards_success, episodes, batch) < 0
+
+
+def test_kl_summary_quantiles() -> None:
+    kl = torch.arange(101, dtype=torch.float64) / 100
+    summary = kl_summary(kl, delta=0.5, quantile=0.9)
+    assert summary["kl_q50"] == pytest.approx(0.5) and summary["kl_checked"] == pytest.approx(0.9)
+    assert summary["kl_q99"] == pytest.approx(0.99) and summary["kl_beyond"] == 50 / 101
+    assert kl_summary(torch.zeros(0), 0.1, 0.99)["kl_q99"] == 0.0
+
+
+def test_every_args_field_is_documented() -> None:
+    docs = field_docs(Args)
+    names = {f for f in Args.__dataclass_fields__}
+    assert names == set(docs) and all(docs.values())
+
+
+def test_parse_args_reads_every_kind_of_field() -> None:
+    args = parse_args(Args, ["--n-agents", "4", "--env-kwargs", '{"vocab_size": 5}',
+                             "--order", "static", "--learning-rate", "0.1", "--resume",
+                             "--checkpoint-dir", "ck", "--delta-schedule", "constant"])
+    assert (args.n_agents, args.env_kwargs, args.order, args.learning_rate, args.resume) == (
+        4, {"vocab_size": 5}, "static", 0.1, True)
+    with pytest.raises(SystemExit):
+        parse_args(Args, ["--order", "sideways"])
+
+
+def test_base_args_reject_wrong_types_with_the_field_name() -> None:
+    with pytest.raises(ValueError, match="^env_kwargs: expected dict"):
+        TeamArgs(env_kwargs="vocab_size=4")
+
+
+def test_cli_trains_and_writes_tensorboard(tmp_path, capsys) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser)
+    args = parser.parse_args(["train", "teamtr", "--n-agents", "2", "--total-episodes", "256",
+                              "--prompts-per-rollout", "32", "--eval-episodes", "64",
+                              "--log-dir", str(tmp_path), "--env-kwargs",
+                              json.dumps({"vocab_size": 3})])
+    assert args.handler(args) == 0
+    assert "final team reward" in capsys.readouterr().out
+    [run] = list(tmp_path.iterdir())
+    events = EventAccumulator(str(run))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"charts/team_reward", "charts/eval_team_reward", "trust_region/agent_1/kl_q99",
+            "trust_region/out_of_region_fraction", "surrogate/stale_gap",
+            "surrogate/agent_0/fresh"} <= tags
+    assert "hyperparameters/text_summary" in events.Tags()["tensors"]
+
+
+def test_cli_lists_and_plays_envs(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_commands(parser)
+    for argv in (["envs"], ["play", "team_envs/relay-v0", "--env-kwargs", '{"n_agents": 3}']):
+        args = parser.parse_args(argv)
+        assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    assert "team_envs/floor_team-v0" in out and "agent_2 (receiver)" in out
+
+
+def _load_example(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_symbolic_example_runs_with_a_tiny_budget(capsys) -> None:
+    example = _load_example("teamtr_symbolic")
+    assert example.main(["--total-episodes", "1536", "--prompts-per-rollout", "32",
+                         "--replace-at-stage", "1", "--eval-episodes", "64",
+                         "--log-dir", ""]) == 0
+    out = capsys.readouterr().out
+    assert "agent_1 replaced" in out and "team reward:" in out
+
+
+def test_evidence_script_summarises_runs(tmp_path) -> None:
+    evidence = _load_example("teamtr_evidence")
+    jobs = evidence.make_jobs(seeds=1, budget=512, shift_stages=2, quick=True)
+    assert {(j["experiment"], j["method"]) for j in jobs} >= {("shift", "teamtr"),
+                                                             ("budget", "happo")}
+    assert all(j["args"]["total_episodes"] == 512 for j in jobs if j["experiment"] == "budget")
+    small = [j for j in jobs if j["n"] == 2]
+    for job in small:
+        job["args"]["delta"] = 10.0  # accept every update, so the tiny run has gains to measure
+    results = [evidence.run_job(job) for job in small]
+    results += [{**r, "n": n} for n in (4, 8) for r in results]  # reuse n = 2 runs as stand-ins
+    table = evidence.report(results, tmp_path)
+    assert "| stale penalty |" in table and "| teamtr_small_batch |" in table
+    assert (tmp_path / "teamtr_evidence_shift.png").is_file()
+    assert (tmp_path / "teamtr_evidence_reward.png").is_file()

@@ -1,0 +1,270 @@
+"""The Gymnasium wrappers that make text envs numeric, and SB3 on top of them."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pickle
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import data_equivalence
+
+import floor_tasks
+from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.wrappers import (
+    GIVE_UP_ACTION,
+    CandidateMenu,
+    DiscreteCandidateActions,
+    PromptAwareObservation,
+    TokenIdEncoder,
+    TokenizeObservation,
+    wrap_for_sb3,
+)
+from floor_tasks.candidates import candidate_actions
+
+MODULES = [
+    "agentworld_envs.wrappers.tokenizers",
+    "agentworld_envs.wrappers.tokenize_observation",
+    "agentworld_envs.wrappers.candidate_actions",
+    "agentworld_envs.wrappers.prompt_observation",
+    "agentworld_envs.wrappers.sb3_stack",
+    "agentworld_envs.wrappers.token_embedding",
+    "agentworld_envs.wrappers.parameter_sharing",
+]
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Train on one torch thread: on a busy machine more threads make small nets much slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_import_is_light_and_silent() -> None:
+    code = ("import sys, agentworld_envs.wrappers; "
+            "print(sorted(m for m in ('torch', 'stable_baselines3', 'transformers') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[1])
+    assert done.stdout == "[]\n" and done.stderr == ""
+
+
+# --- token ids -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("side", "expected"), [("right", b"abcd"), ("left", b"cdef")])
+def test_truncation_keeps_the_chosen_end(side: str, expected: bytes) -> None:
+    ids = TokenIdEncoder(max_length=4, truncation_side=side).encode_text("abcdef")
+    assert bytes(int(i) - 1 for i in ids) == expected
+
+
+def test_padding_is_zero_and_ids_are_shifted() -> None:
+    encoder = TokenIdEncoder(max_length=6)
+    ids = encoder.encode_text("é\n")
+    assert ids.tolist() == [0xC3 + 1, 0xA9 + 1, ord("\n") + 1, 0, 0, 0]
+    assert encoder.encode_text("").tolist() == [0] * 6
+    assert ids in encoder.text_space and ids.dtype == np.int64
+
+
+def test_any_unicode_fits_the_space() -> None:
+    encoder = TokenIdEncoder(max_length=32)
+    for text in ["", "café ☕ 中文", "\ud800 lone surrogate", "x" * 1000, '{"a": [1, 2]}\n']:
+        assert encoder.encode_text(text) in encoder.text_space
+
+
+def test_dict_spaces_are_encoded_key_by_key() -> None:
+    encoder = TokenIdEncoder(max_length=3)
+    space = spaces.Dict({"text": UnicodeText(100), "turn": spaces.Discrete(4)})
+    encoded = encoder.space(space)
+    assert encoded["text"] == encoder.text_space and encoded["turn"] == spaces.Discrete(4)
+    value = encoder.encode({"text": "hi", "turn": 2}, space)
+    assert value["text"].tolist() == [105, 106, 0] and value["turn"] == 2
+    assert value in encoded
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_length"):
+        TokenIdEncoder(max_length=0)
+    with pytest.raises(ValueError, match="truncation_side"):
+        TokenIdEncoder(truncation_side="middle")
+    with pytest.raises(ValueError, match="no Text observation"):
+        TokenizeObservation(gym.make("CartPole-v1"))
+
+
+def test_hf_tokenizer_ids_match_the_tokenizer(tiny_lm_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    env = TokenizeObservation(gym.make("AgentFloor/A1-v0"), max_length=16,
+                              tokenizer=str(tiny_lm_dir))
+    assert env.observation_space == spaces.Box(0, len(tokenizer), (16,), np.int64)
+    obs, _ = env.reset(options={"variant": "v0"})
+    prompt = floor_tasks.load_task("A1").variant("v0").prompt
+    expected = tokenizer(prompt, add_special_tokens=False)["input_ids"][:16]
+    assert (obs - 1).tolist() == expected and obs in env.observation_space
+
+
+# --- candidate actions -----------------------------------------------------------------------
+
+def test_candidates_follow_the_env_list_and_mask() -> None:
+    env = DiscreteCandidateActions(gym.make("AgentFloor/C3-v0"), max_candidates=10)
+    _, info = env.reset(options={"variant": "i1"})
+    expected = candidate_actions("C3", "i1")
+    assert info["candidates"] == expected
+    assert info["action_mask"].tolist() == [True] * len(expected) + [False] * (10 - len(expected))
+    assert np.array_equal(env.get_wrapper_attr("action_masks")(), info["action_mask"])
+    assert [env.action(i) for i in range(len(expected))] == expected
+
+
+def test_gold_indices_solve_every_variant() -> None:
+    for variant in floor_tasks.load_task("B3").variant_names:
+        env = DiscreteCandidateActions(gym.make("AgentFloor/B3-v0"), max_candidates=8)
+        _, info = env.reset(options={"variant": variant})
+        for action in floor_tasks.solution("B3", variant):
+            _, reward, terminated, truncated, info = env.step(info["candidates"].index(action))
+            assert info["padding_action"] is False
+        assert (reward, terminated, truncated) == (1.0, True, False)
+
+
+def test_padding_index_plays_the_fallback_deterministically() -> None:
+    env = DiscreteCandidateActions(gym.make("AgentFloor/A2-v0"), max_candidates=6,
+                                   fallback_action="Nothing to report.")
+    env.reset(seed=0)
+    assert env.action(5) == "Nothing to report."
+    _, reward, terminated, _, info = env.step(5)
+    assert info["padding_action"] is True and (reward, terminated) == (0.0, True)
+    assert env.unwrapped.trace.final_answer == "Nothing to report."
+    assert DiscreteCandidateActions(gym.make("AgentFloor/A2-v0")).fallback_action == GIVE_UP_ACTION
+
+
+def test_too_many_candidates_raise_instead_of_dropping_one() -> None:
+    env = DiscreteCandidateActions(gym.make("AgentFloor/B1-v0"), max_candidates=4)
+    with pytest.raises(ValueError, match="do not fit max_candidates=4"):
+        env.reset(seed=0)
+    with pytest.raises(ValueError, match="outside"):
+        CandidateMenu(["a"], size=2, fallback_action="x").action(2)
+
+
+def test_choosing_before_reset_raises() -> None:
+    env = DiscreteCandidateActions(gym.make("AgentFloor/A2-v0"), max_candidates=4)
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+
+
+# --- prompt and the SB3 stack ----------------------------------------------------------------
+
+def test_prompt_stays_while_observations_change() -> None:
+    env = PromptAwareObservation(gym.make("AgentFloor/C3-v0"))
+    obs, _ = env.reset(options={"variant": "v2"})
+    prompt = obs["prompt"]
+    for action in floor_tasks.solution("C3", "v2"):
+        next_obs, *_ = env.step(action)
+        assert next_obs["prompt"] == prompt and next_obs["observation"] != obs["observation"]
+        assert next_obs in env.observation_space
+        obs = next_obs
+
+
+@pytest.mark.parametrize("observation", ["dict", "box"])
+def test_stack_spec_rebuilds_an_identical_env(observation: str) -> None:
+    env = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=8, max_length=32,
+                       observation=observation)
+    rebuilt = gym.make(env.spec)
+    assert rebuilt.observation_space == env.observation_space
+    assert rebuilt.action_space == env.action_space
+    for candidate in (env, rebuilt):
+        candidate.reset(seed=3)
+    assert data_equivalence(env.step(1), rebuilt.step(1))
+
+
+def test_stack_survives_cloudpickling_mid_episode() -> None:
+    """Gymnasium's TimeAwareObservation holds lambdas, so the stack needs cloudpickle (which
+    SubprocVecEnv and AsyncVectorEnv use), not the standard library's pickle."""
+    env = wrap_for_sb3(gym.make("AgentFloor/B3-v0"), max_candidates=5, max_length=32,
+                       observation="box")
+    env.reset(seed=1)
+    env.step(0)
+    copy = pickle.loads(cloudpickle.dumps(env))
+    assert data_equivalence(env.step(2), copy.step(2))
+
+
+def test_dict_observation_holds_prompt_step_and_result() -> None:
+    env = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=8, max_length=16)
+    obs, info = env.reset(options={"variant": "v0"})
+    prompt = floor_tasks.load_task("C3").variant("v0").prompt
+    assert bytes(int(i) - 1 for i in obs["prompt"]) == prompt.encode()[:16]
+    assert obs["time"].tolist() == [0]
+    gold = info["candidates"].index(floor_tasks.solution("C3", "v0")[0])
+    obs, *_ = env.step(gold)
+    assert obs["time"].tolist() == [1]
+    assert bytes(int(i) - 1 for i in obs["observation"]).startswith(b'{"tool_name": "')
+
+
+def test_bad_observation_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="'dict' or 'box'"):
+        wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=3, observation="text")
+
+
+# --- Stable-Baselines3 -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("observation", "policy"), [("dict", "MultiInputPolicy"),
+                                                     ("box", "MlpPolicy")])
+@pytest.mark.usefixtures("one_torch_thread")
+def test_sb3_check_env_and_ppo_run(observation: str, policy: str) -> None:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_checker import check_env
+
+    env = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=8, max_length=32,
+                       observation=observation)
+    check_env(env)
+    model = PPO(policy, env, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model.learn(64)
+    assert model.num_timesteps == 64 and len(model.ep_info_buffer) > 0
+
+
+def _greedy_success(model, task_id: str, observation: str) -> float:
+    env = wrap_for_sb3(gym.make(floor_tasks.env_id(task_id)), max_candidates=5, max_length=64,
+                       observation=observation)
+    variants = floor_tasks.load_task(task_id).variant_names
+    solved = 0
+    for variant in variants:
+        obs, _ = env.reset(options={"variant": variant})
+        action, _ = model.predict(obs, deterministic=True)
+        solved += env.step(int(action))[1] == 1.0
+    return solved / len(variants)
+
+
+@pytest.mark.parametrize("observation", ["dict", "box"])
+@pytest.mark.usefixtures("one_torch_thread")
+def test_ppo_with_token_embeddings_learns_a_task(observation: str) -> None:
+    """A01's gold label sits at a different index in each of its five shuffled variants."""
+    from stable_baselines3 import PPO
+
+    from agentworld_envs.wrappers import TokenEmbeddingExtractor
+
+    env = wrap_for_sb3(gym.make("AgentFloor/A01-v0"), max_candidates=5, max_length=64,
+                       observation=observation)
+    policy = "MultiInputPolicy" if observation == "dict" else "MlpPolicy"
+    model = PPO(policy, env, n_steps=64, batch_size=64, n_epochs=10, learning_rate=1e-3,
+                gamma=0.9, normalize_advantage=False, seed=0, device="cpu",
+                policy_kwargs={"features_extractor_class": TokenEmbeddingExtractor})
+    assert _greedy_success(model, "A01", observation) < 1.0
+    model.learn(1024)
+    assert _greedy_success(model, "A01", observation) == 1.0

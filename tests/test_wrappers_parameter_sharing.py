@@ -1,0 +1,194 @@
+"""PettingZoo team envs as one SB3 VecEnv (parameter sharing)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pettingzoo
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import data_equivalence
+from pettingzoo import ParallelEnv
+from pettingzoo.test import parallel_api_test
+
+import team_envs  # noqa: F401 - registers team_envs/*
+from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.wrappers import ParameterSharingVecEnv
+from tests.test_wrappers import one_torch_thread  # noqa: F401 - fixture
+
+SECRETS = ("red", "green", "blue")
+
+
+class EchoTeam(ParallelEnv):
+    """Two agents see a secret word as text and must both choose it from a candidate list.
+
+    The list of ``agent_1`` is reversed, so a shared policy must read ``agent_index``. Both get
+    reward 1 when both choose the secret; the episode lasts one step, or ``rounds`` steps, or
+    ends early for ``agent_1`` alone when ``uneven``.
+    """
+
+    metadata = {"name": "echo_team_v0", "render_modes": []}
+    render_mode = None
+
+    def __init__(self, rounds: int = 1, uneven: bool = False) -> None:
+        self.possible_agents = ["agent_0", "agent_1"]
+        self.rounds, self.uneven = rounds, uneven
+        self.agents: list[str] = []
+
+    @functools.cache  # noqa: B019 - one space object per agent, as PettingZoo asks
+    def observation_space(self, agent: str) -> spaces.Space:
+        return spaces.Dict({"text": UnicodeText(64), "turn": spaces.Discrete(self.rounds + 1)})
+
+    @functools.cache  # noqa: B019
+    def action_space(self, agent: str) -> spaces.Space:
+        return UnicodeText(64)
+
+    def candidate_actions(self, agent: str) -> list[str]:
+        return list(SECRETS) if agent == "agent_0" else list(reversed(SECRETS))
+
+    def _observations(self) -> dict[str, Any]:
+        return {agent: {"text": f"secret: {self.secret}", "turn": self.turn}
+                for agent in self.agents}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None or not hasattr(self, "rng"):
+            self.rng = np.random.default_rng(seed)
+        self.secret = SECRETS[int(self.rng.integers(len(SECRETS)))]
+        self.agents, self.turn = list(self.possible_agents), 0
+        return self._observations(), {agent: {} for agent in self.agents}
+
+    def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
+        self.turn += 1
+        won = all(action == self.secret for action in actions.values())
+        rewards = {agent: float(won) for agent in self.agents}
+        done = self.turn >= self.rounds
+        terms = {agent: done or (self.uneven and agent == "agent_1") for agent in self.agents}
+        truncs = {agent: False for agent in self.agents}
+        infos = {agent: {"chose": actions[agent]} for agent in self.agents}
+        observations = self._observations()
+        self.agents = [agent for agent in self.agents if not terms[agent]]
+        return observations, rewards, terms, truncs, infos
+
+
+def test_echo_team_is_a_valid_parallel_env() -> None:
+    parallel_api_test(EchoTeam(rounds=3), num_cycles=10)
+
+
+def test_slots_are_copy_major_and_text_is_encoded() -> None:
+    venv = ParameterSharingVecEnv(EchoTeam, num_copies=2, max_length=12)
+    assert venv.num_envs == 4 and venv.action_space == spaces.Discrete(32)
+    venv.seed(7)
+    obs = venv.reset()
+    assert obs["agent_index"].tolist() == [0, 1, 0, 1]
+    texts = [bytes(int(i) - 1 for i in row if i).decode() for row in obs["text"]]
+    assert texts[0] == texts[1] and texts[2] == texts[3] and texts[0].startswith("secret: ")
+    assert all(info["action_mask"].sum() == 3 for info in venv.reset_infos)
+
+
+def test_candidates_reach_each_agent_and_pay_the_team() -> None:
+    venv = ParameterSharingVecEnv(EchoTeam, max_candidates=4)
+    venv.seed(0)
+    venv.reset()
+    secret = venv.envs[0].secret
+    choice = [SECRETS.index(secret), list(reversed(SECRETS)).index(secret)]
+    _, rewards, dones, infos = venv.step(np.array(choice))
+    assert rewards.tolist() == [1.0, 1.0] and dones.tolist() == [True, True]
+    assert [info["chose"] for info in infos] == [secret, secret]
+    assert all("terminal_observation" in info and not info["TimeLimit.truncated"]
+               for info in infos)
+    _, rewards, _, infos = venv.step(np.array([3, 0]))
+    assert infos[0]["padding_action"] and infos[0]["chose"] == "I could not determine the answer."
+    assert rewards.tolist() == [0.0, 0.0]
+    assert venv.action_masks().tolist() == [[True, True, True, False]] * 2
+
+
+def test_same_seed_same_rollout() -> None:
+    def rollout() -> list:
+        venv = ParameterSharingVecEnv(EchoTeam, num_copies=2)
+        venv.seed(3)
+        out = [venv.reset()]
+        for step in range(6):
+            out.append(venv.step(np.array([step % 3, 0, 1, step % 2]))[:3])
+        return out
+
+    assert data_equivalence(rollout(), rollout())
+
+
+def test_agents_ending_apart_raise() -> None:
+    venv = ParameterSharingVecEnv(functools.partial(EchoTeam, rounds=3, uneven=True))
+    venv.reset()
+    with pytest.raises(RuntimeError, match="end together"):
+        venv.step(np.array([0, 0]))
+
+
+def test_different_action_spaces_are_refused() -> None:
+    class Mixed(EchoTeam):
+        def action_space(self, agent: str) -> spaces.Space:
+            return spaces.Discrete(2 if agent == "agent_0" else 3)
+
+    with pytest.raises(ValueError, match="one action space"):
+        ParameterSharingVecEnv(Mixed)
+
+
+def test_text_actions_without_candidates_are_refused() -> None:
+    class NoCandidates(EchoTeam):
+        candidate_actions = None
+
+    with pytest.raises(TypeError, match="candidate_actions"):
+        ParameterSharingVecEnv(NoCandidates)
+
+
+def test_missing_dict_keys_are_blank_for_agents_without_them() -> None:
+    venv = ParameterSharingVecEnv(lambda: pettingzoo.make("parallel", "team_envs/relay-v0"))
+    sender_only = [agent for agent in venv.agents
+                   if "private" not in venv.envs[0].observation_space(agent).spaces]
+    assert sender_only, "relay should have agents without a private key"
+    obs = venv.reset()
+    for agent in sender_only:
+        assert obs["private"][venv.agents.index(agent)].tolist() == [0]
+    for slot in range(venv.num_envs):
+        assert {key: value[slot] for key, value in obs.items()} in venv.observation_space
+
+
+def test_parts_that_differ_between_agents_split_by_space() -> None:
+    venv = ParameterSharingVecEnv(lambda: pettingzoo.make(
+        "parallel", "team_envs/referential-v0"))
+    privates = {str(venv.envs[0].observation_space(agent)["private"]) for agent in venv.agents
+                if "private" in venv.envs[0].observation_space(agent).spaces}
+    assert len(privates) == 2
+    assert {"private_0", "private_1"} <= set(venv.observation_space.spaces)
+    assert "private" not in venv.observation_space.spaces
+    venv.seed(0)
+    obs = venv.reset()
+    for slot in range(venv.num_envs):
+        assert {key: value[slot] for key, value in obs.items()} in venv.observation_space
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_ppo_learns_through_parameter_sharing() -> None:
+    from stable_baselines3 import PPO
+
+    from agentworld_envs.wrappers import TokenEmbeddingExtractor
+
+    def make_venv() -> ParameterSharingVecEnv:
+        return ParameterSharingVecEnv(EchoTeam, num_copies=4, max_length=16, max_candidates=3)
+
+    model = PPO("MultiInputPolicy", make_venv(), n_steps=16, batch_size=64, n_epochs=10,
+                learning_rate=1e-3, normalize_advantage=False, seed=0, device="cpu",
+                policy_kwargs={"features_extractor_class": TokenEmbeddingExtractor})
+
+    def team_success() -> float:
+        venv = make_venv()
+        venv.seed(100)
+        obs, won = venv.reset(), []
+        for _ in range(30):
+            actions, _ = model.predict(obs, deterministic=True)
+            obs, rewards, _, _ = venv.step(actions)
+            won.append(rewards.mean())
+        return float(np.mean(won))
+
+    assert team_success() < 0.5
+    model.learn(2048)
+    assert team_success() == 1.0

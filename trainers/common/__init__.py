@@ -1,0 +1,1 @@
+"""Utilities shared by the team trainers: settings, rollouts, objectives, updates, logging."""

@@ -1,0 +1,244 @@
+"""Trainer settings: the shared :class:`TeamArgs`, its validation, and a command-line parser.
+
+Each trainer declares ``Args(TeamArgs)`` with a docstring under every field (as CleanRL does);
+:func:`parse_args` turns those docstrings into ``--help``. Invalid settings raise
+:class:`ConfigError`, whose message starts with the offending field's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import json
+import math
+import textwrap
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "parse_args", "field_docs"]
+
+A = TypeVar("A", bound="TeamArgs")
+
+
+class ConfigError(ValueError):
+    """An invalid trainer setting; ``field`` names it."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+@dataclass
+class TeamArgs:
+    """Settings shared by every team trainer."""
+
+    exp_name: str = ""
+    """the name of this experiment (the trainer's name when empty)"""
+    seed: int = 1
+    """seed of the team's weights, the rollouts and the problems"""
+    env_id: str = "team_envs/relay-v0"
+    """a team env registered in PettingZoo (see `agentworld team envs`)"""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """keyword arguments of the env, as JSON on the command line, e.g. '{"vocab_size": 4}'"""
+    n_agents: int | None = None
+    """team size passed to the env (the env's default when unset)"""
+    hidden_size: int = 64
+    """symbolic teams: hidden units of each agent's MLP"""
+    model: str = ""
+    """text teams: a local causal-LM directory (or hub name) for every agent"""
+    lora_rank: int = 0
+    """text teams: train LoRA adapters of this rank (0 trains all weights)"""
+    temperature: float = 1.0
+    """text teams: sampling temperature"""
+    max_new_tokens: int = 48
+    """text teams: longest message in tokens"""
+    total_episodes: int = 40_000
+    """the rollout budget: training episodes sampled over the whole run, by every rollout"""
+    prompts_per_rollout: int = 64
+    """distinct problems in each rollout batch"""
+    group_size: int = 4
+    """episodes per problem; advantages are normalised within each group"""
+    learning_rate: float = 3e-3
+    """AdamW learning rate"""
+    weight_decay: float = 0.0
+    """AdamW weight decay"""
+    update_epochs: int = 4
+    """passes over a batch in one agent update"""
+    minibatches: int = 1
+    """minibatches per pass"""
+    clip_coef: float = 0.2
+    """PPO clip range on message ratios"""
+    adv_clip: float = 5.0
+    """advantages are clipped to plus or minus this"""
+    max_grad_norm: float = 1.0
+    """gradient-norm clip per optimiser step"""
+    kl_coef: float = 1e-3
+    """initial KL coefficient beta of each agent (trainers with a KL term)"""
+    delta: float = 0.05
+    """per-agent trust-region budget on the per-message KL quantile (monitored by every trainer)"""
+    delta_schedule: Literal["inverse_square", "constant"] = "inverse_square"
+    """inverse_square: delta_i = delta * (delta_ref_agents / n)^2; constant: delta_i = delta"""
+    delta_ref_agents: int = 3
+    """team size at which delta_i equals delta"""
+    kl_quantile: float = 0.99
+    """quantile of the per-message KL compared with delta_i"""
+    order: Literal["random", "static"] = "random"
+    """agent update order in each stage: a fresh permutation or agent_0, agent_1, ..."""
+    eval_episodes: int = 1024
+    """episodes per evaluation (not counted in the budget)"""
+    eval_every: int = 5
+    """evaluate every this many stages (and at the end)"""
+    log_dir: str = "runs"
+    """TensorBoard root; empty disables TensorBoard"""
+    checkpoint_dir: str = ""
+    """save per-agent checkpoints here after every stage; empty disables checkpoints"""
+    resume: bool = False
+    """continue from the checkpoint in checkpoint_dir"""
+    device: str = "cpu"
+    """torch device of LM policies"""
+    torch_threads: int = 1
+    """torch CPU threads (0 keeps torch's default; 1 is fastest for the small symbolic MLPs)"""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def rollout_episodes(self) -> int:
+        """Episodes in one rollout batch."""
+        return self.prompts_per_rollout * self.group_size
+
+    def validate(self) -> None:
+        """Reject invalid settings with a :class:`ConfigError` naming the field."""
+        _check_types(self)
+        positive = ("hidden_size", "max_new_tokens", "total_episodes", "prompts_per_rollout",
+                    "update_epochs", "minibatches", "delta_ref_agents", "eval_episodes",
+                    "eval_every")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be at least 1, got {getattr(self, name)}")
+        for name in ("learning_rate", "clip_coef", "adv_clip", "max_grad_norm", "delta",
+                     "temperature"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(name, f"must be a positive number, got {value}")
+        for name in ("weight_decay", "kl_coef", "lora_rank", "torch_threads"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        if self.group_size < 2:
+            raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
+                                            f"a group, got {self.group_size}")
+        if not 0 < self.kl_quantile <= 1:
+            raise ConfigError("kl_quantile", f"must lie in (0, 1], got {self.kl_quantile}")
+        if self.n_agents is not None and not 2 <= self.n_agents <= 8:
+            raise ConfigError("n_agents", f"must be from 2 to 8, got {self.n_agents}")
+        if self.total_episodes < self.rollout_episodes:
+            raise ConfigError("total_episodes", f"{self.total_episodes} is less than one rollout "
+                                                f"batch ({self.rollout_episodes} episodes)")
+        if self.resume and not self.checkpoint_dir:
+            raise ConfigError("resume", "needs checkpoint_dir")
+
+
+@dataclass
+class TrustRegionArgs(TeamArgs):
+    """Settings of trainers that enforce the per-agent KL trust region with backtracking."""
+
+    beta_growth: float = 1.5
+    """beta_i is multiplied by this on every trust-region violation"""
+    max_backtracks: int = 5
+    """redo a violating update at most this many times, then keep the agent unchanged"""
+
+    def validate(self) -> None:
+        """Also check the trust-region fields."""
+        super().validate()
+        if not self.beta_growth > 1:
+            raise ConfigError("beta_growth", f"must exceed 1, got {self.beta_growth}")
+        if self.max_backtracks < 0:
+            raise ConfigError("max_backtracks", f"must not be negative, got {self.max_backtracks}")
+
+
+def _check_types(args: TeamArgs) -> None:
+    hints = typing.get_type_hints(type(args))
+    for item in dataclasses.fields(args):
+        value, hint = getattr(args, item.name), hints[item.name]
+        if not _matches(value, hint):
+            raise ConfigError(item.name, f"expected {_type_name(hint)}, got {value!r}")
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is dict:
+        return isinstance(value, dict)
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
+    return getattr(hint, "__name__", str(hint))
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each dataclass field of ``cls`` and its bases."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for statement, following in zip(body, body[1:], strict=False):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)):
+                docs[statement.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def _converter(hint: Any) -> tuple[Any, dict[str, Any]]:
+    """An argparse ``type`` for a field, and extra ``add_argument`` keywords."""
+    options = [h for h in typing.get_args(hint) if h is not type(None)]
+    optional = type(None) in typing.get_args(hint)
+    base = options[0] if optional and len(options) == 1 else hint
+    if typing.get_origin(base) is Literal:
+        return type(typing.get_args(base)[0]), {"choices": typing.get_args(base)}
+    if typing.get_origin(base) is dict:
+        return json.loads, {}
+    if optional:
+        return (lambda text: None if text.lower() == "none" else base(text)), {}
+    return base, {}
+
+
+def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
+    """Build ``cls`` from command-line options named after its fields (``--total-episodes``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    for item in dataclasses.fields(cls):
+        flag = "--" + item.name.replace("_", "-")
+        default = item.default if item.default is not dataclasses.MISSING else (
+            item.default_factory())
+        hint = hints[item.name]
+        if hint is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=docs.get(item.name, ""))
+            continue
+        convert, extra = _converter(hint)
+        parser.add_argument(flag, type=convert, default=default, help=docs.get(item.name, ""),
+                            metavar=item.name.upper(), **extra)
+    namespace = parser.parse_args(argv)
+    return cls(**{item.name: getattr(namespace, item.name) for item in dataclasses.fields(cls)})

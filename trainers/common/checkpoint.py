@@ -1,0 +1,91 @@
+"""Per-agent checkpoints, written after every stage, and resuming from the latest one.
+
+Layout under ``checkpoint_dir``::
+
+    stage_000012/agent_0.pt ... agent_{n-1}.pt   # spec, trainable weights, optimiser, beta
+    stage_000012/trainer.pt                      # stage, history, RNG states, budget used
+    latest.json                                  # {"stage_dir": "stage_000012"}
+
+A stage directory is complete before ``latest.json`` points at it, so a run killed at any moment
+resumes from its last finished stage. A shared policy is saved once, as ``shared.pt``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.common.team import Team, make_optimizer
+
+__all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint"]
+
+_LATEST = "latest.json"
+
+
+def _units(team: Team) -> list[tuple[str, list[int]]]:
+    if team.shared:
+        return [("shared", list(range(team.n_agents)))]
+    return [(f"agent_{agent}", [agent]) for agent in range(team.n_agents)]
+
+
+def _trainable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in module.named_parameters() if p.requires_grad}
+
+
+def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) -> Path:
+    """Write a complete checkpoint for the finished stage ``state["stage"]``; returns its path."""
+    root = Path(directory)
+    stage_dir = root / f"stage_{state['stage']:06d}"
+    if stage_dir.exists():
+        shutil.rmtree(stage_dir)
+    stage_dir.mkdir(parents=True)
+    for name, agents in _units(team):
+        policy = team.policies[agents[0]]
+        torch.save({"agents": agents, "spec": policy.spec(),
+                    "params": _trainable_state(policy.module),
+                    "optimizer": team.optimizers[agents[0]].state_dict(),
+                    "betas": [team.betas[a] for a in agents]}, stage_dir / f"{name}.pt")
+    torch.save({"state": state, "numpy_rng": team.rng.bit_generator.state,
+                "torch_rng": team.generator.get_state(), "episodes": team.episodes,
+                "collections": team.collections}, stage_dir / "trainer.pt")
+    pointer = root / (_LATEST + ".tmp")
+    pointer.write_text(json.dumps({"stage_dir": stage_dir.name}))
+    os.replace(pointer, root / _LATEST)
+    for old in root.glob("stage_*"):
+        if old != stage_dir and old.is_dir():
+            shutil.rmtree(old)
+    return stage_dir
+
+
+def has_checkpoint(directory: str | Path) -> bool:
+    """Whether ``directory`` holds a complete checkpoint."""
+    return (Path(directory) / _LATEST).is_file()
+
+
+def load_checkpoint(directory: str | Path, team: Team) -> dict[str, Any]:
+    """Load the latest checkpoint into ``team`` (rebuilding replaced agents); returns its state."""
+    root = Path(directory)
+    stage_dir = root / json.loads((root / _LATEST).read_text())["stage_dir"]
+    for name, agents in _units(team):
+        saved = torch.load(stage_dir / f"{name}.pt", weights_only=False)
+        policy = team.policies[agents[0]]
+        if policy.spec() != saved["spec"]:
+            policy = team.factory(agents[0], saved["spec"])
+            team.policies[agents[0]] = policy
+            team.optimizers[agents[0]] = make_optimizer(policy, team.learning_rate,
+                                                        team.weight_decay)
+        policy.module.load_state_dict(saved["params"], strict=False)
+        team.optimizers[agents[0]].load_state_dict(saved["optimizer"])
+        for agent, beta in zip(agents, saved["betas"], strict=True):
+            team.betas[agent] = beta
+    trainer = torch.load(stage_dir / "trainer.pt", weights_only=False)
+    team.rng.bit_generator.state = trainer["numpy_rng"]
+    team.generator.set_state(trainer["torch_rng"])
+    team.episodes = trainer["episodes"]
+    team.collections = trainer["collections"]
+    return trainer["state"]

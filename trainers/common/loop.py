@@ -1,0 +1,87 @@
+"""The stage loop shared by every team trainer: budget, evaluation, logging, checkpoints.
+
+A trainer supplies ``play_stage(stage) -> record`` (its algorithm) and ``stage_cost(stage)`` (the
+rollout episodes that stage will sample). Stages run while the next one fits in
+``total_episodes``, so trainers compare at a matched rollout budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainers.common.args import TeamArgs
+from trainers.common.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
+from trainers.common.runlog import RunLogger
+from trainers.common.team import EVAL_SEED_OFFSET, Team
+
+__all__ = ["TrainResult", "run_stages", "agent_record"]
+
+StageHook = Callable[[int, Team, dict[str, Any]], None]
+
+
+@dataclass
+class TrainResult:
+    """What a training run returns."""
+
+    team: Team
+    history: list[dict[str, Any]]
+    """One flat record of scalars per stage, in order."""
+    final_eval: float
+    """Mean team reward of the trained team on the evaluation episodes."""
+    initial_eval: float | None
+    """The same before training (None when resumed)."""
+    run_dir: str | None
+
+
+def agent_record(agent: int, values: dict[str, float], group: str) -> dict[str, float]:
+    """Prefix an agent's values for logging: ``{group}/agent_{i}/{name}``."""
+    return {f"{group}/agent_{agent}/{name}": value for name, value in values.items()}
+
+
+def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str, Any]],
+               stage_cost: Callable[[int], int],
+               on_stage_end: StageHook | None = None) -> TrainResult:
+    """Run stages until the budget is spent; evaluate, log and checkpoint along the way.
+
+    Args:
+        args: Trainer settings.
+        team: The team, freshly built (its state is loaded when ``args.resume``).
+        play_stage: Runs one stage of the algorithm; returns its record.
+        stage_cost: Rollout episodes a stage will sample.
+        on_stage_end: Called with ``(stage, team, record)`` after each stage is saved.
+    """
+    eval_seed = args.seed + EVAL_SEED_OFFSET
+    stage, history, run_dir, initial = 0, None, None, None
+    if args.resume and has_checkpoint(args.checkpoint_dir):
+        state = load_checkpoint(args.checkpoint_dir, team)
+        stage, history, run_dir = state["stage"], state["history"], state["run_dir"]
+    else:
+        initial = team.evaluate(args.eval_episodes, eval_seed)
+    logger = RunLogger(args, run_dir, history)
+    if initial is not None:
+        logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial}, 0)
+    try:
+        while team.episodes + stage_cost(stage) <= args.total_episodes:
+            record = {"stage": stage, **play_stage(stage)}
+            record["episodes"] = team.episodes
+            record["charts/episodes"] = team.episodes
+            record["charts/rollouts"] = team.collections
+            if (stage + 1) % args.eval_every == 0:
+                record["charts/eval_team_reward"] = team.evaluate(args.eval_episodes, eval_seed)
+            logger.log(record, team.episodes)
+            stage += 1
+            if args.checkpoint_dir:
+                save_checkpoint(args.checkpoint_dir, team, {
+                    "stage": stage, "history": logger.history, "run_dir": logger.run_dir})
+            if on_stage_end is not None:
+                on_stage_end(stage - 1, team, record)
+        final = team.evaluate(args.eval_episodes, eval_seed)
+        logger.log({"stage": stage, "episodes": team.episodes,
+                    "charts/eval_team_reward": final, "charts/final_eval": final},
+                   team.episodes)
+    finally:
+        logger.close()
+    return TrainResult(team, logger.history, final, initial, logger.run_dir)
+

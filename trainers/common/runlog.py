@@ -1,0 +1,64 @@
+"""Run logging: TensorBoard scalars (CleanRL layout) plus an in-memory history of every stage.
+
+TensorBoard (``torch.utils.tensorboard``) is imported only when ``log_dir`` is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from trainers.common.args import TeamArgs
+
+__all__ = ["RunLogger", "run_name"]
+
+
+def run_name(args: TeamArgs) -> str:
+    """``{env}__{exp_name}__{seed}__{unix time}``, as CleanRL names runs."""
+    return f"{args.env_id.replace('/', '_')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+
+class RunLogger:
+    """Writes each stage's flat record of scalars to TensorBoard and keeps it in ``history``.
+
+    Args:
+        args: The run's settings (written as a hyperparameter table).
+        run_dir: The TensorBoard directory; a new ``{log_dir}/{run_name}`` when None.
+        history: Records of earlier stages (when resuming).
+    """
+
+    def __init__(self, args: TeamArgs, run_dir: str | None = None,
+                 history: list[dict[str, Any]] | None = None) -> None:
+        self.history: list[dict[str, Any]] = list(history or [])
+        self.run_dir = run_dir or (str(Path(args.log_dir) / run_name(args)) if args.log_dir
+                                   else None)
+        self.writer = None
+        if self.run_dir:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                raise ImportError("TensorBoard logging needs tensorboard: pip install "
+                                  "tensorboard (or pass --log-dir '')") from exc
+            self.writer = SummaryWriter(self.run_dir, purge_step=self.history[-1]["episodes"]
+                                        if self.history else None)
+            if not self.history:
+                table = "\n".join(f"|{key}|{value}|"
+                                  for key, value in dataclasses.asdict(args).items())
+                self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+
+    def log(self, record: dict[str, Any], step: int) -> None:
+        """Keep ``record`` and write its finite numbers at ``step`` (episodes used)."""
+        self.history.append(record)
+        if self.writer is None:
+            return
+        for key, value in record.items():
+            if isinstance(value, bool | int | float) and "/" in key and math.isfinite(value):
+                self.writer.add_scalar(key, float(value), step)
+
+    def close(self) -> None:
+        """Flush and close TensorBoard."""
+        if self.writer is not None:
+            self.writer.close()

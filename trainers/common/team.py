@@ -1,0 +1,197 @@
+"""The team being trained: its agents' policies, optimisers and trust-region state.
+
+:func:`build_team` makes the env with ``pettingzoo.make`` and picks the rollout engine and the
+policies from its task: small MLPs over the batched fast path for symbolic teams, causal LMs
+over the PettingZoo API for text teams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pettingzoo
+import torch
+from pettingzoo.env_registry.exceptions import PettingZooRegistryError
+
+import team_envs  # noqa: F401  (registers the team envs)
+from team_envs.symbolic.tasks import SymbolicTask
+from trainers.common.args import ConfigError, TeamArgs
+from trainers.common.batch import RolloutBatch
+from trainers.common.rollouts import SymbolicRollouts, TextRollouts
+from trainers.policies.symbolic import SymbolicAgent, build_symbolic_agents, new_network
+
+__all__ = ["Team", "build_team", "agent_deltas", "agent_order", "make_optimizer",
+           "EVAL_SEED_OFFSET"]
+
+EVAL_SEED_OFFSET = 1_000_003
+"""Evaluation episodes use seed ``args.seed + EVAL_SEED_OFFSET``: the same episodes every time."""
+
+PolicyFactory = Callable[[int, dict[str, Any]], Any]
+
+
+@dataclass
+class Team:
+    """The agents of a team under training, and the randomness that drives their rollouts."""
+
+    policies: list[Any]
+    """One policy per agent (the same object for every agent when shared)."""
+    optimizers: list[torch.optim.Optimizer]
+    """One optimiser per agent (the same object when the policy is shared)."""
+    betas: list[float]
+    """KL coefficient β_i of each agent."""
+    deltas: list[float]
+    """Trust-region budget δ_i of each agent."""
+    rollouts: SymbolicRollouts | TextRollouts
+    factory: PolicyFactory
+    """Builds a policy for an agent from a spec (used for replacements and resuming)."""
+    learning_rate: float
+    weight_decay: float
+    rng: np.random.Generator
+    generator: torch.Generator
+    episodes: int = 0
+    """Training episodes sampled so far (the rollout budget used)."""
+    collections: int = 0
+    """Rollout batches collected so far."""
+
+    @property
+    def n_agents(self) -> int:
+        """The team size."""
+        return len(self.policies)
+
+    @property
+    def shared(self) -> bool:
+        """Whether one policy plays every agent."""
+        return self.n_agents > 1 and all(p.module is self.policies[0].module
+                                         for p in self.policies)
+
+    def collect(self, prompts: int, group_size: int) -> RolloutBatch:
+        """Roll out the current team; counts towards the budget."""
+        batch = self.rollouts.collect(self.policies, prompts, group_size, self.rng,
+                                      self.generator)
+        self.episodes += batch.episodes
+        self.collections += 1
+        return batch
+
+    def sample(self, prompts: int, group_size: int, seed: int) -> RolloutBatch:
+        """A rollout drawn from ``seed``, for probes; not counted towards the budget."""
+        return self.rollouts.collect(self.policies, prompts, group_size,
+                                     np.random.default_rng(seed),
+                                     torch.Generator().manual_seed(seed))
+
+    def evaluate(self, episodes: int, seed: int) -> float:
+        """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""
+        return float(self.sample(episodes, 1, seed).rewards.mean())
+
+    def replace(self, agent: int, policy: Any, beta: float) -> None:
+        """Swap ``agent``'s policy for a new one, with a fresh optimiser and β."""
+        if self.shared:
+            raise ValueError("cannot replace one agent of a shared policy")
+        self.policies[agent] = policy
+        self.optimizers[agent] = make_optimizer(policy, self.learning_rate, self.weight_decay)
+        self.betas[agent] = beta
+
+
+def make_optimizer(policy: Any, learning_rate: float,
+                   weight_decay: float) -> torch.optim.Optimizer:
+    """AdamW over a policy's trainable parameters."""
+    params = [p for p in policy.module.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=learning_rate, weight_decay=weight_decay)
+
+
+def agent_deltas(args: TeamArgs, n_agents: int) -> list[float]:
+    """Per-agent budgets δ_i: ``delta · (delta_ref_agents / n)²`` or a constant ``delta``.
+
+    With fresh rollouts the occupancy penalty grows like n·√δ, so keeping it fixed as the team
+    grows means δ_i ∝ 1/n².
+    """
+    scale = (args.delta_ref_agents / n_agents) ** 2 if args.delta_schedule == (
+        "inverse_square") else 1.0
+    return [args.delta * scale] * n_agents
+
+
+def agent_order(order: str, n_agents: int, rng: np.random.Generator) -> list[int]:
+    """This stage's update order: ``static`` or a ``random`` permutation drawn from ``rng``."""
+    if order == "static":
+        return list(range(n_agents))
+    return [int(a) for a in rng.permutation(n_agents)]
+
+
+def _make_env(args: TeamArgs) -> tuple[Any, dict[str, Any]]:
+    kwargs = dict(args.env_kwargs)
+    if args.n_agents is not None:
+        kwargs["n_agents"] = args.n_agents
+    try:
+        env = pettingzoo.make("aec", args.env_id, **kwargs)
+    except PettingZooRegistryError as exc:
+        raise ConfigError("env_id", f"{args.env_id!r} is not a registered team env: "
+                                    f"{exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("env_kwargs", f"{args.env_id} rejected {kwargs}: {exc}") from exc
+    return env, kwargs
+
+
+def _symbolic_factory(task: SymbolicTask, seed: int) -> PolicyFactory:
+    def build(agent: int, spec: dict[str, Any]) -> SymbolicAgent:
+        network = new_network(task, spec["n_features"], spec["hidden_size"],
+                              spec.get("seed", seed), agent)
+        return SymbolicAgent(task, agent, network, shared=spec["shared"])
+    return build
+
+
+def _lm_factory(args: TeamArgs) -> PolicyFactory:
+    def build(agent: int, spec: dict[str, Any]) -> Any:
+        from trainers.policies.lm import CausalLMPolicy
+
+        return CausalLMPolicy(spec["model"], lora_rank=spec["lora_rank"],
+                              temperature=spec["temperature"],
+                              max_new_tokens=spec["max_new_tokens"], device=args.device,
+                              seed=int(spec.get("seed", args.seed)) * 1009 + agent)
+    return build
+
+
+def build_team(args: TeamArgs, shared: bool = False) -> Team:
+    """The team of ``args``, freshly initialised from ``args.seed``.
+
+    Args:
+        args: Trainer settings.
+        shared: One policy plays every agent (single-agent fine-tuning).
+    """
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    env, kwargs = _make_env(args)
+    n_agents = len(env.possible_agents)
+    task = env.unwrapped.task
+    if isinstance(task, SymbolicTask):
+        policies = build_symbolic_agents(task, args.hidden_size, args.seed, shared=shared)
+        factory = _symbolic_factory(task, args.seed)
+        rollouts: SymbolicRollouts | TextRollouts = SymbolicRollouts(task)
+    else:
+        if not args.model:
+            raise ConfigError("model", f"{args.env_id} is a text team: give a causal-LM "
+                                       "directory")
+        factory = _lm_factory(args)
+        spec = {"model": args.model, "lora_rank": args.lora_rank,
+                "temperature": args.temperature, "max_new_tokens": args.max_new_tokens}
+        policies = ([factory(0, spec)] * n_agents if shared
+                    else [factory(agent, spec) for agent in range(n_agents)])
+        rollouts = TextRollouts(args.env_id, kwargs)
+    optimizers: dict[int, torch.optim.Optimizer] = {}
+    for policy in policies:
+        if id(policy.module) not in optimizers:
+            optimizers[id(policy.module)] = make_optimizer(policy, args.learning_rate,
+                                                           args.weight_decay)
+    return Team(
+        policies=policies,
+        optimizers=[optimizers[id(p.module)] for p in policies],
+        betas=[args.kl_coef] * n_agents,
+        deltas=agent_deltas(args, n_agents),
+        rollouts=rollouts,
+        factory=factory,
+        learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
+        rng=np.random.default_rng(args.seed),
+        generator=torch.Generator().manual_seed(args.seed),
+    )

@@ -1,0 +1,207 @@
+"""One agent's policy update: PPO-clip (+ β·KL) on its messages, with an optional trust region.
+
+:func:`policy_update` runs ``update_epochs`` passes of minibatch steps. :func:`trust_region_update`
+wraps it in TeamTR's check: after the update, the ``kl_quantile`` quantile of the per-message
+KL(old ‖ new) on the update's rollouts must not exceed δ_i; otherwise the agent's parameters and
+optimiser state are restored, β_i is multiplied by ``beta_growth`` and the update is redone, at
+most ``max_backtracks`` times. If no attempt fits, the agent keeps its old parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from trainers.common.batch import RolloutBatch, Samples
+from trainers.common.objectives import (
+    group_advantages,
+    kl_summary,
+    message_log_ratio,
+    ppo_clip_loss,
+)
+
+__all__ = ["AgentPolicy", "UpdateSettings", "TrustRegionResult", "policy_update",
+           "simultaneous_update", "trust_region_update", "measure_kl", "message_log_ratios",
+           "snapshot", "restore"]
+
+
+class AgentPolicy(Protocol):
+    """What the updates need from a policy."""
+
+    module: torch.nn.Module
+
+    def token_logprobs(self, samples: Samples) -> torch.Tensor:
+        """Per-token log-probs ``(M, T)`` of the samples' messages, with gradients."""
+
+    def score(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-token log-probs ``(M, T)`` and per-message KL(old ‖ policy) ``(M,)``."""
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Optimisation settings of one agent update (taken from the trainer's Args)."""
+
+    epochs: int
+    minibatches: int
+    clip: float
+    max_grad_norm: float
+
+    @classmethod
+    def from_args(cls, args: Any) -> UpdateSettings:
+        """Read ``update_epochs``, ``minibatches``, ``clip_coef`` and ``max_grad_norm``."""
+        return cls(args.update_epochs, args.minibatches, args.clip_coef, args.max_grad_norm)
+
+
+def _trainable(module: torch.nn.Module) -> list[torch.nn.Parameter]:
+    return [p for p in module.parameters() if p.requires_grad]
+
+
+def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples: Samples,
+                  advantages: torch.Tensor, settings: UpdateSettings, generator: torch.Generator,
+                  beta: float = 0.0, weights: torch.Tensor | None = None) -> dict[str, float]:
+    """PPO-clip plus ``beta`` · KL(old ‖ new) on one agent's messages.
+
+    Args:
+        policy: The agent's policy.
+        optimizer: Its optimiser.
+        samples: Its messages; ``old_logp`` are the log-probs they were sampled with.
+        advantages: ``(M,)`` advantage of each message.
+        settings: Epochs, minibatches, clip range and gradient clip.
+        generator: Shuffles minibatches.
+        beta: KL coefficient.
+        weights: ``(M,)`` factors applied outside the clip (HAPPO), or None.
+
+    Returns:
+        Loss statistics of the last pass.
+    """
+    if len(samples) == 0:
+        return {}
+    params = _trainable(policy.module)
+    stats: dict[str, list[float]] = {"policy_loss": [], "kl_loss": [], "clipfrac": []}
+    for _ in range(settings.epochs):
+        order = torch.randperm(len(samples), generator=generator)
+        for chunk in order.chunk(settings.minibatches):
+            part = samples.subset(chunk.numpy())
+            new_logp, kl = policy.score(part)
+            log_ratio = message_log_ratio(new_logp, part.old_logp, part.mask)
+            pg_loss, clipfrac = ppo_clip_loss(
+                log_ratio, advantages[chunk], settings.clip,
+                None if weights is None else weights[chunk])
+            kl = kl.mean()
+            optimizer.zero_grad(set_to_none=True)
+            (pg_loss + beta * kl).backward()
+            torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+            optimizer.step()
+            stats["policy_loss"].append(float(pg_loss.detach()))
+            stats["kl_loss"].append(float(kl.detach()))
+            stats["clipfrac"].append(float(clipfrac))
+    return {name: float(np.mean(values[-settings.minibatches:]))
+            for name, values in stats.items()}
+
+
+def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.optim.Optimizer],
+                        batch: RolloutBatch, adv_clip: float, settings: UpdateSettings,
+                        generator: torch.Generator) -> dict[str, float]:
+    """Update every agent at once on one batch: each step sums all agents' PPO-clip losses.
+
+    Minibatches are sets of episodes, holding every agent's messages in them; the gradient norm
+    is clipped over all parameters together and every optimiser steps. With a policy shared by
+    all agents this is single-agent GRPO over all of the team's messages.
+    """
+    advantages = torch.as_tensor(group_advantages(batch.rewards, batch.groups, adv_clip),
+                                 dtype=torch.float32)
+    unique = list({id(o): o for o in optimizers}.values())
+    params = list({id(p): p for policy in policies for p in _trainable(policy.module)}.values())
+    losses: list[float] = []
+    for _ in range(settings.epochs):
+        order = torch.randperm(batch.episodes, generator=generator)
+        for chunk in order.chunk(settings.minibatches):
+            chosen = np.zeros(batch.episodes, dtype=bool)
+            chosen[chunk.numpy()] = True
+            loss = torch.zeros(())
+            for agent, samples in enumerate(batch.samples):
+                rows = np.flatnonzero(chosen[samples.episode])
+                if len(rows) == 0:
+                    continue
+                part = samples.subset(rows)
+                log_ratio = message_log_ratio(policies[agent].token_logprobs(part),
+                                              part.old_logp, part.mask)
+                loss = loss + ppo_clip_loss(log_ratio, advantages[part.episode],
+                                            settings.clip)[0]
+            for optimizer in unique:
+                optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+            for optimizer in unique:
+                optimizer.step()
+            losses.append(float(loss.detach()))
+    return {"policy_loss": float(np.mean(losses[-settings.minibatches:]))}
+
+
+@torch.no_grad()
+def measure_kl(policy: AgentPolicy, samples: Samples) -> torch.Tensor:
+    """``(M,)`` per-message KL(old ‖ current) on ``samples``."""
+    return policy.score(samples)[1]
+
+
+@torch.no_grad()
+def message_log_ratios(policy: AgentPolicy, samples: Samples) -> torch.Tensor:
+    """``(M,)`` log-ratio current/old of each message."""
+    return message_log_ratio(policy.token_logprobs(samples), samples.old_logp, samples.mask)
+
+
+def snapshot(policy: AgentPolicy, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """Copies of the policy's trainable parameters and the optimiser's state."""
+    return {"params": [p.detach().clone() for p in _trainable(policy.module)],
+            "optimizer": copy.deepcopy(optimizer.state_dict())}
+
+
+@torch.no_grad()
+def restore(policy: AgentPolicy, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """Put back what :func:`snapshot` saved."""
+    for param, value in zip(_trainable(policy.module), saved["params"], strict=True):
+        param.copy_(value)
+    optimizer.load_state_dict(copy.deepcopy(saved["optimizer"]))
+
+
+@dataclass
+class TrustRegionResult:
+    """The outcome of a trust-region update."""
+
+    accepted: bool
+    beta: float
+    """β_i after the update (raised once per violation)."""
+    backtracks: int
+    """Redone attempts (0 when the first attempt fit)."""
+    kl: dict[str, float]
+    """KL statistics of the final attempt (before any restore)."""
+    losses: dict[str, float] = field(default_factory=dict)
+
+
+def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples: Samples,
+                        advantages: torch.Tensor, settings: UpdateSettings,
+                        generator: torch.Generator, *, delta: float, beta: float,
+                        quantile: float, beta_growth: float,
+                        max_backtracks: int) -> TrustRegionResult:
+    """TeamTR's per-agent step: update, check the KL quantile against ``delta``, backtrack.
+
+    Returns:
+        Whether an attempt fit, the new β, the number of backtracks and the KL statistics.
+    """
+    saved = snapshot(policy, optimizer)
+    kl_stats: dict[str, float] = {}
+    losses: dict[str, float] = {}
+    for attempt in range(max_backtracks + 1):
+        losses = policy_update(policy, optimizer, samples, advantages, settings, generator,
+                               beta=beta)
+        kl = measure_kl(policy, samples)
+        kl_stats = kl_summary(kl, delta, quantile)
+        if kl_stats["kl_checked"] <= delta:
+            return TrustRegionResult(True, beta, attempt, kl_stats, losses)
+        restore(policy, optimizer, saved)
+        beta *= beta_growth
+    return TrustRegionResult(False, beta, max_backtracks, kl_stats, losses)

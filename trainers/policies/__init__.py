@@ -1,0 +1,1 @@
+"""Team policies: small torch MLPs for symbolic teams, transformers causal LMs for text teams."""

@@ -1,0 +1,231 @@
+"""TeamTR: sequential trust-region fine-tuning of a shared-context team, with fresh rollouts.
+
+Method: docs/team_envs.md and the TeamTR reference (Xie et al., ICML 2026, as specified by the
+reference document, not the public code release). Run: ``agentworld team train teamtr --help``.
+
+Each stage picks an agent order; for every agent in turn, with the others frozen:
+
+1. roll out the **current, partially updated** team (fresh rollouts, so the agent is judged on the
+   contexts the already-updated agents now produce);
+2. compute group-normalised advantages of the team reward, clipped to ±``adv_clip``;
+3. update the agent with PPO-clip plus β_i·KL(π_old ‖ π) on its own message tokens;
+4. check the ``kl_quantile`` quantile of the per-message KL against δ_i; when exceeded, restore
+   the agent, multiply β_i by ``beta_growth`` and redo the update (at most ``max_backtracks``).
+
+It logs per-agent KL quantiles, the out-of-region fraction, the team reward and the stale gap: the
+agent's accepted update scored on the stage-start (stale) rollouts against the fresh ones.
+
+Plug-and-play replacement: at ``replace_at_stage`` the agent ``replace_agent`` gets a new policy,
+first distilled on the team's rollouts towards the incumbent until KL(incumbent ‖ newcomer) is
+within ``stage0_delta`` (Stage-0 alignment); sequential updates then resume.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainers.common.args import ConfigError, TrustRegionArgs, parse_args
+from trainers.common.batch import RolloutBatch, Samples
+from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
+from trainers.common.objectives import message_advantages, surrogate_gain
+from trainers.common.team import Team, agent_order, build_team, make_optimizer
+from trainers.common.updates import UpdateSettings, message_log_ratios, trust_region_update
+
+__all__ = ["Args", "GainProbe", "train", "stage0_align", "replace_agent", "main"]
+
+
+@dataclass
+class Args(TrustRegionArgs):
+    """TeamTR: fresh rollouts before every agent's update, and a per-agent KL trust region."""
+
+    gain_eval_episodes: int = 0
+    """probe (not counted in the budget; 0: off): measure each update's true gain in team reward
+    on this many paired episodes (same problems and random numbers before and after), and score
+    the update on held-out rollouts of this size from the stage-start and the current team"""
+    replace_agent: int = -1
+    """plug-and-play: the agent to replace (-1: none)"""
+    replace_at_stage: int = 0
+    """plug-and-play: the stage at whose start the agent is replaced"""
+    replacement_hidden_size: int = 0
+    """plug-and-play, symbolic teams: the newcomer's hidden size (0: hidden_size)"""
+    replacement_model: str = ""
+    """plug-and-play, text teams: the newcomer's model (same tokenizer as model)"""
+    stage0_delta: float = 0.01
+    """Stage-0 KL bound delta_0 on the mean KL(incumbent || newcomer) per message"""
+    stage0_max_steps: int = 500
+    """Stage-0 distillation steps at most"""
+    stage0_learning_rate: float = 1e-2
+    """Stage-0 distillation learning rate"""
+
+    def validate(self) -> None:
+        """Also check the TeamTR fields."""
+        super().validate()
+        for name in ("gain_eval_episodes", "replace_at_stage",
+                     "replacement_hidden_size", "stage0_max_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        if self.replace_agent < -1 or (self.n_agents and self.replace_agent >= self.n_agents):
+            raise ConfigError("replace_agent", f"must be -1 or an agent index, "
+                                               f"got {self.replace_agent}")
+        for name in ("stage0_delta", "stage0_learning_rate"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
+
+
+def stage0_align(newcomer: Any, optimizer: torch.optim.Optimizer, samples: Samples,
+                 delta0: float, max_steps: int) -> dict[str, float]:
+    """Distil ``newcomer`` on the incumbent's messages until their KL is within ``delta0``.
+
+    ``samples`` are the incumbent's messages from a team rollout, with the incumbent's
+    log-probs. The loss is KL(incumbent ‖ newcomer) itself where the incumbent's full
+    distributions were kept (symbolic teams), else the newcomer's negative log-likelihood of the
+    incumbent's messages; both are minimised by matching the incumbent. The KL is measured per
+    message as in the trust region.
+
+    Returns:
+        The final mean per-message KL, the steps taken and whether the bound holds.
+    """
+    for step in range(max_steps + 1):
+        new_logp, kl = newcomer.score(samples)
+        mean_kl = float(kl.detach().mean())
+        if mean_kl <= delta0 or step == max_steps:
+            break
+        loss = kl.mean() if samples.old_dist is not None else -(
+            new_logp * samples.mask).sum(dim=1).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return {"stage0/kl": mean_kl, "stage0/steps": step,
+            "stage0/within_bound": float(mean_kl <= delta0)}
+
+
+def replace_agent(args: Args, team: Team, agent: int, stage: int) -> dict[str, float]:
+    """Swap ``agent`` for a newcomer aligned by Stage-0 on a rollout of the current team."""
+    spec = dict(team.policies[agent].spec())
+    if "hidden_size" in spec:
+        spec["hidden_size"] = args.replacement_hidden_size or args.hidden_size
+    elif args.replacement_model:
+        spec["model"] = args.replacement_model
+    spec["seed"] = args.seed + 7919 * (stage + 1)
+    newcomer = team.factory(agent, spec)
+    batch = team.collect(args.prompts_per_rollout, args.group_size)
+    before = float(batch.rewards.mean())
+    aligner = make_optimizer(newcomer, args.stage0_learning_rate, 0.0)
+    record = stage0_align(newcomer, aligner, batch.samples[agent], args.stage0_delta,
+                          args.stage0_max_steps)
+    team.replace(agent, newcomer, args.kl_coef)
+    return {**record, "stage0/agent": agent, "stage0/incumbent_team_reward": before}
+
+
+def _gain(policy: Any, batch: RolloutBatch, agent: int) -> float:
+    """The agent's current policy scored as a surrogate on ``batch`` (sampled before it changed)."""
+    samples = batch.samples[agent]
+    return surrogate_gain(message_log_ratios(policy, samples), samples.episode, batch)
+
+
+class GainProbe:
+    """Held-out measurements of each update in a stage (``gain_eval_episodes`` > 0).
+
+    The training surrogates are in-sample: an update fitted to a batch looks better on it than it
+    is. The probe scores each accepted update on held-out rollouts of the stage-start team
+    (stale) and of the current team (fresh), and measures its true gain in team reward on paired
+    evaluation episodes. None of it counts towards the budget.
+    """
+
+    def __init__(self, args: Args, team: Team, stage: int) -> None:
+        self.args, self.team = args, team
+        self.seed = args.seed * 100_003 + stage * 101
+        self.stale = self._rollout(self.seed + 99)
+
+    def _rollout(self, seed: int) -> RolloutBatch:
+        size = self.args.gain_eval_episodes
+        return self.team.sample(max(1, size // self.args.group_size), self.args.group_size, seed)
+
+    def before(self, position: int) -> None:
+        """Hold out a fresh rollout and measure the team before the agent's update."""
+        self.paired_seed = self.seed + position
+        self.fresh = self._rollout(self.paired_seed + 7)
+        self.reward_before = self.team.evaluate(self.args.gain_eval_episodes, self.paired_seed)
+
+    def after(self, agent: int) -> dict[str, float]:
+        """The update's true gain and its held-out fresh and stale surrogates."""
+        policy = self.team.policies[agent]
+        reward_after = self.team.evaluate(self.args.gain_eval_episodes, self.paired_seed)
+        return {"true_gain": reward_after - self.reward_before,
+                "fresh_holdout": _gain(policy, self.fresh, agent),
+                "stale_holdout": _gain(policy, self.stale, agent)}
+
+
+def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None = None
+          ) -> TrainResult:
+    """Train a team with TeamTR until ``total_episodes`` rollout episodes are used."""
+    args.exp_name = args.exp_name or "teamtr"
+    team = team or build_team(args)
+    settings = UpdateSettings.from_args(args)
+    n = team.n_agents
+
+    def stage_cost(stage: int) -> int:
+        replacing = args.replace_agent >= 0 and stage == args.replace_at_stage
+        return (n + replacing) * args.rollout_episodes
+
+    def play_stage(stage: int) -> dict[str, Any]:
+        record: dict[str, Any] = {}
+        if args.replace_agent >= 0 and stage == args.replace_at_stage:
+            record.update(replace_agent(args, team, args.replace_agent, stage))
+        stage_start: RolloutBatch | None = None
+        rewards, outside, stale_gaps = [], [], []
+        probe = GainProbe(args, team, stage) if args.gain_eval_episodes else None
+        for position, agent in enumerate(agent_order(args.order, n, team.rng)):
+            # ALGO LOGIC: fresh rollouts of the partially updated team; only `agent` changes.
+            fresh = team.collect(args.prompts_per_rollout, args.group_size)
+            stage_start = stage_start or fresh
+            rewards.append(float(fresh.rewards.mean()))
+            samples = fresh.samples[agent]
+            advantages = message_advantages(fresh, agent, args.adv_clip)
+            if probe:
+                probe.before(position)
+            result = trust_region_update(
+                team.policies[agent], team.optimizers[agent], samples, advantages, settings,
+                team.generator, delta=team.deltas[agent], beta=team.betas[agent],
+                quantile=args.kl_quantile, beta_growth=args.beta_growth,
+                max_backtracks=args.max_backtracks)
+            team.betas[agent] = result.beta
+            outside.append(not result.accepted)
+            record.update(agent_record(agent, {
+                **result.kl, "beta": result.beta, "backtracks": result.backtracks,
+                "accepted": float(result.accepted), "delta": team.deltas[agent],
+                "position": position}, "trust_region"))
+            record.update(agent_record(agent, result.losses, "losses"))
+            # Stale gap: the accepted update scored on stage-start vs fresh rollouts.
+            gains = {"fresh": _gain(team.policies[agent], fresh, agent),
+                     "stale": _gain(team.policies[agent], stage_start, agent)}
+            if probe:
+                gains.update(probe.after(agent))
+            if position > 0:
+                stale_gaps.append(abs(gains["stale"] - gains["fresh"]))
+            record.update(agent_record(agent, gains, "surrogate"))
+        record["charts/team_reward"] = float(np.mean(rewards))
+        record["trust_region/out_of_region_fraction"] = float(np.mean(outside))
+        record["surrogate/stale_gap"] = float(np.sum(stale_gaps))
+        return record
+
+    return run_stages(args, team, play_stage, stage_cost, on_stage_end)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    args = parse_args(Args, argv, prog="agentworld team train teamtr")
+    result = train(args)
+    print(f"final team reward {result.final_eval:.3f} after {result.team.episodes} episodes "
+          f"(TensorBoard: {result.run_dir})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""Supervised next-observation training of a world model: a small, readable transformers loop.
+
+Each bench item becomes (chat, target): the loss is next-token cross-entropy on the target
+tokens only (the prompt is masked). The model is either a local pretrained causal LM
+(``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
+trained on the training items. Deterministic for a given seed on a given machine.
+
+Example (CLI)::
+
+    agentworld wm sft --train data/train.jsonl --out runs/wm --steps 400 --max-minutes 9
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentworld_envs.bench.items import BenchItem, load_items
+from trainers.world_model.examples import target_text
+from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer, save
+
+__all__ = ["SFTArgs", "SFTResult", "encode", "final_turns", "load_model", "prepare_model",
+           "sft_example", "train_sft"]
+
+_HINT = 'world-model training needs torch and transformers: pip install "agentworld[hf]"'
+
+
+@dataclass
+class SFTArgs:
+    """Settings of one SFT run.
+
+    Attributes:
+        train: Training items (AgentWorldBench JSONL file or directory).
+        out: Where the trained model and tokenizer are saved.
+        model: A local causal LM to fine-tune; empty builds one from scratch.
+        reasoning: Put each item's reasoning (where it has one) before the observation.
+        all_turns: Also learn the earlier observations of each chat (one sequence per
+            trajectory, its last item, with a loss on every assistant turn); otherwise only
+            each item's own target.
+        steps: Optimiser steps.
+        batch_size: Sequences per step.
+        lr: Peak learning rate (linear warm-up, then cosine decay to a tenth over the step or
+            time budget, whichever runs out first).
+        warmup: Warm-up steps.
+        weight_decay: AdamW weight decay.
+        grad_clip: Gradient-norm clip.
+        max_length: Longest sequence in tokens; longer prompts lose their oldest tokens.
+        max_minutes: Stop early after this much training time (0: no limit).
+        seed: Seeds the model, the data order and torch.
+        threads: torch CPU threads (0: torch's default).
+        log_every: Log the loss every this many steps.
+        vocab_size: From scratch: BPE vocabulary size.
+        hidden_size: From scratch: model width.
+        layers: From scratch: transformer blocks.
+        heads: From scratch: attention heads.
+        intermediate_size: From scratch: MLP width.
+        section_start: From scratch: where the model's view of the system prompt starts.
+        section_end: From scratch: where that view ends.
+        device: Torch device.
+    """
+
+    train: str
+    out: str
+    model: str = ""
+    reasoning: bool = False
+    all_turns: bool = True
+    steps: int = 300
+    batch_size: int = 8
+    lr: float = 2e-3
+    warmup: int = 20
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    max_length: int = 2048
+    max_minutes: float = 0.0
+    seed: int = 0
+    threads: int = 0
+    log_every: int = 10
+    vocab_size: int = ScratchSpec.vocab_size
+    hidden_size: int = ScratchSpec.hidden_size
+    layers: int = ScratchSpec.layers
+    heads: int = ScratchSpec.heads
+    intermediate_size: int = ScratchSpec.intermediate_size
+    section_start: str = ScratchSpec.section_start
+    section_end: str = ScratchSpec.section_end
+    device: str = "cpu"
+
+    def spec(self) -> ScratchSpec:
+        """The from-scratch model's sizes."""
+        return ScratchSpec(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                           layers=self.layers, heads=self.heads,
+                           intermediate_size=self.intermediate_size,
+                           max_positions=max(self.max_length, ScratchSpec.max_positions),
+                           section_start=self.section_start, section_end=self.section_end)
+
+
+@dataclass
+class SFTResult:
+    """What a run did: the loss per logged step, counts and throughput."""
+
+    out: str
+    steps: int
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    train_seconds: float = 0.0
+    tokens: int = 0
+    parameters: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Training tokens (prompt and target) per second."""
+        return self.tokens / self.train_seconds if self.train_seconds else math.nan
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+        import transformers  # noqa: F401 - checked here so the hint covers both
+    except ImportError as exc:
+        raise ImportError(_HINT) from exc
+    return torch
+
+
+def encode(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
+           ) -> tuple[list[int], list[int]]:
+    """Token ids of the prompt (chat with generation prompt) and of the target (with EOS).
+
+    A too-long pair keeps the target (cut to leave 64 prompt tokens) and the prompt's end.
+    """
+    prompt = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
+                                           tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    target_ids = tokenizer(target_text(item, reasoning) + tokenizer.eos_token,
+                           add_special_tokens=False)["input_ids"]
+    target_ids = target_ids[: max(1, max_length - 64)]
+    room = max_length - len(target_ids)
+    return prompt_ids[-room:] if room > 0 else [], target_ids
+
+
+def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
+              ) -> tuple[list[int], list[int]]:
+    """Ids of the whole chat ending in the target, labelled on every assistant turn.
+
+    Assistant contents are found in the rendered text in order, so any template that renders
+    them verbatim works; the end-of-turn token after each is learned too.
+    """
+    chat = [*item.messages(), {"role": "assistant", "content": target_text(item, reasoning)}]
+    text = tokenizer.apply_chat_template(chat, tokenize=False)
+    spans, cursor = [], 0
+    for message in chat:
+        if message["role"] == "assistant":
+            start = text.index(message["content"].strip(), cursor)
+            cursor = start + len(message["content"].strip())
+            end = text.find(tokenizer.eos_token, cursor)
+            spans.append((start, end + len(tokenizer.eos_token) if end >= 0 else cursor))
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = encoded["input_ids"]
+    labels = [token if any(a <= lo and hi <= b for a, b in spans) and hi > lo else -100
+              for token, (lo, hi) in zip(ids, encoded["offset_mapping"], strict=True)]
+    return ids[-max_length:], labels[-max_length:]
+
+
+def sft_example(tokenizer: Any, item: BenchItem, args: SFTArgs) -> tuple[list[int], list[int]]:
+    """One training sequence and its labels (-100 where no loss is taken)."""
+    if args.all_turns:
+        return _labelled(tokenizer, item, args.reasoning, args.max_length)
+    prompt, target = encode(tokenizer, item, args.reasoning, args.max_length)
+    return prompt + target, [-100] * len(prompt) + target
+
+
+def final_turns(items: Sequence[BenchItem]) -> list[BenchItem]:
+    """The items that end their trajectory: every other item's chat is a prefix of one."""
+    last: dict[tuple[Any, ...], BenchItem] = {}
+    for item in items:
+        key = (item.task, item.system_str, tuple(item.prompt), tuple(item.response))
+        if key not in last or item.turn_idx > last[key].turn_idx:
+            last[key] = item
+    return list(last.values())
+
+
+def load_model(path: str, device: str = "cpu") -> tuple[Any, Any]:
+    """A local causal LM and its tokenizer."""
+    _import_torch()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(path).to(device), tokenizer
+
+
+def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of similar lengths: shuffle, sort within windows of 16 batches."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    window = batch_size * 16
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(torch: Any, examples: Sequence[tuple[list[int], list[int]]], pad_id: int
+            ) -> dict[str, Any]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 on padding)."""
+    width = max(len(tokens) for tokens, _ in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, (tokens, targets) in enumerate(examples):
+        ids[row, :len(tokens)] = torch.tensor(tokens)
+        labels[row, :len(tokens)] = torch.tensor(targets)
+        mask[row, :len(tokens)] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def lr_factor(step: int, progress: float, warmup: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to 0.1 as ``progress`` -> 1."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _progress(step: int, elapsed_s: float, args: SFTArgs) -> float:
+    """How far the run is through its budget: steps, or time when that runs out first."""
+    by_steps = step / max(1, args.steps)
+    return max(by_steps, elapsed_s / (60 * args.max_minutes)) if args.max_minutes else by_steps
+
+
+def prepare_model(args: SFTArgs, items: list[BenchItem]) -> tuple[Any, Any]:
+    """The model and tokenizer to train: ``args.model`` loaded, or both built from scratch
+    (the tokenizer trained on ``items``)."""
+    if args.model:
+        return load_model(args.model, args.device)
+    texts = [m["content"] for item in items for m in item.messages()]
+    texts += [target_text(item, args.reasoning) for item in items]
+    tokenizer = build_tokenizer(texts, args.spec())
+    return build_model(tokenizer, args.spec(), args.seed).to(args.device), tokenizer
+
+
+def train_sft(args: SFTArgs, log: Any = None) -> SFTResult:
+    """Train, save the model and tokenizer to ``args.out``, and return what happened.
+
+    Args:
+        args: The run's settings.
+        log: Called as ``log(step, loss)`` every ``log_every`` steps (None: silent).
+    """
+    torch = _import_torch()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    items = load_items(args.train)
+    model, tokenizer = prepare_model(args, items)
+    chosen = final_turns(items) if args.all_turns else items
+    examples = [sft_example(tokenizer, item, args) for item in chosen]
+    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr,
+                                  weight_decay=args.weight_decay)
+    rng = random.Random(args.seed)
+    result = SFTResult(out=args.out, steps=0,
+                       parameters=sum(p.numel() for p in model.parameters()))
+    queue: list[list[int]] = []
+    model.train()
+    started = time.perf_counter()
+    for step in range(args.steps):
+        progress = _progress(step, time.perf_counter() - started, args)
+        if progress >= 1.0:
+            break
+        for group in optimiser.param_groups:
+            group["lr"] = args.lr * lr_factor(step, progress, args.warmup)
+        if not queue:
+            queue = _batches([len(ids) for ids, _ in examples], args.batch_size, rng)
+        batch = collate(torch, [examples[i] for i in queue.pop()], tokenizer.pad_token_id)
+        batch = {k: v.to(args.device) for k, v in batch.items()}
+        loss = model(**batch).loss
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+        optimiser.step()
+        result.steps, result.tokens = step + 1, result.tokens + int(batch["attention_mask"].sum())
+        if step % args.log_every == 0 or step == args.steps - 1:
+            result.losses.append((step, loss.item()))
+            if log is not None:
+                log(step, loss.item())
+    result.train_seconds = time.perf_counter() - started
+    model.eval()
+    save(model, tokenizer, args.out)
+    Path(args.out, "training_args.json").write_text(json.dumps(
+        {"sft": asdict(args), "steps_done": result.steps, "losses": result.losses,
+         "train_seconds": round(result.train_seconds, 2), "tokens": result.tokens,
+         "parameters": result.parameters}, indent=2), encoding="utf-8")
+    return result
