@@ -13,6 +13,7 @@ __all__ = ["main"]
 GROUPS = {
     "floor": ("floor_tasks.harness.cli", "AgentFloor tasks: list, run, sweep, report, compare"),
     "sim": ("agentworld_envs.sim.cli", "Simulated envs: list, scenarios, generate, fidelity"),
+    "wm": ("agentworld_envs.bench.cli", "World models: bench, fidelity, export, sft, rl"),
     "team": ("trainers.cli", "Shared-context teams: list and play team envs, train TeamTR"),
 }
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.bench.items import BenchItem, load_items
+from agentworld_envs.sim.parsing import clean_response_marker
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer, save
 
@@ -69,7 +70,7 @@ class SFTArgs:
     out: str
     model: str = ""
     reasoning: bool = False
-    all_turns: bool = True
+    all_turns: bool = False
     steps: int = 300
     batch_size: int = 8
     lr: float = 2e-3
@@ -143,24 +144,34 @@ def encode(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
 
 def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
               ) -> tuple[list[int], list[int]]:
-    """Ids of the whole chat ending in the target, labelled on every assistant turn.
+    """Ids of the whole chat ending in the target, labelled on every observation.
 
-    Assistant contents are found in the rendered text in order, so any template that renders
-    them verbatim works; the end-of-turn token after each is learned too.
+    The rendered chat is cut into pieces at each assistant turn's observation (found in order,
+    so any template that renders contents verbatim works) and each piece is tokenised on its
+    own. A history turn's ``**Environment Observation:**`` marker is not learned, so the start
+    of an answer is learned only from targets (the tagged form the model must write); the
+    end-of-turn token after each observation is learned.
     """
     chat = [*item.messages(), {"role": "assistant", "content": target_text(item, reasoning)}]
     text = tokenizer.apply_chat_template(chat, tokenize=False)
-    spans, cursor = [], 0
-    for message in chat:
-        if message["role"] == "assistant":
-            start = text.index(message["content"].strip(), cursor)
-            cursor = start + len(message["content"].strip())
-            end = text.find(tokenizer.eos_token, cursor)
-            spans.append((start, end + len(tokenizer.eos_token) if end >= 0 else cursor))
-    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    ids = encoded["input_ids"]
-    labels = [token if any(a <= lo and hi <= b for a, b in spans) and hi > lo else -100
-              for token, (lo, hi) in zip(ids, encoded["offset_mapping"], strict=True)]
+    ids: list[int] = []
+    labels: list[int] = []
+    cursor = 0
+    for message in (m for m in chat if m["role"] == "assistant"):
+        learned = message["content"].strip()
+        if message is not chat[-1]:
+            learned = clean_response_marker(learned).strip()
+        start = text.index(learned, cursor)
+        end = start + len(learned)
+        if text.startswith(tokenizer.eos_token, end):
+            end += len(tokenizer.eos_token)
+        for piece, learn in ((text[cursor:start], False), (text[start:end], True)):
+            tokens = tokenizer(piece, add_special_tokens=False)["input_ids"]
+            ids += tokens
+            labels += tokens if learn else [-100] * len(tokens)
+        cursor = end
+    tail = tokenizer(text[cursor:], add_special_tokens=False)["input_ids"]
+    ids, labels = ids + tail, labels + [-100] * len(tail)
     return ids[-max_length:], labels[-max_length:]
 
 

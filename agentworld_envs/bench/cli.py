@@ -1,0 +1,170 @@
+"""``agentworld wm``: evaluate world models (bench, fidelity), export data, train (sft, rl).
+
+Examples::
+
+    agentworld wm fidelity SAMPLE --backend '{"name": "hf", "model": "runs/wm"}'
+    agentworld wm bench items/ --backend '{"name": "openai", ...}' --judge '{"name": ...}'
+    agentworld wm export --corpus runs/oracle --corpus runs/explore --out data/
+    agentworld wm sft --train data/train.jsonl --out runs/wm
+    agentworld wm rl --train data/train.jsonl --model runs/wm --out runs/wm_rl
+
+``SAMPLE`` names the shipped AgentWorldBench-format sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from agentworld_envs.backends import SamplingParams, make_backend
+
+__all__ = ["add_commands"]
+
+
+def _backend_config(text: str) -> str | dict[str, Any]:
+    return json.loads(text) if text.lstrip().startswith("{") else text
+
+
+def _items(paths: list[str]) -> list[Any]:
+    from agentworld_envs.bench.items import load_items
+    from agentworld_envs.bench.sample import sample_path
+
+    return load_items(*[sample_path() if p == "SAMPLE" else Path(p) for p in paths])
+
+
+def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
+    """Saved predictions (``--predictions``) or fresh ones from ``--backend``."""
+    from agentworld_envs.bench.run import predict
+
+    if args.predictions:
+        saved = {}
+        with open(args.predictions, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    record = json.loads(line)
+                    saved[record["key"]] = record["output"]
+        missing = [item.key for item in items if item.key not in saved]
+        if missing:
+            raise SystemExit(f"{args.predictions} has no prediction for {missing[:5]}")
+        return [saved[item.key] for item in items]
+    sampling = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens,
+                              seed=args.seed)
+    with make_backend(_backend_config(args.backend)) as backend:
+        return predict(backend, items, sampling, args.batch_size)
+
+
+def _write(out: str, result: Any) -> None:
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "records.jsonl").open("w", encoding="utf-8") as handle:
+        for record in result.records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    (folder / "report.json").write_text(json.dumps(result.to_dict(), indent=2))
+    (folder / "report.md").write_text(result.report.markdown() + "\n")
+
+
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from agentworld_envs.bench.run import score_fidelity
+
+    items = _items(args.items)
+    result = score_fidelity(items, _outputs(args, items))
+    if args.out:
+        _write(args.out, result)
+    print(result.report.markdown())
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from agentworld_envs.bench.run import run_bench
+
+    items = _items(args.items)
+    outputs = _outputs(args, items)
+    sampling = SamplingParams(temperature=0.0, max_tokens=args.judge_max_tokens, seed=args.seed)
+    with make_backend(_backend_config(args.judge)) as judge:
+        result = run_bench(items, outputs, judge, sampling, args.retries, args.batch_size)
+    if args.out:
+        _write(args.out, result)
+    print(result.report.markdown())
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from agentworld_envs.bench.items import write_items
+    from agentworld_envs.bench.transitions import corpus_transitions, split_by_task
+
+    items = corpus_transitions(args.corpus)
+    train, val = split_by_task(items, args.val_fraction, args.seed)
+    write_items(train, Path(args.out) / "train.jsonl")
+    write_items(val, Path(args.out) / "val.jsonl")
+    print(f"{len(train)} training and {len(val)} validation transitions in {args.out}")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from trainers.world_model.args import dataclass_from_args
+
+    def show(step: int, value: Any) -> None:
+        print(f"step {step}: {value}", flush=True)
+
+    if args.command == "sft":
+        from trainers.world_model.sft import SFTArgs, train_sft
+
+        result = train_sft(dataclass_from_args(SFTArgs, args), log=show)
+        print(f"saved {result.out}: {result.steps} steps, {result.tokens_per_second:.0f} tok/s")
+    else:
+        from trainers.world_model.rl import RLArgs, train_rl
+
+        result = train_rl(dataclass_from_args(RLArgs, args), log=show)
+        print(f"saved {result.out}")
+    return 0
+
+
+def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("items", nargs="+",
+                        help="bench JSONL files or folders; SAMPLE for the shipped sample")
+    parser.add_argument("--backend", default="",
+                        help='world model: a backend name or JSON, e.g. \'{"name": "hf", '
+                             '"model": "runs/wm"}\'')
+    parser.add_argument("--predictions", default="",
+                        help="reuse the outputs of an earlier run's records.jsonl")
+    parser.add_argument("--max-tokens", type=int, default=2048)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=32, help="requests per backend call")
+    parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    """Add the ``wm`` subcommands to the ``agentworld wm`` parser."""
+    from trainers.world_model.args import add_dataclass_args
+    from trainers.world_model.rl import RLArgs
+    from trainers.world_model.sft import SFTArgs
+
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    bench = commands.add_parser("bench", help="judge a world model on the five dimensions")
+    _add_prediction_flags(bench)
+    bench.add_argument("--judge", required=True, help="judge backend: a name or JSON")
+    bench.add_argument("--retries", type=int, default=3, help="re-asks for unreadable verdicts")
+    bench.add_argument("--judge-max-tokens", type=int, default=2048)
+    bench.set_defaults(handler=_cmd_bench)
+
+    fidelity = commands.add_parser("fidelity", help="judge-free fidelity (exact, structural)")
+    _add_prediction_flags(fidelity)
+    fidelity.set_defaults(handler=_cmd_fidelity)
+
+    export = commands.add_parser("export", help="run corpora to train/val transition files")
+    export.add_argument("--corpus", action="append", required=True,
+                        help="an AgentFloor run corpus folder (repeatable)")
+    export.add_argument("--out", required=True)
+    export.add_argument("--val-fraction", type=float, default=0.2,
+                        help="share of TASKS held out")
+    export.add_argument("--seed", type=int, default=0)
+    export.set_defaults(handler=_cmd_export)
+
+    for name, cls, help_text in (("sft", SFTArgs, "next-observation SFT"),
+                                 ("rl", RLArgs, "GSPO/GRPO with the hybrid reward")):
+        command = commands.add_parser(name, help=help_text)
+        add_dataclass_args(command, cls)
+        command.set_defaults(handler=_cmd_train)

@@ -1,0 +1,98 @@
+"""Per-domain tables with BOTH Overall figures: the macro mean and the sample-weighted mean.
+
+AgentWorld's README reports Overall as the macro mean of the domain scores, while its
+``eval.py score`` prints the mean over all samples, which weights big domains more. The two
+disagree (56.39 vs 55.36 for the 35B model) and can reorder models, so every report here shows
+both, labelled.
+
+Example:
+    >>> r = domain_report([("a", {"total": 100.0}), ("b", {"total": 0.0}),
+    ...                    ("b", {"total": 0.0}), ("b", {"total": 0.0})], ["total"])
+    >>> r.macro["total"], r.weighted["total"]
+    (50.0, 25.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MACRO_LABEL", "WEIGHTED_LABEL", "DomainReport", "domain_report", "normalise"]
+
+MACRO_LABEL = "Overall (macro mean over domains)"
+WEIGHTED_LABEL = "Overall (sample-weighted mean)"
+
+
+def normalise(score: float) -> float:
+    """A 1-5 judge score on the 0-100 scale: ``(x - 1) / 4 * 100``."""
+    return (score - 1.0) / 4.0 * 100.0
+
+
+def _mean(values: Iterable[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+@dataclass(frozen=True)
+class DomainReport:
+    """Means of each metric per domain, and the two Overall figures.
+
+    ``nan`` values (a metric that does not apply to a sample) are left out of every mean.
+    """
+
+    metrics: tuple[str, ...]
+    domains: dict[str, dict[str, float]]
+    counts: dict[str, int]
+    macro: dict[str, float]
+    weighted: dict[str, float]
+    failed: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data; ``nan`` becomes None."""
+        def clean(values: dict[str, float]) -> dict[str, float | None]:
+            return {k: None if math.isnan(v) else round(v, 4) for k, v in values.items()}
+
+        return {"metrics": list(self.metrics), "counts": self.counts, "failed": self.failed,
+                "domains": {d: clean(v) for d, v in self.domains.items()},
+                "overall_macro": clean(self.macro), "overall_weighted": clean(self.weighted)}
+
+    def markdown(self, digits: int = 2) -> str:
+        """A table: one row per domain, then the two labelled Overall rows."""
+        def cells(values: dict[str, float]) -> str:
+            return " | ".join("n/a" if math.isnan(values[m]) else f"{values[m]:.{digits}f}"
+                              for m in self.metrics)
+
+        lines = [f"| Domain | n | failed | {' | '.join(self.metrics)} |",
+                 "|" + "---|" * (len(self.metrics) + 3)]
+        for domain, values in self.domains.items():
+            lines.append(f"| {domain} | {self.counts[domain]} | {self.failed.get(domain, 0)} | "
+                         f"{cells(values)} |")
+        total, failed = sum(self.counts.values()), sum(self.failed.values())
+        lines.append(f"| **{MACRO_LABEL}** | {total} | {failed} | {cells(self.macro)} |")
+        lines.append(f"| **{WEIGHTED_LABEL}** | {total} | {failed} | {cells(self.weighted)} |")
+        return "\n".join(lines)
+
+
+def domain_report(rows: Sequence[tuple[str, dict[str, float]]], metrics: Sequence[str],
+                  failed: Sequence[str] = ()) -> DomainReport:
+    """Aggregate per-sample metrics.
+
+    Args:
+        rows: ``(domain, {metric: value})`` per scored sample.
+        metrics: The metrics to report, in column order.
+        failed: The domain of each failed sample (excluded from every mean, but counted).
+    """
+    by_domain: dict[str, list[dict[str, float]]] = {domain: [] for domain in failed}
+    for domain, values in rows:
+        by_domain.setdefault(domain, []).append(values)
+    domains = {d: {m: _mean(v.get(m, math.nan) for v in samples) for m in metrics}
+               for d, samples in sorted(by_domain.items())}
+    macro = {m: _mean(values[m] for values in domains.values()) for m in metrics}  # nan skipped
+    weighted = {m: _mean(v.get(m, math.nan) for _, v in rows) for m in metrics}
+    failures: dict[str, int] = {}
+    for domain in failed:
+        failures[domain] = failures.get(domain, 0) + 1
+    counts = {d: len(samples) for d, samples in sorted(by_domain.items())}
+    return DomainReport(tuple(metrics), domains, counts, macro, weighted, failures)

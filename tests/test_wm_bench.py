@@ -1,0 +1,253 @@
+"""The fidelity bench: item loading, judge parsing, rule diagnostics, both Overall figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+from agentworld_envs.bench.diagnostics import apply_rules, diagnose
+from agentworld_envs.bench.items import BenchFormatError, BenchItem, item_from_dict, load_items
+from agentworld_envs.bench.judge import JudgeParseError, judge_outputs, parse_judge_output
+from agentworld_envs.bench.report import MACRO_LABEL, WEIGHTED_LABEL, normalise
+from agentworld_envs.bench.run import predict, run_bench, score_fidelity
+from agentworld_envs.bench.sample import load_sample
+
+SCORES = {"format": 5, "factuality": 4, "consistency": 3, "realism": 2, "quality": 1}
+
+
+class FnBackend(Backend):
+    """Answers each request with ``fn(request)``; records every batch it is sent."""
+
+    name = "fn"
+
+    def __init__(self, fn: Callable[[ChatRequest], str]) -> None:
+        self.fn = fn
+        self.batches: list[int] = []
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.batches.append(len(requests))
+        return [Completion(text=self.fn(r)) for r in requests]
+
+
+def item(domain: str = "floor", ident: int = 0, truth: str = '{"status": "ok"}',
+         turn: int = 1) -> BenchItem:
+    prompts = [f"### Turn {k}\n\n**Action:**\nact {k}" for k in range(1, turn + 1)]
+    return item_from_dict({
+        "task": domain, "id": ident, "prompt": prompts,
+        "response": [f"**Environment Observation:**\nobs {k}" for k in range(1, turn)]
+        + [f"**Environment Observation:**\n{truth}"],
+        "current_prompt": prompts[-1], "system_str": "You simulate.", "turn_idx": turn,
+        "total_turns": turn})
+
+
+def verdict(scores: dict[str, float]) -> str:
+    return f"<final_evaluation>\n{json.dumps({'strengths': [], 'scores': scores})}\n" \
+           "</final_evaluation>"
+
+
+# --- loader -------------------------------------------------------------------------------
+
+def test_item_chat_layout_follows_agentworld() -> None:
+    it = item(turn=3)
+    roles = [m["role"] for m in it.messages()]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert it.messages()[2]["content"] == "**Environment Observation:**\nobs 1"
+    assert it.ground_truth == '{"status": "ok"}'
+    assert it.messages()[-1]["content"] == it.current_prompt
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"turn_idx": 0}, "turn_idx"),
+    ({"turn_idx": 2}, "turn_idx"),
+    ({"id": "7"}, "id must be an integer"),
+    ({"id": True}, "id must be an integer"),
+    ({"prompt": "text"}, "prompt must be a list"),
+    ({"response": []}, "ground truth"),
+    ({"task": ""}, "task"),
+    ({"total_turns": 0}, "total_turns"),
+])
+def test_loader_rejects_bad_fields(change: dict, message: str) -> None:
+    data = {**item().to_dict(), **change}
+    with pytest.raises(BenchFormatError, match=message):
+        item_from_dict(data, "x.jsonl:3")
+
+
+def test_loader_names_missing_fields_and_keeps_extra_ones(tmp_path) -> None:
+    data = item().to_dict()
+    del data["system_str"]
+    with pytest.raises(BenchFormatError, match=r"x:1: missing field\(s\) \['system_str'\]"):
+        item_from_dict(data, "x:1")
+    path = tmp_path / "mcp_test.jsonl"
+    extra = {**item("mcp").to_dict(), "uid": "abc"}
+    path.write_text(json.dumps(extra) + "\n\n" + json.dumps(item("mcp", 1).to_dict()) + "\n")
+    loaded = load_items(tmp_path)
+    assert [i.key for i in loaded] == ["mcp/0", "mcp/1"]
+    assert loaded[0].meta == {"uid": "abc"} and loaded[0].to_dict()["uid"] == "abc"
+    path.write_text(json.dumps(item("mcp").to_dict()) + "\n" + json.dumps(item("mcp").to_dict()))
+    with pytest.raises(BenchFormatError, match="mcp_test.jsonl:2: duplicate item mcp/0"):
+        load_items(path)
+    path.write_text("{not json\n")
+    with pytest.raises(BenchFormatError, match="invalid JSON"):
+        load_items(path)
+
+
+def test_shipped_sample_is_valid_and_has_two_domains() -> None:
+    sample = load_sample()
+    assert {i.task for i in sample} == {"floor", "search"}
+    floor = [i for i in sample if i.task == "floor"]
+    assert all(i.source["ground_truth"] == "real" for i in floor)
+    assert all(json.loads(i.ground_truth.split("\n")[0])["call_id"].count("_") >= 2
+               for i in floor)
+
+
+# --- judge parsing ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    verdict(SCORES),
+    "<think>maybe <final_evaluation>{\"scores\": {\"format\": 1}}</final_evaluation></think>"
+    + verdict(SCORES),
+    "```json\n" + json.dumps({"scores": SCORES}) + "\n```",
+    "<final_evaluation>{'scores': {'format': 5, 'factuality': 4, 'consistency': 3, "
+    "'realism': 2, 'quality': 1,},}</final_evaluation>",
+    "Scores -> format: 5, factuality: 4, consistency: 3, realism: 2, quality: 1",
+    "reasoning...</think>" + verdict(SCORES),
+    '{"format": 5, "factuality": 4, "consistency": 3, "realism": 2, "quality": 1}',
+    '{"draft": 1} then ' + json.dumps({"scores": SCORES}) + " done",
+])
+def test_judge_parser_reads_broken_and_wrapped_output(text: str) -> None:
+    assert parse_judge_output(text) == {k: float(v) for k, v in SCORES.items()}
+
+
+@pytest.mark.parametrize("text", [
+    "", "<think>" + verdict(SCORES), verdict({**SCORES, "quality": 9}),
+    verdict({k: v for k, v in SCORES.items() if k != "realism"}), "no scores here",
+])
+def test_judge_parser_refuses_incomplete_or_out_of_range(text: str) -> None:
+    with pytest.raises(JudgeParseError):
+        parse_judge_output(text)
+
+
+def test_judge_retries_only_unreadable_items_with_new_seeds() -> None:
+    seen: list[tuple[str, int | None, float]] = []
+
+    def answer(request: ChatRequest) -> str:
+        text = request.messages[-1]["content"]
+        seen.append((text, request.sampling.seed, request.sampling.temperature))
+        attempt = sum(1 for t, _, _ in seen if t == text)
+        return verdict(SCORES) if text == "good" or attempt == 3 else "garbled"
+
+    requests = [ChatRequest([{"role": "user", "content": c}]) for c in ("good", "late")]
+    results = judge_outputs(FnBackend(answer), requests, retries=3)
+    assert results[0].scores is not None and results[0].attempts == 1
+    assert results[1].scores is not None and results[1].attempts == 3
+    late = [(seed, temp) for t, seed, temp in seen if t == "late"]
+    assert len({seed for seed, _ in late}) == 3 and late[1][1] > 0
+    failed = judge_outputs(FnBackend(lambda r: "garbled"), requests[:1], retries=2)[0]
+    assert failed.scores is None and failed.attempts == 3 and "no complete set" in failed.error
+
+
+def test_judge_backend_errors_become_failed_samples() -> None:
+    class Broken(Backend):
+        def complete(self, requests):
+            raise BackendError("down")
+
+    result = judge_outputs(Broken(), [ChatRequest([{"role": "user", "content": "x"}])], 1)[0]
+    assert result.scores is None and "down" in result.error
+
+
+# --- diagnostics and rules -------------------------------------------------------------
+
+def test_diagnostics_count_tags_hedging_and_empty_output() -> None:
+    d = diagnose("<think>it might be</think><predicted_observation>ok</predicted_observation>")
+    assert (d.response_start_tag_count, d.response_end_tag_count) == (1, 1)
+    assert d.raw_speculative_word_count == 0 and d.tags_closed
+    assert d.extracted_output_chars == 2 and not d.extracted_no_output
+    empty = diagnose("<think>only thoughts</think>")
+    assert empty.extracted_no_output and empty.extracted_output_chars == 0
+    hedged = diagnose("<predicted_observation>It would likely fail, or maybe pass")
+    assert hedged.raw_would_word_count == 1 and hedged.raw_likely_word_count == 1
+    assert hedged.observation_speculative_word_count == 3 and not hedged.tags_closed
+    scores, cap, fired = apply_rules({k: 5.0 for k in SCORES}, hedged)
+    assert cap == 2.0 and scores["realism"] == 3.0 and fired == ["no_end_tag", "hedging"]
+    scores, _, fired = apply_rules({k: 5.0 for k in SCORES}, empty, require_tags=False)
+    assert scores["factuality"] == scores["quality"] == 1.0 and fired == ["no_output"]
+
+
+# --- scoring ------------------------------------------------------------------------------
+
+def test_both_overall_figures_on_a_hand_made_example() -> None:
+    # Domain "a": one perfect sample (100). Domain "b": three samples at total 2 (25) and one
+    # sample whose verdict never parses (failed, excluded).
+    items = [item("a", 0)] + [item("b", i) for i in range(4)]
+    outputs = ["<predicted_observation>x</predicted_observation>"] * 5
+
+    def judge(request: ChatRequest) -> str:
+        text = request.messages[-1]["content"]
+        if "## Domain\na" in text:
+            return verdict({k: 5 for k in SCORES})
+        if "act 1" in text and request.sampling.seed in (3, 3 + 7919, 3 + 2 * 7919):
+            return "unreadable"
+        return verdict({k: 2 for k in SCORES})
+
+    result = run_bench(items, outputs, FnBackend(judge), retries=2)
+    report = result.report
+    assert report.domains["a"]["total"] == 100.0 and report.domains["b"]["total"] == 25.0
+    assert report.macro["total"] == pytest.approx(62.5)          # (100 + 25) / 2
+    assert report.weighted["total"] == pytest.approx(43.75)      # (100 + 3 * 25) / 4
+    assert report.failed == {"b": 1} and report.counts == {"a": 1, "b": 3}
+    table = report.markdown()
+    assert f"| **{MACRO_LABEL}** | 4 | 1 | 62.50" in table
+    assert f"| **{WEIGHTED_LABEL}** | 4 | 1 | 43.75" in table
+
+
+def test_bench_applies_rule_caps_and_skips_missing_generations() -> None:
+    items = [item("a", 0), item("a", 1)]
+    judge = FnBackend(lambda r: verdict({k: 5 for k in SCORES}))
+    result = run_bench(items, ["<predicted_observation>unclosed", None], judge)
+    assert result.records[0]["total"] == 2.0 and result.records[0]["rules"] == ["no_end_tag"]
+    assert result.records[1]["error"] == "no generation"
+    assert result.report.domains["a"]["total"] == normalise(2.0) == 25.0
+    assert judge.batches == [1]
+
+
+def test_fidelity_of_a_perfect_oracle_is_one_and_of_an_empty_model_zero() -> None:
+    sample = [i for i in load_sample() if i.source.get("ground_truth") == "real"]
+    truth = {json.dumps(i.messages()): i.ground_truth for i in sample}
+    oracle = FnBackend(lambda r: "<think>replay</think><predicted_observation>\n"
+                       f"{truth[json.dumps(r.messages)]}\n</predicted_observation>")
+    from agentworld_envs.backends import SamplingParams
+
+    perfect = score_fidelity(sample, predict(oracle, sample, SamplingParams(), batch_size=4))
+    assert perfect.report.weighted == {"exact": 100.0, "structural": 100.0, "values": 100.0}
+    assert perfect.report.macro == perfect.report.weighted
+    assert oracle.batches == [4] * (len(sample) // 4) + ([len(sample) % 4] if len(sample) % 4
+                                                         else [])
+    empty = score_fidelity(sample, predict(FnBackend(lambda r: ""), sample, SamplingParams()))
+    assert empty.report.weighted == {"exact": 0.0, "structural": 0.0, "values": 0.0}
+    missing = score_fidelity(sample[:2], [None, None])
+    assert missing.report.weighted["exact"] == 0.0
+
+
+def test_fidelity_partial_agreement_and_non_json_truth() -> None:
+    items = [item("a", 0, '{"status": "ok", "result": {"id": "P1", "price": 9}}'),
+             item("b", 1, "plain text screen")]
+    outputs = ['<predicted_observation>{"result": {"price": 12, "id": "P1"}, "status": "ok"}'
+               "</predicted_observation>", "<predicted_observation>plain text screen"]
+    report = score_fidelity(items, outputs).report
+    assert report.domains["a"]["structural"] == 100.0
+    assert report.domains["a"]["values"] == pytest.approx(200 / 3)
+    assert report.domains["b"]["exact"] == 100.0 and math.isnan(report.domains["b"]["values"])
+    assert report.macro["exact"] == 50.0 and report.macro["values"] == pytest.approx(200 / 3)
+
+
+def test_predict_passes_batches_and_position_seeds() -> None:
+    seeds: list[int | None] = []
+    backend = FnBackend(lambda r: seeds.append(r.sampling.seed) or "x")
+    from agentworld_envs.backends import SamplingParams
+
+    outputs = predict(backend, [item("a", i) for i in range(5)], SamplingParams(seed=10), 2)
+    assert outputs == ["x"] * 5 and backend.batches == [2, 2, 1] and seeds == list(range(10, 15))
