@@ -24,13 +24,17 @@ def env_id(domain: str) -> str:
 
 ENV_IDS: tuple[str, ...] = tuple(env_id(key) for key in DOMAINS)
 
+# The floor domain defaults to the small world model shipped as package data (in-process, CPU,
+# greedy); every other domain to the ``scripted`` placeholder.
+_FLOOR_DEFAULTS = {"backend": "floor_wm", "sampling": {"temperature": 0.0, "max_tokens": 512}}
+
 for _key, _entry in DOMAINS.items():
     register(
         id=env_id(_key),
         entry_point="agentworld_envs.sim.env:AgentWorldEnv",
         vector_entry_point="agentworld_envs.sim.vector:AgentWorldVectorEnv",
         max_episode_steps=_entry.max_steps,
-        kwargs={"domain": _key},
+        kwargs={"domain": _key, **(_FLOOR_DEFAULTS if _key == "floor" else {})},
     )
 del _key, _entry
 register_backend("scripted", "agentworld_envs.sim.scripted:ScriptedBackend")

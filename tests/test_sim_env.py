@@ -59,7 +59,11 @@ def test_check_env_passes_with_the_default_backend(eid: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
-    assert env.unwrapped.sim.world_model.describe()["name"] == "scripted"
+    described = env.unwrapped.sim.world_model.describe()
+    if eid == "AgentWorld/Floor-v0":  # the shipped floor world model, in-process
+        assert described["name"] == "hf" and described["model"].endswith("floor_wm")
+    else:
+        assert described["name"] == "scripted"
 
 
 def rollout(env: gym.Env, seed: int, actions: list[str] | None = None) -> list:

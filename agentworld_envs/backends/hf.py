@@ -138,6 +138,11 @@ class HFBackend(Backend):
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self._eos_ids = set(eos) | {self._tokenizer.eos_token_id}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the constructor's arguments; unpickling loads the model again."""
+        return (type(self), (self.model, self.device, self.dtype, self.batch_size,
+                             self.enable_thinking))
+
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata."""
         return {
