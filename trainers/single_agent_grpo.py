@@ -11,13 +11,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from trainers import joint
 from trainers.common.args import TeamArgs, parse_args
-from trainers.common.loop import StageHook, TrainResult, run_stages
+from trainers.common.loop import StageHook, TrainResult
 from trainers.common.team import Team, build_team
-from trainers.common.updates import UpdateSettings, simultaneous_update
-from trainers.joint import monitor_team
 
 __all__ = ["Args", "train", "main"]
 
@@ -29,20 +27,13 @@ class Args(TeamArgs):
 
 def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None = None
           ) -> TrainResult:
-    """Train one shared policy until ``total_episodes`` rollout episodes are used."""
+    """Train one shared policy until ``total_episodes`` rollout episodes are used.
+
+    ALGO LOGIC: joint updates (one rollout, GRPO on every message) of a team whose agents all
+    share one policy, so the update is single-agent GRPO over every role's messages.
+    """
     args.exp_name = args.exp_name or "single_agent_grpo"
-    team = team or build_team(args, shared=True)
-    settings = UpdateSettings.from_args(args)
-
-    def play_stage(stage: int) -> dict[str, Any]:
-        # ALGO LOGIC: one rollout; GRPO on every message of the shared policy.
-        batch = team.collect(args.prompts_per_rollout, args.group_size)
-        losses = simultaneous_update(team.policies, team.optimizers, batch, args.adv_clip,
-                                     settings, team.generator)
-        return {"charts/team_reward": float(batch.rewards.mean()),
-                "losses/policy_loss": losses["policy_loss"], **monitor_team(args, team, batch)}
-
-    return run_stages(args, team, play_stage, lambda stage: args.rollout_episodes, on_stage_end)
+    return joint.train(args, team or build_team(args, shared=True), on_stage_end)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
