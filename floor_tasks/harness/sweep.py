@@ -19,7 +19,8 @@ from floor_tasks.harness.runner import Job, RunSettings, run_jobs
 from floor_tasks.harness.sweep_config import RunSpec, SweepConfig, expand
 from floor_tasks.task import load_tasks
 
-__all__ = ["SweepOutcome", "plan", "run_sweep", "package_versions", "single_model_config"]
+__all__ = ["SweepOutcome", "plan", "package_versions", "run_seed", "run_sweep",
+           "single_model_config"]
 
 
 @dataclass
@@ -51,6 +52,11 @@ def plan(config: SweepConfig) -> list[RunSpec]:
                   {t.id: t.variant_names for t in tasks})
 
 
+def run_seed(spec: RunSpec) -> int:
+    """The seed of one run (env reset and sampling): the arm's seed plus the repeat index."""
+    return spec.settings.get("seed", 0) + spec.repeat
+
+
 def _probe(backend: Backend) -> str:
     """Classify a server model's tool support; non-server backends are taken as native."""
     if backend.name != "openai":
@@ -79,6 +85,9 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
         runs = list(group)
         settings = RunSettings.from_dict(runs[0].settings)
         backend = make_agent(runs[0].backend)
+        jobs = [Job(task_id=s.task_id, variant=s.variant, repeat=s.repeat, model=slug,
+                    seed=run_seed(s)) for s in runs]
+        pending = {j.run_id for j in jobs}
         arms[slug] = {"backend": backend.describe(), "system_prompt": settings.system_prompt,
                       "settings": settings.to_dict()}
         try:
@@ -88,10 +97,6 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
                     outcome.errors.append(f"{slug}: tool-support probe said "
                                           f"{outcome.probes[slug]!r}; arm skipped")
                     continue
-            jobs = [Job(task_id=s.task_id, variant=s.variant, repeat=s.repeat, model=slug,
-                        seed=settings.sampling.seed + s.repeat if settings.sampling.seed
-                        is not None else s.repeat) for s in runs]
-            pending = {j.run_id for j in jobs}
             for record in run_jobs(jobs, backend, settings, batch_size=batch_size):
                 corpus.append(record)
                 pending.discard(record["run_id"])
@@ -106,8 +111,7 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
     corpus.write_metadata({
         "sweep": config.model_dump(mode="json"), "arms": arms, "probes": outcome.probes,
         "versions": package_versions(), "runs_planned": len(specs),
-        "batch_size": batch_size, "seeds": {s.run_id: s.settings.get("seed", 0) + s.repeat
-                                            for s in specs},
+        "batch_size": batch_size, "seeds": {s.run_id: run_seed(s) for s in specs},
     })
     return outcome
 
