@@ -28,32 +28,39 @@ from agentworld_envs.registration import env_id
 
 
 class CandidatePolicy:
-    """Softmax preferences per (scenario, turn) over the scenario's candidate actions."""
+    """Softmax preferences per (scenario, turn) over the scenario's candidate actions.
+
+    Preferences are keyed by the action's text, not its index: the env shuffles the candidates
+    at every reset, so an index means nothing from one episode to the next.
+    """
 
     def __init__(self, rng: np.random.Generator, learning_rate: float) -> None:
         self.rng = rng
         self.learning_rate = learning_rate
-        self.preferences: dict[tuple[str, int], np.ndarray] = {}
+        self.preferences: dict[tuple[str, int, str], float] = defaultdict(float)
         self.baseline: dict[str, float] = defaultdict(float)
 
-    def _probabilities(self, key: tuple[str, int], size: int) -> np.ndarray:
-        logits = self.preferences.setdefault(key, np.zeros(size))
+    def _probabilities(self, scenario: str, turn: int, candidates: list[str]) -> np.ndarray:
+        logits = np.array([self.preferences[scenario, turn, c] for c in candidates])
         weights = np.exp(logits - logits.max())
         return weights / weights.sum()
 
-    def act(self, scenario: str, turn: int, size: int) -> int:
-        """Sample a candidate index."""
-        return int(self.rng.choice(size, p=self._probabilities((scenario, turn), size)))
+    def act(self, scenario: str, turn: int, candidates: list[str]) -> str:
+        """Sample a candidate action."""
+        probabilities = self._probabilities(scenario, turn, candidates)
+        return candidates[int(self.rng.choice(len(candidates), p=probabilities))]
 
-    def learn(self, scenario: str, choices: list[tuple[int, int, int]], reward: float) -> None:
+    def learn(self, scenario: str, choices: list[tuple[int, str, list[str]]],
+              reward: float) -> None:
         """REINFORCE on one finished episode, against a per-scenario running baseline."""
         advantage = reward - self.baseline[scenario]
         self.baseline[scenario] += 0.1 * advantage
-        for turn, choice, size in choices:
-            probabilities = self._probabilities((scenario, turn), size)
-            gradient = -probabilities
-            gradient[choice] += 1.0
-            self.preferences[scenario, turn] += self.learning_rate * advantage * gradient
+        for turn, choice, candidates in choices:
+            probabilities = self._probabilities(scenario, turn, candidates)
+            for candidate, probability in zip(candidates, probabilities, strict=True):
+                gradient = float(candidate == choice) - probability
+                self.preferences[scenario, turn, candidate] += (
+                    self.learning_rate * advantage * gradient)
 
 
 def backend_config(args: argparse.Namespace) -> str | dict:
@@ -87,16 +94,15 @@ def main(argv: list[str] | None = None) -> list[float]:
     _, infos = envs.reset(seed=args.seed)
     scenarios = list(infos["scenario_id"])
     candidates = [list(c) for c in infos["candidate_actions"]]
-    choices: list[list[tuple[int, int, int]]] = [[] for _ in range(args.num_envs)]
+    choices: list[list[tuple[int, str, list[str]]]] = [[] for _ in range(args.num_envs)]
     curve: list[float] = []
     finished: list[float] = []
     while len(curve) < args.updates:
         actions = []
         for i in range(args.num_envs):
-            size = len(candidates[i])
-            choice = policy.act(scenarios[i], len(choices[i]), size)
-            choices[i].append((len(choices[i]), choice, size))
-            actions.append(candidates[i][choice])
+            choice = policy.act(scenarios[i], len(choices[i]), candidates[i])
+            choices[i].append((len(choices[i]), choice, candidates[i]))
+            actions.append(choice)
         _, rewards, terminated, truncated, infos = envs.step(actions)
         for i in np.flatnonzero(terminated | truncated):
             policy.learn(scenarios[i], choices[i], float(rewards[i]))

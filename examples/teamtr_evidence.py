@@ -1,21 +1,24 @@
-"""Test TeamTR's central claim on symbolic teams of 2, 4 and 8 agents (docs/teamtr_evidence.md).
+"""TeamTR's central claim on warm-started relay teams of 2, 4 and 8 agents, with exact gains.
 
-Two experiments on the compositional chain (``team_envs/compositional-v0``, 4 symbols, every
-agent hears only the agent before it, every message checked: ``credit="steps"``):
+Setting (docs/teamtr_evidence.md): ``team_envs/relay-v0`` with 4 symbols, every agent hears only
+the agent before it and only the last message is scored (``credit="final"``), so each agent's
+best reply depends on the code the others use. Every agent starts as an 85% copier (fitted to
+that reply distribution by :func:`trainers.common.exact_gains.imitate`). All trainers use a
+constant per-agent budget δ = 0.5, lr 0.03 and 64 problems x 4 samples per rollout; team rewards
+and gains are exact (enumeration over the message space, no sampling noise).
 
-1. **Occupancy shift.** TeamTR runs with a constant per-agent budget δ = 0.05 and its probe
-   (``gain_eval_episodes``): after every agent update, its true gain in team reward is measured
-   on paired evaluation episodes (same problems and random numbers before and after), and its
-   surrogate is scored on held-out rollouts of the current team (fresh) and of the stage-start
-   team (stale). The stale penalty |stale surrogate - true gain| and the fresh one
-   |fresh surrogate - true gain| are summed over the agents of a stage; theory predicts ~n²
-   growth for the stale one and ~n for the fresh one. The in-sample stale gap the trainer logs
-   (``surrogate/stale_gap``) is reported too.
-2. **Matched rollout budget.** TeamTR and the baselines train for the same number of rollout
-   episodes; the trained teams are evaluated on the same episodes.
+1. **Stale bias.** In TeamTR's first stage, each update's exact true gain and its exact gain at
+   the stage-start occupancy (what a stale surrogate estimates); the stale bias
+   Σ|stale − true| over the stage, in units of one agent's mean |true gain|, against n and
+   against the number of agents updated before (log-log slopes, bootstrap over seeds).
+2. **Training.** TeamTR, KL-without-refresh and stale sequential at a matched rollout budget, plus
+   two equal-update controls: TeamTR with n x the budget (as many stages as the baselines) and
+   KL-without-refresh with an n x batch (TeamTR's data per stage, without refreshing). Reported:
+   final exact team reward and peak-minus-final regressions.
 
-Run (about 8 minutes on 2 CPU cores): ``python examples/teamtr_evidence.py``; ``--quick`` runs a
-tiny version in seconds. Results go to ``--out`` (JSON) and plots to ``--docs``.
+Run: ``python examples/teamtr_evidence.py`` (about 15 minutes on 2 busy cores) writes
+``runs/teamtr_evidence/{results.json,report.md,*.png}``; ``--docs docs`` also writes the plots to
+``docs/``. ``--quick`` is a tiny version that takes about 20 seconds.
 """
 
 from __future__ import annotations
@@ -25,226 +28,305 @@ import importlib
 import json
 import multiprocessing
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-TASK = {"env_id": "team_envs/compositional-v0",
-        "env_kwargs": {"vocab_size": 4, "credit": "steps", "window": 1}}
+TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)
-METHODS = ("teamtr", "teamtr_small_batch", "kl_no_refresh", "stale_sequential", "joint",
-           "happo", "single_agent_grpo")
-"""``teamtr_small_batch`` is TeamTR with ``prompts_per_rollout / n`` per fresh rollout, so its
-stages cost one baseline rollout and it gets as many stages as the baselines."""
+WARM_ACCURACY = 0.85
+SETTINGS = {"learning_rate": 0.03, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
+            "eval_every": 10**6}
+METHODS = {
+    # name: (trainer module, budget multiplier, batch multiplier), both multiplied by n
+    "teamtr": ("teamtr", False, False),
+    "kl_no_refresh": ("kl_no_refresh", False, False),
+    "stale_sequential": ("stale_sequential", False, False),
+    "teamtr_nx_budget": ("teamtr", True, False),
+    "kl_no_refresh_nx_batch": ("kl_no_refresh", False, True),
+}
+REGRESSION = 0.05
+"""A run regressed when its exact team reward fell this far below its own peak by the end."""
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Train one configuration in a worker process; return its summary."""
+def method_args(method: str, n: int, seed: int, scale: dict[str, int]) -> tuple[str, dict]:
+    """The trainer and settings of one method at team size ``n``."""
+    module, more_budget, more_batch = METHODS[method]
+    prompts = scale["prompts"] * (n if more_batch else 1)
+    settings = {**TASK, **SETTINGS, "n_agents": n, "seed": seed, "prompts_per_rollout": prompts,
+                "eval_episodes": scale["eval_episodes"], "update_epochs": scale["epochs"],
+                "total_episodes": scale["budget"] * (n if more_budget else 1)}
+    return module, {**settings, "exact_gains": True} if method == "teamtr" else settings
+
+
+def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Warm-start one team, train it with each of the job's methods; one summary per method."""
     import torch
 
+    from trainers.common.exact_gains import exact_team_reward, expert_probs, imitate
+    from trainers.common.team import build_team
+
     torch.set_num_threads(1)
-    module_name = "teamtr" if job["method"].startswith("teamtr") else job["method"]
-    module = importlib.import_module(f"trainers.{module_name}")
-    started = time.perf_counter()
-    result = module.train(module.Args(**job["args"]))
-    stages = [r for r in result.history if "charts/team_reward" in r]
-    summary = {**{k: v for k, v in job.items() if k != "args"}, "seconds":
-               time.perf_counter() - started, "stages": len(stages),
-               "episodes": result.team.episodes, "initial_eval": result.initial_eval,
-               "final_eval": result.final_eval,
-               "curve": [(r["episodes"], r["charts/eval_team_reward"])
-                         for r in result.history if "charts/eval_team_reward" in r],
-               "out_of_region": float(np.mean([r["trust_region/out_of_region_fraction"]
-                                               for r in stages]))}
-    if job["experiment"] == "shift":
-        summary["shift"] = [_stage_shift(record, job["n"]) for record in stages]
-    return summary
+    n, seed, scale = job["n"], job["seed"], job["scale"]
+    summaries = []
+    warm = None
+    for method in job["methods"]:
+        started = time.perf_counter()
+        module_name, settings = method_args(method, n, seed, scale)
+        if job["shift_only"]:
+            settings["total_episodes"] = n * settings["prompts_per_rollout"] * 4
+        module = importlib.import_module(f"trainers.{module_name}")
+        args = module.Args(**settings)
+        team = build_team(args)
+        task = team.rollouts.task
+        if warm is None:
+            for agent, policy in enumerate(team.policies):
+                imitate(task, policy, agent, expert_probs(task, agent, WARM_ACCURACY),
+                        steps=scale["warm_steps"], learning_rate=0.05)
+            warm = [policy.module.state_dict() for policy in team.policies]
+        for policy, state in zip(team.policies, warm, strict=True):
+            policy.module.load_state_dict(state)
+        curve = [(0, exact_team_reward(task, team.policies))]
+
+        def track(stage: int, team: Any, record: dict[str, Any], task: Any = task,
+                  curve: list = curve) -> None:
+            curve.append((team.episodes, exact_team_reward(task, team.policies)))
+
+        result = module.train(args, team=team, on_stage_end=track)
+        stages = [r for r in result.history if "charts/team_reward" in r]
+        summaries.append({
+            "method": method, "n": n, "seed": seed, "shift_only": job["shift_only"],
+            "seconds": time.perf_counter() - started, "stages": len(stages),
+            "episodes": team.episodes, "curve": curve,
+            "accepted": float(np.sum([r.get("trust_region/accepted_updates", np.nan)
+                                      for r in stages])),
+            "updates": len(stages) * n,
+            "accepted_kl_q99": _mean_of(stages, "trust_region/accepted_kl_q99"),
+            "gains": [_stage_gains(record, n) for record in stages]
+            if getattr(args, "exact_gains", False)
+            else []})
+    return summaries
 
 
-def _stage_shift(record: dict[str, float], n: int) -> dict[str, Any]:
-    """Per-position surrogate errors of one TeamTR stage."""
-    rows = []
-    for agent in range(n):
-        value = {k: record[f"surrogate/agent_{agent}/{k}"] for k in (
-            "fresh", "stale", "true_gain", "fresh_holdout", "stale_holdout")}
-        rows.append({"position": int(record[f"trust_region/agent_{agent}/position"]),
-                     "stale_error": abs(value["stale_holdout"] - value["true_gain"]),
-                     "fresh_error": abs(value["fresh_holdout"] - value["true_gain"]),
-                     "true_gain": value["true_gain"]})
-    return {"stale_penalty": sum(r["stale_error"] for r in rows),
-            "fresh_penalty": sum(r["fresh_error"] for r in rows),
-            "logged_stale_gap": record["surrogate/stale_gap"], "rows": rows}
+def _mean_of(records: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in records if key in r]
+    return float(np.mean(values)) if values else None
 
 
-def make_jobs(seeds: int, budget: int, shift_stages: int, quick: bool) -> list[dict[str, Any]]:
-    """Every run of both experiments.
+def _stage_gains(record: dict[str, Any], n: int) -> list[dict[str, float]]:
+    """Exact true and stale gains of each update of a TeamTR stage, in update order."""
+    rows = [{"position": int(record[f"trust_region/agent_{a}/position"]),
+             "true": record[f"surrogate/agent_{a}/exact_true_gain"],
+             "stale": record[f"surrogate/agent_{a}/exact_stale_gain"]} for a in range(n)]
+    return sorted(rows, key=lambda row: row["position"])
 
-    The shift experiment uses 1,024-episode rollouts (256 problems x 4), 8,192-episode probes
-    (so that sampling noise stays small next to the shift itself) and a learning rate of 0.03, at
-    which the trust region binds and every agent moves by about delta per update.
-    """
-    prompts, eval_episodes, shift_prompts = (16, 256, 16) if quick else (64, 2048, 256)
-    common = {**TASK, "log_dir": "", "prompts_per_rollout": prompts,
-              "eval_episodes": eval_episodes}
+
+def make_jobs(seeds: int, shift_seeds: int, scale: dict[str, int]) -> list[dict[str, Any]]:
+    """All methods for seeds 1..``seeds``; TeamTR's first stage only for the further seeds up
+    to ``shift_seeds`` (extra precision for the stale-bias fits)."""
     jobs = []
     for n in TEAM_SIZES:
-        for seed in range(1, seeds + 1):
-            jobs.append({"experiment": "shift", "method": "teamtr", "n": n, "seed": seed,
-                         "args": {**common, "n_agents": n, "seed": seed,
-                                  "prompts_per_rollout": shift_prompts,
-                                  "delta_schedule": "constant", "delta": 0.05,
-                                  "learning_rate": 0.03,
-                                  "gain_eval_episodes": 4 * eval_episodes,
-                                  "total_episodes": shift_stages * n * shift_prompts * 4,
-                                  "eval_every": 10**6}})
-            for method in METHODS:
-                rollout = prompts * 4 * (n if method == "teamtr" else 1)
-                eval_every = max(1, budget // rollout // 8)
-                args = {**common, "n_agents": n, "seed": seed, "total_episodes": budget,
-                        "eval_every": eval_every}
-                if method == "teamtr_small_batch":
-                    args["prompts_per_rollout"] = max(1, prompts // n)
-                jobs.append({"experiment": "budget", "method": method, "n": n, "seed": seed,
-                             "args": args})
+        for seed in range(1, max(seeds, shift_seeds) + 1):
+            shift_only = seed > seeds
+            jobs.append({"n": n, "seed": seed, "scale": scale, "shift_only": shift_only,
+                         "methods": ["teamtr"] if shift_only else list(METHODS)})
     return jobs
 
 
-def slope(xs: list[float], ys: list[float]) -> float:
-    """Least-squares slope of log y on log x."""
+def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of log y on log x (NaN when some y is not positive)."""
+    ys = np.asarray(ys, dtype=float)
+    if len(xs) < 2 or not np.all(ys > 0):
+        return float("nan")
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
-def bootstrap_slope(per_seed: dict[int, list[float]], rng: np.random.Generator,
-                    draws: int = 2000) -> tuple[float, float, float]:
-    """Slope of the per-n mean against n, with a 95% bootstrap interval over seeds."""
-    sizes = sorted(per_seed)
-    point = slope(sizes, [float(np.mean(per_seed[n])) for n in sizes])
-    samples = []
-    for _ in range(draws):
-        means = [float(np.mean(rng.choice(per_seed[n], size=len(per_seed[n])))) for n in sizes]
-        samples.append(slope(sizes, means))
-    low, high = np.percentile(samples, [2.5, 97.5])
+def fit_slope(per_x: dict[int, list[float]], rng: np.random.Generator,
+              draws: int = 2000) -> tuple[float, float, float]:
+    """Log-log slope of the mean of ``per_x[x]`` against x, and a 95% bootstrap interval from
+    resampling the seeds at every x."""
+    xs = sorted(per_x)
+    point = _slope(xs, [np.mean(per_x[x]) for x in xs])
+    samples = [_slope(xs, [np.mean(rng.choice(per_x[x], len(per_x[x]))) for x in xs])
+               for _ in range(draws)]
+    samples = [s for s in samples if np.isfinite(s)]
+    low, high = np.percentile(samples, [2.5, 97.5]) if samples else (np.nan, np.nan)
     return point, float(low), float(high)
 
 
-def report(results: list[dict[str, Any]], docs: Path) -> str:
-    """Markdown tables of both experiments; plots written to ``docs``."""
+def _fmt_slope(fit: tuple[float, float, float]) -> str:
+    return "n/a" if not np.isfinite(fit[0]) else f"{fit[0]:.2f} [{fit[1]:.2f}, {fit[2]:.2f}]"
+
+
+def stale_bias(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """First-stage stale bias of each TeamTR run, in units of its mean |true gain| per agent."""
+    by_n: dict[int, list[float]] = {}
+    by_position: dict[int, dict[int, list[float]]] = {}
+    gains: dict[int, list[float]] = {}
+    for run in results:
+        if run["method"] != "teamtr" or not run["gains"]:
+            continue
+        rows = run["gains"][0]
+        unit = float(np.mean([abs(row["true"]) for row in rows]))
+        bias = [abs(row["stale"] - row["true"]) for row in rows]
+        by_n.setdefault(run["n"], []).append(sum(bias) / unit)
+        gains.setdefault(run["n"], []).append(unit)
+        for row, value in zip(rows, bias, strict=True):
+            if row["position"] > 0:
+                by_position.setdefault(run["n"], {}).setdefault(row["position"], []).append(
+                    value / unit)
+    return {"by_n": by_n, "by_position": by_position, "unit": gains}
+
+
+def regressions(run: dict[str, Any]) -> float:
+    """Peak minus final exact team reward of a run."""
+    values = [value for _, value in run["curve"]]
+    return max(values) - values[-1]
+
+
+def report(results: list[dict[str, Any]], out: Path, docs: Path | None = None) -> str:
+    """Markdown tables of both experiments; plots written to ``out`` (and ``docs``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rng = np.random.default_rng(0)
-    shift = [r for r in results if r["experiment"] == "shift"]
-    lines = ["### Occupancy shift (TeamTR, delta = 0.05 per agent, per-stage sums)", "",
-             "| n | stale penalty | fresh penalty | logged stale gap (in-sample) |"
-             " mean true gain per update | seeds |", "|---|---|---|---|---|---|"]
-    per_seed: dict[str, dict[int, list[float]]] = {k: {} for k in (
-        "stale_penalty", "fresh_penalty", "logged_stale_gap")}
-    for n in TEAM_SIZES:
-        runs = [r for r in shift if r["n"] == n]
-        for key in per_seed:
-            per_seed[key][n] = [float(np.mean([s[key] for s in r["shift"]])) for r in runs]
-        gains = [row["true_gain"] for r in runs for s in r["shift"] for row in s["rows"]]
-        cells = [f"{np.mean(per_seed[k][n]):.5f} ± {np.std(per_seed[k][n]):.5f}"
-                 for k in per_seed]
-        lines.append(f"| {n} | {' | '.join(cells)} | {np.mean(gains):+.5f} | {len(runs)} |")
-    lines += ["", "| quantity | slope of log(mean) on log(n) [95% bootstrap interval] |"
-              " slope in correct-message units (n x value) |", "|---|---|---|"]
-    fits = {}
-    for key in per_seed:
-        fits[key] = bootstrap_slope(per_seed[key], rng)
-        counted = bootstrap_slope({n: [n * v for v in values]
-                                   for n, values in per_seed[key].items()}, rng)
-        lines.append(f"| {key.replace('_', ' ')} | {fits[key][0]:.2f} "
-                     f"[{fits[key][1]:.2f}, {fits[key][2]:.2f}] | {counted[0]:.2f} "
-                     f"[{counted[1]:.2f}, {counted[2]:.2f}] |")
+    shift = stale_bias(results)
+    sizes = sorted(shift["by_n"])
+    n_fit = fit_slope(shift["by_n"], rng)
+    largest = max(shift["by_position"]) if shift["by_position"] else None
+    position_fit = (fit_slope(shift["by_position"][largest], rng) if largest
+                    else (np.nan, np.nan, np.nan))
+    lines = ["### Stale bias in TeamTR's first stage (exact; per-stage sum in units of one "
+             "agent's mean |true gain|)", "",
+             "| n | seeds | mean abs true gain per update | stale bias / gain unit |",
+             "|---|---|---|---|"]
+    for n in sizes:
+        values = shift["by_n"][n]
+        lines.append(f"| {n} | {len(values)} | {np.mean(shift['unit'][n]):.4f} | "
+                     f"{np.mean(values):.3f} ± {np.std(values):.3f} |")
+    lines += ["", f"Log-log slope against n: {_fmt_slope(n_fit)} (95% bootstrap over seeds; "
+              "theory: about 2). Against the number of agents updated before, at "
+              f"n = {largest}: {_fmt_slope(position_fit)} (theory: about 1)."]
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for key, style in (("stale_penalty", "o-"), ("fresh_penalty", "s-"),
-                       ("logged_stale_gap", "^--")):
-        means = [np.mean(per_seed[key][n]) for n in TEAM_SIZES]
-        errors = [np.std(per_seed[key][n]) for n in TEAM_SIZES]
-        axes[0].errorbar(TEAM_SIZES, means, yerr=errors, fmt=style, capsize=3,
-                         label=f"{key.replace('_', ' ')} (slope {fits[key][0]:.2f})")
-    axes[0].set(xscale="log", yscale="log", xlabel="agents n", ylabel="per-stage sum",
-                title="Surrogate error per stage")
-    axes[0].set_xticks(TEAM_SIZES, [str(n) for n in TEAM_SIZES])
+    for n in sizes:
+        axes[0].scatter([n] * len(shift["by_n"][n]), shift["by_n"][n], s=10, alpha=0.4,
+                        color="tab:blue")
+    means = [np.mean(shift["by_n"][n]) for n in sizes]
+    axes[0].plot(sizes, means, "o-", color="tab:blue",
+                 label=f"mean over seeds (slope {_fmt_slope(n_fit)})")
+    if np.isfinite(n_fit[0]):
+        reference = means[0] * (np.asarray(sizes) / sizes[0]) ** 2
+        axes[0].plot(sizes, reference, "k:", label="slope 2 (theory)")
+    axes[0].set(xscale="log", yscale="log", xlabel="agents n",
+                ylabel="stage stale bias / mean |true gain|", title="Stale bias against n")
+    axes[0].set_xticks(sizes, [str(n) for n in sizes])
     axes[0].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[0].legend(fontsize=8)
-    rows = [row for r in shift if r["n"] == max(TEAM_SIZES) for s in r["shift"]
-            for row in s["rows"]]
-    positions = sorted({row["position"] for row in rows})
-    for key, style in (("stale_error", "o-"), ("fresh_error", "s-")):
-        means = [np.mean([row[key] for row in rows if row["position"] == m]) for m in positions]
-        axes[1].plot(positions, means, style, label=key.replace("_", " "))
-    axes[1].set(xlabel="position in the stage's update order (n = 8)",
-                ylabel="|surrogate - true gain|", title="Error by update position")
+    for n, positions in sorted(shift["by_position"].items()):
+        ks = sorted(positions)
+        label = f"n = {n}" + (f" (slope {_fmt_slope(position_fit)})" if n == largest else "")
+        axes[1].plot(ks, [np.mean(positions[k]) for k in ks], "o-", label=label)
+    axes[1].set(xscale="log", yscale="log", xlabel="agents updated before this one",
+                ylabel="|stale − true gain| / mean |true gain|", title="Stale bias by position")
     axes[1].legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(docs / "teamtr_evidence_shift.png", dpi=120)
+    _save(figure, "teamtr_evidence_shift.png", out, docs)
 
-    budget = [r for r in results if r["experiment"] == "budget"]
-    lines += ["", "### Matched rollout budget: final team reward (mean ± sd over seeds)", "",
-              "| method | " + " | ".join(f"n = {n}" for n in TEAM_SIZES) + " | stages (n = 8) |"
-              " out-of-region (n = 8) |", "|---|" + "---|" * (len(TEAM_SIZES) + 2)]
-    figure, axes = plt.subplots(1, len(TEAM_SIZES), figsize=(13, 3.8), sharey=True)
+    trained = [r for r in results if not r["shift_only"]]
+    lines += ["", "### Training: final exact team reward (mean ± sd over seeds) and regressions",
+              "", "| method | " + " | ".join(f"n = {n}" for n in sizes)
+              + f" | regressed (peak − final > {REGRESSION}), per n | stages (n = {sizes[-1]})"
+              f" | accepted updates (n = {sizes[-1]}) | accepted KL q99 (n = {sizes[-1]}) |",
+              "|---|" + "---|" * (len(sizes) + 4)]
+    figure, axes = plt.subplots(1, len(sizes), figsize=(4.3 * len(sizes), 3.8), sharey=True)
     for method in METHODS:
-        cells = []
-        for column, n in enumerate(TEAM_SIZES):
-            runs = [r for r in budget if r["method"] == method and r["n"] == n]
-            finals = [r["final_eval"] for r in runs]
+        cells, regressed = [], []
+        for column, n in enumerate(sizes):
+            runs = [r for r in trained if r["method"] == method and r["n"] == n]
+            finals = [r["curve"][-1][1] for r in runs]
             cells.append(f"{np.mean(finals):.3f} ± {np.std(finals):.3f}")
-            curve = np.mean([[v for _, v in r["curve"]] for r in runs], axis=0)
-            axes[column].plot([e for e, _ in runs[0]["curve"]], curve, label=method)
-            axes[column].set(title=f"n = {n}", xlabel="rollout episodes")
-        eight = [r for r in budget if r["method"] == method and r["n"] == 8]
-        lines.append(f"| {method} | {' | '.join(cells)} | {eight[0]['stages']} | "
-                     f"{np.mean([r['out_of_region'] for r in eight]):.2f} |")
-    initial = np.mean([r["initial_eval"] for r in budget])
-    lines += ["", f"Untrained teams score {initial:.3f} on the same evaluation episodes."]
-    axes[0].set_ylabel("evaluation team reward")
+            regressed.append(f"{sum(regressions(r) > REGRESSION for r in runs)}/{len(runs)}")
+            grid = np.unique(np.concatenate([[e for e, _ in r["curve"]] for r in runs]))
+            curve = np.mean([np.interp(grid, *zip(*r["curve"], strict=True)) for r in runs],
+                            axis=0)
+            axes[column].plot(np.maximum(grid, 1), curve, label=method)
+            axes[column].set(title=f"n = {n}", xlabel="rollout episodes", xscale="log")
+        last = [r for r in trained if r["method"] == method and r["n"] == sizes[-1]]
+        accepted = [r["accepted"] / r["updates"] for r in last if np.isfinite(r["accepted"])]
+        kl = [r["accepted_kl_q99"] for r in last if r["accepted_kl_q99"] is not None]
+        lines.append(f"| {method} | {' | '.join(cells)} | {', '.join(regressed)} | "
+                     f"{last[0]['stages']} | "
+                     f"{f'{np.mean(accepted):.2f}' if accepted else '— (no trust region)'} | "
+                     f"{f'{np.mean(kl):.3f}' if kl else '—'} |")
+    initial = {n: np.mean([r["curve"][0][1] for r in trained if r["n"] == n]) for n in sizes}
+    lines += ["", "Warm-started teams score " + ", ".join(
+        f"{initial[n]:.3f} (n = {n})" for n in sizes) + "; chance is 0.25."]
+    axes[0].set_ylabel("exact team reward")
     axes[-1].legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(docs / "teamtr_evidence_reward.png", dpi=120)
+    _save(figure, "teamtr_evidence_reward.png", out, docs)
     return "\n".join(lines)
 
 
-def main() -> None:
-    """Run both experiments in parallel worker processes and report."""
+def _save(figure: Any, name: str, out: Path, docs: Path | None) -> None:
+    for folder in (out, docs):
+        if folder is not None:
+            figure.savefig(folder / name, dpi=120)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: results go to ``--out``; ``docs/`` is written only with ``--docs``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=24_000, help="rollout episodes per run")
-    parser.add_argument("--shift-stages", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="a tiny run to check the script")
-    parser.add_argument("--only", choices=("shift", "budget"),
-                        help="run one experiment and reuse the other's results from --out")
+    parser.add_argument("--seeds", type=int, default=8, help="seeds of the training runs")
+    parser.add_argument("--shift-seeds", type=int, default=16,
+                        help="seeds of the stale-bias measurement (first stage only)")
+    parser.add_argument("--budget", type=int, default=8192,
+                        help="matched rollout budget per run, in episodes")
+    parser.add_argument("--workers", type=int, default=2, help="processes; 0 runs in this one")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny version that checks the script (about 20 seconds)")
     parser.add_argument("--out", type=Path, default=Path("runs/teamtr_evidence"))
-    parser.add_argument("--docs", type=Path, default=Path("docs"))
-    args = parser.parse_args()
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="also write the plots here (e.g. docs); off by default")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the jobs in worker processes (or in this one with ``--workers 0``) and report."""
+    args = build_parser().parse_args(argv)
+    scale = {"prompts": 64, "budget": args.budget, "eval_episodes": 256, "warm_steps": 100,
+             "epochs": 4}
     if args.quick:
-        args.seeds, args.budget, args.shift_stages = 2, 1024, 2
-    jobs = make_jobs(args.seeds, args.budget, args.shift_stages, args.quick)
-    kept = []
-    if args.only:
-        jobs = [job for job in jobs if job["experiment"] == args.only]
-        kept = [r for r in json.loads((args.out / "results.json").read_text())
-                if r["experiment"] != args.only]
-    jobs.sort(key=lambda job: (job["experiment"] == "shift", -job["n"]))
+        args.seeds, args.shift_seeds = 2, 2
+        scale = {"prompts": 4, "budget": 8 * 4 * 4, "eval_episodes": 16, "warm_steps": 10,
+                 "epochs": 1}
+    jobs = make_jobs(args.seeds, args.shift_seeds, scale)
+    jobs.sort(key=lambda job: (job["shift_only"], -job["n"]))
     started = time.perf_counter()
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-        results = kept + list(pool.map(run_job, jobs))
+    if args.workers:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
+            batches = list(pool.map(run_job, jobs))
+    else:
+        batches = [run_job(job) for job in jobs]
+    results = [summary for batch in batches for summary in batch]
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
-    args.docs.mkdir(parents=True, exist_ok=True)
+    if args.docs is not None:
+        args.docs.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    print(report(results, args.docs))
-    print(f"\n{len(jobs)} runs in {elapsed:.0f} s with {args.workers} workers")
+    text = report(results, args.out, args.docs)
+    text += f"\n\n{len(jobs)} jobs ({len(results)} runs) in {elapsed:.0f} s, {args.workers} workers"
+    (args.out / "report.md").write_text(text + "\n")
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

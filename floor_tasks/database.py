@@ -37,11 +37,6 @@ def compare(actual: Any, operator: str, expected: Any) -> bool:
         return False
 
 
-def normalise_key(text: str) -> str:
-    """Case- and whitespace-insensitive form of a search key."""
-    return " ".join(text.lower().split())
-
-
 def _read_fixture(name: str) -> dict[str, Any]:
     path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -62,7 +57,7 @@ class FixtureDB:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.records: dict[str, dict[str, Any]] = data.get("records", {})
-        self.search_index = {normalise_key(k): v for k, v in data.get("search_index", {}).items()}
+        self.search_index: dict[str, list[str]] = data.get("search_index", {})
         self.options: dict[str, list[dict[str, Any]]] = data.get("options", {})
         self.constraints: dict[str, dict[str, Any]] = data.get("constraints", {})
         self.scripted_failures: list[dict[str, Any]] = data.get("scripted_failures", [])
@@ -76,8 +71,8 @@ class FixtureDB:
         return None
 
     def search(self, query: str) -> list[str]:
-        """Record ids indexed under ``query`` (exact key, ignoring case and spacing)."""
-        return list(self.search_index.get(normalise_key(query), []))
+        """Record ids indexed under ``query`` (exact key, as in the reference)."""
+        return list(self.search_index.get(query, []))
 
     def evaluate_constraint(self, record_id: str, name: str) -> dict[str, Any]:
         """Check a field constraint against a record (both must exist)."""

@@ -45,13 +45,28 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def _malformed(message: str) -> ToolFailure:
+    """An argument-shape error: a malformed call, as a JSON-Schema failure is in the reference."""
+    return ToolFailure("error", "schema_validation_error", message)
+
+
 def _number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ToolFailure("error", "invalid_input", f"input {name!r} must be a number")
+        raise _malformed(f"input {name!r} must be a number")
     try:
         return float(value)
     except OverflowError:
         raise ToolFailure("error", "out_of_range", f"input {name!r} is too large") from None
+
+
+def _rankable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows a comparison can rank: all numbers, or all strings (as the reference sorts)."""
+    present = [r for r in rows if r["criterion_value"] is not None]
+    numbers = [r for r in present if isinstance(r["criterion_value"], int | float)
+               and not isinstance(r["criterion_value"], bool)]
+    strings = [r for r in present if isinstance(r["criterion_value"], str)]
+    return next((group for group in (numbers, strings) if group and len(group) == len(present)),
+                [])
 
 
 class FloorToolkit(Toolkit):
@@ -77,8 +92,8 @@ class FloorToolkit(Toolkit):
     def search_records(self, query: str) -> dict[str, Any]:
         """Search the record index by name and return the matching record IDs and names.
 
-        The index is keyed by names and name fragments; matching ignores case and spacing but
-        is otherwise exact, so a misspelt query finds nothing.
+        The index is keyed by names and name fragments; the query must equal a key exactly
+        (case and spacing included), so a misspelt query finds nothing.
 
         Args:
             query: The name or name fragment to look up, e.g. "Alpha Sensor".
@@ -129,7 +144,7 @@ class FloorToolkit(Toolkit):
             option_set: The option set's name, e.g. "storage_plans".
         """
         if not self.db.options:
-            raise ToolFailure("not_found", "no_options", "this task has no option sets")
+            return {"option_set": option_set, "options": [], "available_sets": []}
         names = list(self.db.options)
         name = option_set if option_set is not None else names[0]
         if name not in self.db.options:
@@ -158,18 +173,24 @@ class FloorToolkit(Toolkit):
                         direction: Literal["desc", "asc"] = "desc") -> dict[str, Any]:
         """Compare records on one field and name the best.
 
+        Numbers rank numerically; strings (ISO dates such as "2026-03-01" included) rank in
+        text order, so "desc" names the latest date. Records lacking the field are listed but
+        not ranked; fields mixing numbers and strings are not ranked.
+
         Args:
             record_ids: The records to compare (at least one).
             criterion: The field to compare, e.g. "reliability".
             direction: "desc" when higher is better, "asc" when lower is better.
         """
+        if not record_ids:
+            raise _malformed("record_ids needs at least one record ID")
         known = [i for i in record_ids if i in self.db.records]
         if not known:
             raise ToolFailure("error", "no_known_records", "none of the given IDs is a record",
                               hint="Use search_records or list_options to find valid IDs.")
         rows = [{"id": i, "criterion_value": _copy(self.db.records[i].get(criterion))}
                 for i in known]
-        ranked = [r for r in rows if isinstance(r["criterion_value"], int | float)]
+        ranked = _rankable(rows)
         best = (max if direction == "desc" else min)(
             ranked, key=lambda r: r["criterion_value"])["id"] if ranked else None
         result = {"comparison": rows, "best_id": best, "criterion": criterion,
@@ -188,22 +209,22 @@ class FloorToolkit(Toolkit):
         Args:
             operation: multiply, add, subtract and divide take inputs {"a": x, "b": y};
                 weighted_score takes inputs {"values": {name: x}, "weights": {name: w}} and
-                returns the sum of value times weight over the weights.
+                returns the sum of value times weight over the weights; a weight with no
+                value is ignored (listed in ``ignored_weights``).
             inputs: The operands, as described for the operation.
         """
         if operation == "weighted_score":
             values, weights = inputs.get("values"), inputs.get("weights")
-            if not isinstance(values, dict) or not isinstance(weights, dict) or not weights:
-                raise ToolFailure("error", "invalid_input",
-                                  "weighted_score needs inputs {'values': {...}, 'weights': {...}}")
-            absent = [k for k in weights if k not in values]
-            if absent:
-                raise ToolFailure("error", "invalid_input", f"no value for weights {absent}")
-            value = math.fsum(_number(values[k], k) * _number(w, k) for k, w in weights.items())
+            if set(inputs) != {"values", "weights"} or not isinstance(values, dict) \
+                    or not isinstance(weights, dict) or not weights:
+                raise _malformed("weighted_score needs inputs {'values': {...}, 'weights': {...}}")
+            for k, v in values.items():
+                _number(v, k)
+            value = math.fsum(_number(values[k], k) * _number(w, k) for k, w in weights.items()
+                              if k in values)
         else:
             if set(inputs) != {"a", "b"}:
-                raise ToolFailure("error", "invalid_input",
-                                  f"{operation} needs inputs {{'a': x, 'b': y}}")
+                raise _malformed(f"{operation} needs inputs {{'a': x, 'b': y}}")
             a, b = _number(inputs["a"], "a"), _number(inputs["b"], "b")
             if operation == "divide" and b == 0:
                 raise ToolFailure("error", "division_by_zero", "cannot divide by zero")
@@ -214,7 +235,12 @@ class FloorToolkit(Toolkit):
         value = round(value, 6)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        return {"value": value, "operation": operation, "inputs_used": inputs}
+        result = {"value": value, "operation": operation, "inputs_used": inputs}
+        ignored = [k for k in inputs.get("weights", {}) if k not in inputs.get("values", {})] \
+            if operation == "weighted_score" else []
+        if ignored:
+            result["ignored_weights"] = ignored
+        return result
 
     @tool(kind="write")
     def submit_decision(self, **decision: Any) -> dict[str, Any]:

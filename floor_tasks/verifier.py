@@ -84,13 +84,14 @@ class Trace:
                 seen.update((o["id"], k) for o in result["options"] for k in o if k != "id")
         return seen
 
-    def constraint_checked(self, record_id: str, name: str) -> bool:
-        """True if ``name`` was checked on the record, or its field was read for the record."""
+    def constraint_checked(self, record_id: str, name: str, by_call: bool = False) -> bool:
+        """True if ``name`` was checked on the record, or (unless ``by_call``) its field was
+        read for the record."""
         spec = self.db.constraints.get(name, {})
         checked = any(c["tool_name"] == "check_constraint" and c["status"] == "ok"
                       and c["arguments"].get("record_id") == record_id
                       and c["arguments"].get("constraint_name") == name for c in self.calls)
-        return checked or (record_id, spec.get("field", name)) in self.observed()
+        return checked or (not by_call and (record_id, spec.get("field", name)) in self.observed())
 
 
 CheckFn = Callable[..., tuple[bool, str]]
@@ -125,21 +126,15 @@ def numbers_in(text: str) -> list[float]:
 
 def _json_fields(text: str) -> dict[str, Any]:
     """Flattened key/values of the first JSON object in ``text`` (empty if none)."""
-    start = text.find("{")
-    while start != -1:
-        try:
-            data, _ = json.JSONDecoder().raw_decode(text[start:])
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(data, dict):
-            flat: dict[str, Any] = {}
-            stack = [data]
-            while stack:
-                for k, v in stack.pop().items():
-                    (stack.append(v) if isinstance(v, dict) else flat.setdefault(k.lower(), v))
-            return flat
-        start = text.find("{", start + 1)
+    from agentworld_envs.protocol.bounded_json import find_objects
+
+    for data in find_objects(text):
+        flat: dict[str, Any] = {}
+        stack = [data]
+        while stack:
+            for k, v in stack.pop().items():
+                (stack.append(v) if isinstance(v, dict) else flat.setdefault(k.lower(), v))
+        return flat
     return {}
 
 
@@ -156,6 +151,15 @@ def _same_value(got: Any, expected: Any) -> bool:
         return set(map(str.lower, map(str, got if isinstance(got, list) else [got]))) == set(
             map(str.lower, map(str, expected)))
     return str(got).strip().lower() == str(expected).strip().lower()
+
+
+def _exact_value(got: Any, expected: Any) -> bool:
+    """Submission equality: the literal value and its JSON type (numbers compare as numbers)."""
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return got is expected
+    if isinstance(expected, int | float):
+        return isinstance(got, int | float) and got == expected
+    return type(got) is type(expected) and got == expected
 
 
 def field_matches(text: str, key: str, expected: Any) -> str | None:
@@ -197,15 +201,113 @@ def field_matches(text: str, key: str, expected: Any) -> str | None:
     return "weak" if re.search(pattern, lowered) else None
 
 
+_CLAUSE_BREAK = re.compile(
+    r"[.;!?](?=\s|$)|\n|\b(?:but|however|whereas|although|though|while|because|since|"
+    r"given|which|unlike)\b", re.IGNORECASE)
+_CUE = re.compile(
+    r"(?P<choice>\bselect\w*|\bchoos\w*|\bchose\w*|\bpick\w*|\brecommend\w*|"
+    r"\bgo(?:ing)? with|\bopt(?:ed|ing)? for|\banswer\b|\bdecision\b|\bfinal\b|\bwinner\b|"
+    r"\b(?:best|top)\b(?: \w+){0,2} (?:is|are)\b|\b(?:best|top)\b(?: \w+){0,2}:)"
+    r"|(?P<reject>\bnot\b|n't\b|\bnever\b|\bno\b|\bnor\b|\brather than\b|\binstead of\b|"
+    r"\bover\b|\bexcept\b|\breject\w*|\brul\w* out\b|\bexclud\w*|\beliminat\w*|"
+    r"\bdiscard\w*|\bdisqualif\w*|\bavoid\w*|\bskip\w*)", re.IGNORECASE)
+_NEGATED_CUE = re.compile(r"(?:\b(?:not|never|no)\b|n't|\bcannot\b)\s+(?:\w+\s+){0,2}$",
+                          re.IGNORECASE)
+_REJECTED_AFTER = re.compile(
+    r"^\s*(?:\([^)]{0,60}\)\s*)?,?\s*(?:(?:is|was|would be|has been|gets)\s+(?:not\b|"
+    r"rejected|ruled out|excluded|eliminated|disqualified|out\b)|isn't|wasn't|fails|failed|"
+    r"violates|violated|is out\b)", re.IGNORECASE)
+_CHOSEN_AFTER = re.compile(
+    r"^\s*(?:\([^)]{0,60}\)\s*)?,?\s*(?:is|was|has been|gets|would be)\s+(?:my |our |the )?"
+    r"(?:selected|chosen|picked|recommended|choice|pick|winner|recommendation|answer|"
+    r"best (?:choice|option|pick))\b", re.IGNORECASE)
+_CLAUSE_WINDOW = 120
+
+
+def _chosen_here(text: str, start: int, end: int) -> bool:
+    """Whether the mention at ``text[start:end]`` is stated as the choice.
+
+    The mention's clause is read around it: the last cue before the mention must be a choice
+    word without a negation before it ("I would not select X" is a rejection), and nothing
+    after it may reject it ("X is ruled out"); "X is the selected one" also chooses X. A
+    mention inside an open parenthesis is an aside, not the object of the cue before it.
+    """
+    window = text[max(0, start - _CLAUSE_WINDOW):start]
+    breaks = list(_CLAUSE_BREAK.finditer(window))
+    prefix = window[breaks[-1].end():] if breaks else window
+    prefix = prefix[prefix.rfind("(") + 1:] if prefix.rfind("(") > prefix.rfind(")") else prefix
+    after = text[end:end + _CLAUSE_WINDOW]
+    if _REJECTED_AFTER.match(after):
+        return False
+    cues = list(_CUE.finditer(prefix))
+    if cues and cues[-1].group("choice"):
+        return not _NEGATED_CUE.search(prefix[:cues[-1].start()])
+    if cues and cues[-1].group("reject"):
+        return False
+    return bool(_CHOSEN_AFTER.match(after))
+
+
 def selected(text: str, record_id: str) -> bool:
-    """True when an answer names ``record_id`` as its choice (not merely as a rejected option)."""
-    pattern = (r"\b(select\w*|choos\w*|chose|pick\w*|recommend\w*|go with|answer|decision|"
-               r"best|final)\b[^.\n]{0,40}?" + _value_pattern(record_id))
-    for match in re.finditer(pattern, text, re.IGNORECASE):
-        if not re.search(r"\b(not|n't|rather than|instead of|over|reject\w*)\b",
-                         match.group(0), re.IGNORECASE):
-            return True
-    return False
+    """True when an answer names ``record_id`` as its choice (not merely as a rejected option).
+
+    Example:
+        >>> selected("I would not select SUP-11; the selected supplier is SUP-12.", "SUP-11")
+        False
+        >>> selected("Selected: SUP-11 and SUP-12.", "SUP-11")
+        True
+    """
+    return any(_chosen_here(text, m.start(), m.end())
+               for m in re.finditer(_value_pattern(record_id), text, re.IGNORECASE))
+
+
+_LABEL_NEGATION = re.compile(
+    r"(?:\b(?:not|never|no|nor|neither|rather than|instead of|other than|except)\b|n't)"
+    r"\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+_SPAN_END = re.compile(r"[.,;:(\n]|\s[-\u2013\u2014]\s")
+
+
+def _normal(label: str) -> str:
+    return label.lower().replace("_", " ").strip()
+
+
+def _labels_in(span: str, valid_set: list[str]) -> list[str]:
+    """Labels of ``valid_set`` that ``span`` asserts: mentioned and not negated, in order."""
+    found: list[tuple[int, str]] = []
+    lowered = span.lower().replace("_", " ")
+    for label in valid_set:
+        for m in re.finditer(_value_pattern(_normal(label)), lowered):
+            clause = re.split(r"[.;!?\n]", lowered[max(0, m.start() - 40):m.start()])[-1]
+            if not _LABEL_NEGATION.search(clause):
+                found.append((m.start(), label))
+                break
+    return [label for _, label in sorted(found)]
+
+
+def asserted_labels(text: str, valid_set: list[str], keys: list[str]) -> list[str]:
+    """The labels an answer asserts, in the order it states them.
+
+    A JSON field or a keyed statement ("category: bug", "sentiment is mixed") decides, and so
+    does a headline label ("Mixed: ..."). Otherwise every mentioned label counts except the
+    negated ones ("a bug, not a feature_request"), so hedging between two labels names two.
+    """
+    fields = _json_fields(text)
+    for key in keys:
+        if key.lower() in fields:
+            value = _normal(str(fields[key.lower()]))
+            return [v for v in valid_set if _normal(v) == value]
+    heads = [m.end() for key in keys for m in re.finditer(
+        r"\b" + r"[\s_]+".join(map(re.escape, key.lower().split("_"))) + r"\b\s*(?:is|:|=)\s*",
+        text.lower())]
+    for head in sorted(heads) + [0]:
+        span = text[head:head + _CLAUSE_WINDOW]
+        cut = _SPAN_END.search(span)
+        span = span[:cut.start()] if cut else span
+        if head == 0 and len(span.split()) > 3:
+            continue  # no headline: the text opens with a sentence
+        labels = _labels_in(span, valid_set)
+        if labels:
+            return labels
+    return _labels_in(text, valid_set)
 
 
 # ---------------------------------------------------------------- answer checks
@@ -220,7 +322,20 @@ def _answer_fields(trace: Trace, expect: dict[str, Any]) -> tuple[bool, str]:
             return False, f"answer does not state {key} = {value!r}"
         if how == "weak":
             weak.append(key)
+    expected_ids = {v for v in expect.values() if isinstance(v, str) and v in trace.db.records}
+    also = sorted(i for i in trace.db.records if expected_ids and i not in expected_ids
+                  and i.lower() in text.lower() and selected(text, i))
+    if also:
+        return False, f"answer also selects {', '.join(also)}"
     return True, "all fields stated" + (f" (weak match: {', '.join(weak)})" if weak else "")
+
+
+@_register(ANSWER_CHECKS, "label")
+def _answer_label(trace: Trace, expect: str, valid_set: list[str],
+                  keys: list[str]) -> tuple[bool, str]:
+    labels = asserted_labels(trace.final_answer or "", valid_set, keys)
+    ok = labels == [expect]
+    return ok, f"answer asserts {expect!r}" if ok else f"answer asserts {labels}, not [{expect!r}]"
 
 
 @_register(ANSWER_CHECKS, "coverage")
@@ -242,7 +357,7 @@ def _answer_coverage(trace: Trace, elements: dict[str, list[str]],
 def judge_submission(spec: SubmissionSpec, db: FixtureDB, decision: dict[str, Any]) -> bool:
     """Whether a submission meets the task's rule (the submit tool accepts or rejects it)."""
     if spec.expect is not None:
-        return all(k in decision and any(_same_value(decision[k], alt) for alt in (
+        return all(k in decision and any(_exact_value(decision[k], alt) for alt in (
             v if isinstance(v, list) else [v])) for k, v in spec.expect.items())
     if spec.rule == "bundle":
         ids = [decision.get(k) for k in ("vendor_id", "chassis_id", "gpu_id")]
@@ -264,9 +379,17 @@ def judge_submission(spec: SubmissionSpec, db: FixtureDB, decision: dict[str, An
 
 # ---------------------------------------------------------------- trajectory checks
 
+def _succeeded(trace: Trace, call: dict[str, Any]) -> bool:
+    """An ok call, or one that met the fixture's scripted outcome (E5's designed failure)."""
+    if call["malformed"] or call["hallucinated"]:
+        return False
+    return call["status"] == "ok" or trace.db.scripted_response(
+        call["tool_name"], call["arguments"]) is not None
+
+
 @_register(CHECKS, "must_call")
 def _must_call(trace: Trace, tools: list[str]) -> tuple[bool, str]:
-    called = {c["tool_name"] for c in trace.calls if not (c["malformed"] or c["hallucinated"])}
+    called = {c["tool_name"] for c in trace.calls if _succeeded(trace, c)}
     missing = [t for t in tools if t not in called]
     return (not missing, f"never called: {', '.join(missing)}" if missing
             else "all required tools called")
@@ -306,7 +429,10 @@ def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
 
 @_register(CHECKS, "all_inspected")
 def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
-    seen = {rid for rid, _ in trace.observed()}
+    """Each candidate read by its own lookup_record or get_attribute call (a comparison
+    lists values but inspects no record)."""
+    seen = {c["arguments"].get("record_id") for c in trace.ok_calls
+            if c["tool_name"] in ("lookup_record", "get_attribute")}
     missing = [i for i in ids if i not in seen]
     return (not missing, f"never inspected: {', '.join(missing)}" if missing
             else "all candidates inspected")
@@ -314,14 +440,29 @@ def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
 
 @_register(CHECKS, "constraints_checked")
 def _constraints_checked(trace: Trace, names: list[str], record_id: str | None = None,
-                         record_from_submission: str | None = None) -> tuple[bool, str]:
+                         record_from_submission: str | None = None,
+                         by_call: bool = False) -> tuple[bool, str]:
+    """Constraints verified on the chosen record; ``by_call`` accepts only check_constraint
+    calls (the prompt names the constraint tool), else reading the field also counts."""
     if record_from_submission is not None:
         record_id = (trace.accepted_submission or {}).get(record_from_submission)
     if record_id is None:
         return False, "no chosen record to check constraints on"
-    missing = [n for n in names if not trace.constraint_checked(record_id, n)]
+    missing = [n for n in names if not trace.constraint_checked(record_id, n, by_call=by_call)]
     return (not missing, f"{record_id}: never checked {', '.join(missing)}" if missing
             else f"{record_id}: all constraints checked")
+
+
+@_register(CHECKS, "stages_in_order")
+def _stages_in_order(trace: Trace, tools: list[str]) -> tuple[bool, str]:
+    """Each stage's tool succeeded after the previous stage's tool (a subsequence of calls)."""
+    stage = 0
+    for call in trace.ok_calls:
+        if stage < len(tools) and call["tool_name"] == tools[stage]:
+            stage += 1
+    ok = stage == len(tools)
+    return ok, ("pipeline stages in order" if ok
+                else f"stage {tools[stage]} missing or out of order ({' -> '.join(tools)})")
 
 
 @_register(CHECKS, "conflict_seen")
@@ -391,11 +532,10 @@ def _no_answer(trace: Trace) -> tuple[bool, str]:
 
 
 @_register(CHECKS, "label_not_in_valid_set")
-def _label_set(trace: Trace, valid_set: list[str]) -> tuple[bool, str]:
-    text = (trace.final_answer or "").lower().replace("_", " ")
-    named = [v for v in valid_set if re.search(_value_pattern(v.lower().replace("_", " ")), text)]
+def _label_set(trace: Trace, valid_set: list[str], keys: list[str]) -> tuple[bool, str]:
+    named = asserted_labels(trace.final_answer or "", valid_set, keys)
     if len(named) != 1:
-        return False, f"answer must name exactly one label of {valid_set}, named {named}"
+        return False, f"answer must assert exactly one label of {valid_set}, asserted {named}"
     return True, f"label {named[0]!r} is in the valid set"
 
 

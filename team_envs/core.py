@@ -17,7 +17,8 @@ only declares::
 The team reward arrives once, when the episode ends: every agent receives the verifier's reward.
 An episode that hits its message cap is truncated with reward 0. A message of any content never
 raises: an unreadable one is recorded as an invalid (empty) message and flagged with
-``info["invalid_action"]``.
+``info["invalid_action"]``. Using an env out of order (``step``, ``observe`` or ``last`` before
+``reset``, ``step`` after the episode ended) raises :class:`ResetNeeded`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle, seeding
@@ -34,6 +36,7 @@ from pettingzoo.utils import wrappers
 __all__ = [
     "MIN_AGENTS",
     "MAX_AGENTS",
+    "ResetNeeded",
     "TeamTask",
     "TeamEpisode",
     "SharedContextEnv",
@@ -45,6 +48,14 @@ __all__ = [
 
 MIN_AGENTS = 2
 MAX_AGENTS = 8
+
+
+class ResetNeeded(gymnasium.error.ResetNeeded, AssertionError):
+    """A team env was used before ``reset()``, or stepped after its episode ended.
+
+    It is both Gymnasium's ``ResetNeeded`` and the ``AssertionError`` that PettingZoo's
+    order-enforcing wrapper raises for the same misuse, so either convention catches it.
+    """
 
 
 def agent_name(index: int) -> str:
@@ -170,12 +181,27 @@ class SharedContextEnv(AECEnv, EzPickle):
         self.infos = {name: {"role": self.task.roles[i]} for name, i in self._index.items()}
         self.agent_selection = self.possible_agents[self.episode.speaker]
 
+    def require_episode(self, call: str, *, live: bool = False) -> TeamEpisode:
+        """The current episode; :class:`ResetNeeded` when there is none (or, with ``live``,
+        when every agent has left it)."""
+        if self.episode is None:
+            raise ResetNeeded(f"reset() needs to be called before {call}()")
+        if live and not self.agents:
+            raise ResetNeeded(f"the episode has ended; call reset() before {call}()")
+        return self.episode
+
     def observe(self, agent: str) -> dict[str, Any]:
         """What ``agent`` sees now."""
-        return self.episode.observe(self._index[agent])
+        return self.require_episode("observe").observe(self._index[agent])
+
+    def last(self, observe: bool = True) -> tuple[Any, ...]:
+        """The selected agent's observation, reward, termination, truncation and info."""
+        self.require_episode("last")
+        return super().last(observe)
 
     def step(self, action: Any) -> None:
         """Append the selected agent's message; at the end every agent gets the team reward."""
+        self.require_episode("step", live=True)
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -252,6 +278,9 @@ class SharedContextParallelEnv(ParallelEnv):
     def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
         """Play the current speaker's message."""
         aec = self.aec_env
+        aec.require_episode("step")
+        if not self.agents:
+            raise ResetNeeded("the episode has ended; call reset() before step()")
         speaker = aec.agent_selection
         aec.step(actions.get(speaker))
         observations = self._observations()

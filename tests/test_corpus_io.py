@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from floor_tasks.harness.corpus_io import TruncatedLineWarning, read_records
+from floor_tasks.harness.corpus_io import CorruptCorpusError, TruncatedLineWarning, read_records
+
+TIERS = {"A1": "A", "A2": "A", "A3": "A", "B2": "B"}
 
 
 def line(task_id: str, version: int = 1) -> str:
-    return json.dumps({"schema_version": version, "task_id": task_id, "passed": True}) + "\n"
+    """A minimal valid record of ``task_id`` (model m, variant v0, repeat 0)."""
+    return json.dumps({"schema_version": version, "run_id": f"m|{task_id}|v0|0", "model": "m",
+                       "task_id": task_id, "tier": TIERS[task_id], "variant": "v0",
+                       "repeat": 0, "passed": True, "actions": []}) + "\n"
 
 
 def corpus(tmp_path: Path, text: str) -> Path:
@@ -33,10 +38,11 @@ def test_truncated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     assert [r["task_id"] for r in records] == ["A1", "A2"]
 
 
-def test_truncated_line_followed_by_blank_lines_is_still_last(tmp_path: Path) -> None:
-    folder = corpus(tmp_path, line("A1") + '{"schema_ver\n\n')
-    with pytest.warns(TruncatedLineWarning, match=":2:"):
-        assert len(read_records(folder)) == 1
+def test_only_a_line_without_its_newline_counts_as_cut(tmp_path: Path) -> None:
+    with pytest.warns(TruncatedLineWarning, match=":3:"):
+        assert len(read_records(corpus(tmp_path, line("A1") + "\n" + '{"schema_ver'))) == 1
+    with pytest.raises(CorruptCorpusError, match=r"runs\.jsonl:2: invalid JSON"):
+        read_records(corpus(tmp_path, line("A1") + '{"schema_ver\n\n'))
 
 
 def test_bad_middle_line_raises(tmp_path: Path) -> None:

@@ -295,3 +295,145 @@ def test_oversized_turns_are_refused_not_truncated() -> None:
     obs, *_ = env.step(call("lookup_record", record_id="S" * 10_000))
     envelope = json.loads(obs)
     assert envelope["error"]["type"] == "arguments_too_large" and len(obs) < 1000
+
+
+# ---------------------------------------------------------------- issue 10: reference semantics
+
+
+@pytest.mark.parametrize("inputs", [{"a": "12", "b": 8}, {"a": 12}, {"a": 12, "b": 8, "c": 1},
+                                    {"a": True, "b": 8}])
+def test_argument_shape_errors_are_malformed_calls(inputs: dict) -> None:
+    env = gym.make("AgentFloor/A3-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    obs, _, _, _, info = env.step(call("compute_value", operation="multiply", inputs=inputs))
+    assert json.loads(obs)["error"]["type"] == "schema_validation_error"
+    assert info["invalid_action"]
+    _, reward, _, _, info = env.step("The total cost is 96.")
+    assert reward == 0.0
+    assert {"must_call", "valid_arguments"} <= failed(info)
+    assert info["verdict"]["failure_class"] == "F2"
+
+
+def test_weighted_score_shape_errors_are_malformed() -> None:
+    env = gym.make("AgentFloor/C3-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    for inputs in ({"values": {"x": "70"}, "weights": {"x": 1}}, {"values": {"x": 70}},
+                   {"values": {"x": 70}, "weights": {"x": 1}, "extra": 1}):
+        obs, _, _, _, info = env.step(call("compute_value", operation="weighted_score",
+                                           inputs=inputs))
+        assert json.loads(obs)["error"]["type"] == "schema_validation_error"
+        assert info["invalid_action"]
+
+
+def test_failed_lookup_does_not_count_as_calling_the_tool() -> None:
+    reward, info = play("A1", [call("lookup_record", record_id="P999"), "P104 is active."])
+    assert reward == 0.0 and "must_call" in failed(info)
+
+
+@pytest.mark.parametrize("task_id, steps, answer", [
+    ("D1", 1, "I would not select SUP-11 (lead time 7 days); the selected supplier is SUP-12."),
+    ("D3", 2, "Not choosing HP-5 (uptime too low). Selected plan: HP-2."),
+    ("E3", 3, "I did not choose CI-9 because it is in the west region. Selected instance: CI-4."),
+    ("E3", 3, "CI-9 was ruled out (west). Selected instance: CI-4, instead of CI-9."),
+    ("D5", 3, "Rejected CN-2 (no encryption); the selected connector is CN-5."),
+])
+def test_rejecting_a_distractor_in_words_passes(task_id: str, steps: int, answer: str) -> None:
+    reward, info = play(task_id, solution(task_id)[:steps] + [answer])
+    assert reward == 1.0, info["verdict"]
+
+
+@pytest.mark.parametrize("task_id, steps, answer, label", [
+    ("D1", 1, "I select SUP-11 and SUP-12.", "distractor_selected"),
+    ("D1", 1, "The selected supplier is SUP-12; I would also pick SUP-13.", "final_answer"),
+    ("D3", 2, "Selected plan: HP-5.", "distractor_selected"),
+    ("E3", 3, "I would not choose CI-4. Selected instance: CI-9.", "distractor_selected"),
+])
+def test_choosing_a_distractor_or_two_candidates_fails(task_id: str, steps: int, answer: str,
+                                                       label: str) -> None:
+    reward, info = play(task_id, solution(task_id)[:steps] + [answer])
+    assert reward == 0.0 and label in failed(info)
+
+
+@pytest.mark.parametrize("task_id, answer, passes", [
+    ("A01", "It is a bug, not a feature_request.", True),
+    ("A01", "Category: bug (not billing).", True),
+    ("A01", "This is not a bug; it is an access_issue.", False),
+    ("A01", "It could be a bug or a feature_request.", False),
+    ("A01", "Category: bug or billing", False),
+    ("A04", "Mixed: positive about the hardware, negative about the software.", True),
+    ("A04", "The sentiment is mixed, not negative.", True),
+    ("A04", "Not mixed; the review is negative.", False),
+    ("A04", "Positive or mixed.", False),
+])
+def test_label_answers_read_negation_and_hedging(task_id: str, answer: str, passes: bool) -> None:
+    reward, info = play(task_id, [answer])
+    assert reward == (1.0 if passes else 0.0), info["verdict"]
+
+
+def test_compare_records_ranks_iso_dates_and_strings() -> None:
+    env = gym.make("AgentFloor/C2-v0")
+    env.reset(seed=0, options={"variant": "v0"})
+    ids = ["DM-7", "DM-8", "DM-9"]
+    obs, *_ = env.step(call("compare_records", record_ids=ids, criterion="last_updated"))
+    assert json.loads(obs)["result"]["best_id"] == "DM-8"
+    obs, *_ = env.step(call("compare_records", record_ids=ids, criterion="last_updated",
+                            direction="asc"))
+    assert json.loads(obs)["result"]["best_id"] == "DM-9"
+    obs, *_ = env.step(call("compare_records", record_ids=ids, criterion="approved_version"))
+    assert json.loads(obs)["result"]["best_id"] == "DM-8"
+    obs, _, _, _, info = env.step(call("compare_records", record_ids=[], criterion="name"))
+    assert json.loads(obs)["error"]["type"] == "schema_validation_error"
+    assert info["invalid_action"]
+    reward, info = play("C2", [
+        call("search_records", query="Delta Module"),
+        call("compare_records", record_ids=ids, criterion="last_updated"),
+        "DM-8 is the most recent; record_id DM-8, approved_version v2.4."])
+    assert reward == 1.0, info["verdict"]
+
+
+def test_submission_values_compare_exactly() -> None:
+    reward, info = play("A5", [call("submit_decision", record_id="REQ-220", action="Approve"),
+                               "Approved."])
+    assert reward == 0.0 and "submission" in failed(info)
+    reward, _ = play("B5", [call("search_records", query="Omega Connector"),
+                            call("submit_decision", record_id="oc-77", action="process"), "ok"])
+    assert reward == 0.0
+
+
+def test_e1_needs_the_constraint_call_on_the_chosen_vendor() -> None:
+    gold = solution("E1")
+    reward, info = play("E1", gold[:2] + [gold[3]])  # skip check_constraint, approved was read
+    assert reward == 0.0 and "constraints_checked" in failed(info)
+
+
+def test_d1_one_comparison_does_not_inspect_every_candidate() -> None:
+    reward, info = play("D1", [
+        call("compare_records", record_ids=["SUP-11", "SUP-12", "SUP-13"],
+             criterion="reliability_score"),
+        call("lookup_record", record_id="SUP-12"),
+        "The selected supplier is SUP-12."])
+    assert reward == 0.0 and "all_inspected" in failed(info)
+
+
+def test_e4_compare_must_come_before_compute() -> None:
+    gold = solution("E4")
+    reward, info = play("E4", [gold[0], gold[1], gold[3], gold[2], gold[4], gold[5]])
+    assert reward == 0.0 and "stages_in_order" in failed(info)
+
+
+def test_tool_results_follow_the_reference() -> None:
+    from agentworld_envs.protocol.tool_calls import ToolCall
+    from floor_tasks.database import load_fixture
+    from floor_tasks.tools import FloorToolkit
+
+    kit = FloorToolkit(load_fixture("A1_product_catalog"), lambda decision: False)
+    listed = kit.dispatch(ToolCall("list_options", {}), {"list_options"}, "x")
+    assert listed["status"] == "ok" and listed["result"]["options"] == []
+    kit = FloorToolkit(load_fixture("B1_product_catalog"), lambda decision: False)
+    allowed = {"search_records", "compute_value"}
+    assert kit.dispatch(ToolCall("search_records", {"query": "alpha  sensor"}), allowed,
+                        "x")["result"]["matches"] == []
+    scored = kit.dispatch(ToolCall("compute_value", {"operation": "weighted_score", "inputs": {
+        "values": {"a": 10}, "weights": {"a": 0.5, "b": 0.5}}}), allowed, "x")
+    assert scored["status"] == "ok" and scored["result"]["value"] == 5
+    assert scored["result"]["ignored_weights"] == ["b"]

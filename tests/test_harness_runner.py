@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+from floor_tasks.env import FloorEnv
 from floor_tasks.harness.agents import OracleBackend
 from floor_tasks.harness.cli import add_commands  # noqa: F401 - the CLI must import cleanly
 from floor_tasks.harness.corpus import RunCorpus
@@ -22,6 +23,7 @@ from floor_tasks.harness.pytest_plugin import AgentFloor
 from floor_tasks.harness.runner import Job, RunSettings, run_episode, run_jobs
 from floor_tasks.harness.sweep import plan, run_sweep, single_model_config
 from floor_tasks.harness.sweep_config import load_sweep
+from floor_tasks.task import load_task
 
 CLI = [sys.executable, "-m", "agentworld_envs.cli"]
 
@@ -236,3 +238,106 @@ def test_each_episode_samples_with_its_own_seed() -> None:
 
     list(run_jobs([Job("A01", seed=7), Job("A01", repeat=1, seed=8)], SeedSpy()))
     assert seeds == [7, 8]
+
+
+POISON = "<<an answer the env chokes on>>"
+
+
+class PoisoningOracle(OracleBackend):
+    """The oracle, except that every turn of task B1 is answered with :data:`POISON`; it also
+    checks that ``metadata.json`` says the sweep is running while it is asked."""
+
+    def __init__(self, corpus: Path) -> None:
+        self.corpus = corpus
+        self.b1_prompts = {load_task("B1").variant(v).prompt for v in load_task("B1").variant_names}
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        metadata = json.loads((self.corpus / "metadata.json").read_text())
+        assert metadata["status"] == "running" and metadata["runs_planned"] == 3
+        answers = super().complete(requests)
+        return [Completion(text=POISON) if r.messages[1]["content"] in self.b1_prompts else a
+                for r, a in zip(requests, answers, strict=True)]
+
+
+@pytest.fixture
+def choking_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the env raise on :data:`POISON`, as a model answer that hits an env bug would."""
+    real_step = FloorEnv.step
+
+    def step(self: FloorEnv, action: str) -> tuple:
+        if action == POISON:
+            raise RuntimeError("env choked on the answer")
+        return real_step(self, action)
+
+    monkeypatch.setattr(FloorEnv, "step", step)
+
+
+def _errors(corpus: Path) -> list[dict]:
+    return [json.loads(line) for line in (corpus / "errors.jsonl").read_text().splitlines()]
+
+
+def test_a_run_that_raises_is_logged_and_the_sweep_goes_on(tmp_path: Path,
+                                                            choking_env: None) -> None:
+    config = single_model_config({"name": "oracle"}, name="oracle", tasks=["A1", "B1", "C1"])
+    outcome = run_sweep(config, tmp_path, progress=False,
+                        make_agent=lambda _: PoisoningOracle(tmp_path))
+    assert outcome.written == 2 and len(outcome.errors) == 1
+    assert "oracle|B1|v0|0" in outcome.errors[0] and "RuntimeError" in outcome.errors[0]
+    [error] = _errors(tmp_path)
+    assert error["run_ids"] == ["oracle|B1|v0|0"] and error["kind"] == "run"
+    assert error["error"] == "RuntimeError: env choked on the answer"
+    assert "env choked on the answer" in error["traceback"]
+    metadata = json.loads((tmp_path / "metadata.json").read_text())
+    assert (metadata["status"], metadata["runs_done"], metadata["errors"]) == ("finished", 2, 1)
+    assert sorted(r["task_id"] for r in read_records(tmp_path)) == ["A1", "C1"]
+
+    again = run_sweep(config, tmp_path, progress=False,
+                      make_agent=lambda _: PoisoningOracle(tmp_path))
+    assert (again.written, again.skipped, len(again.errors)) == (0, 2, 1)
+    assert len(_errors(tmp_path)) == 2  # retried on resume, and logged again
+
+    fixed = run_sweep(config, tmp_path, progress=False)
+    assert (fixed.written, fixed.skipped, fixed.errors) == (1, 2, [])
+    ids = [r["run_id"] for r in read_records(tmp_path)]
+    assert sorted(ids) == sorted(s.run_id for s in plan(config))
+
+
+def test_run_episode_still_raises_a_run_exception(choking_env: None) -> None:
+    with pytest.raises(RuntimeError, match="env choked"):
+        run_episode("A1", lambda messages, tools: POISON)
+
+
+def test_a_backend_bug_stops_only_its_arm(tmp_path: Path) -> None:
+    class Buggy(OracleBackend):
+        def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+            return super().complete(requests)[:-1]  # one answer short: zip(strict) raises
+
+    config = single_model_config({"name": "oracle"}, name="oracle", tasks=["A1", "B1"])
+    outcome = run_sweep(config, tmp_path, progress=False, make_agent=lambda _: Buggy())
+    assert outcome.written == 0 and "ValueError" in outcome.errors[0]
+    [error] = _errors(tmp_path)
+    assert error["kind"] == "arm" and sorted(error["run_ids"]) == ["oracle|A1|v0|0",
+                                                                   "oracle|B1|v0|0"]
+    assert json.loads((tmp_path / "metadata.json").read_text())["status"] == "finished"
+
+
+def test_a_reply_with_lone_surrogates_is_written_and_read_back(tmp_path: Path) -> None:
+    reply = "The status is \ud800active\udfff; caf\u00e9 \U0001f600"
+
+    def agent(messages: list[dict], tools: list[dict]) -> str:
+        return reply
+
+    config = single_model_config({"name": "oracle"}, name="surrogates", tasks=["A1"])
+    outcome = run_sweep(config, tmp_path, progress=False, make_agent=lambda _: _as(agent))
+    assert (outcome.written, outcome.errors) == (1, [])
+    raw = (tmp_path / "runs.jsonl").read_bytes()
+    assert raw.isascii() and b"\\ud800" in raw
+    [record] = read_records(tmp_path)
+    assert record["actions"][0] == reply
+    assert any(m["role"] == "assistant" and m["content"] == reply for m in record["messages"])
+
+    corpus = RunCorpus(tmp_path / "direct")
+    corpus.append({**record, "extra": {"\udcff key": ["\udc80", reply]}})
+    assert RunCorpus(tmp_path / "direct").done_ids() == {record["run_id"]}
+    stored = json.loads((tmp_path / "direct" / "runs.jsonl").read_text(encoding="ascii"))
+    assert stored["extra"] == {"\udcff key": ["\udc80", reply]}

@@ -67,10 +67,11 @@ def test_check_env_passes_with_the_default_backend(eid: str) -> None:
 
 
 def rollout(env: gym.Env, seed: int, actions: list[str] | None = None) -> list:
-    """Reset with ``seed`` and play the scenario's candidate actions; return the transcript."""
+    """Reset with ``seed`` and play the scenario's solution (the env reveals it); return the
+    transcript."""
     obs, info = env.reset(seed=seed)
     steps = [obs]
-    for action in actions or info["candidate_actions"]:
+    for action in actions or info["reference"]["solution"]:
         obs, reward, terminated, truncated, step_info = env.step(action)
         steps.append((obs, reward, terminated, truncated, step_info["world_model"]["flags"]))
         if terminated or truncated:
@@ -81,7 +82,7 @@ def rollout(env: gym.Env, seed: int, actions: list[str] | None = None) -> list:
 @pytest.mark.parametrize("domain", ["mcp", "terminal", "web", "floor"])
 def test_same_seed_same_transcript_and_the_seed_fixes_sampling(domain: str) -> None:
     backend = scripted()
-    env = make(domain, backend=backend)
+    env = make(domain, backend=backend, reveal_reference=True)
     first, second = rollout(env, 7), rollout(env, 7)
     assert first == second
     seeds = [r.sampling.seed for r in requests_of(backend)]

@@ -207,3 +207,50 @@ def test_step_never_raises_on_agent_text(domain: str, actions: list[str]) -> Non
         assert isinstance(reward, float) and not (terminated and truncated)
         if terminated or truncated:
             break
+
+
+def test_one_failed_request_faults_only_its_sub_env() -> None:
+    from tests.helpers.server import RawOpenAIServer, RawReply, chat_response
+
+    def picky(hit: int, body: dict) -> RawReply:
+        if "FAILME" in json.dumps(body["messages"]):
+            return RawReply(400, {"error": "rejected"})
+        return RawReply(200, chat_response("<predicted_observation>found it"
+                                           "</predicted_observation>"))
+
+    with RawOpenAIServer(picky) as server:
+        envs = gym.make_vec(env_id("search"), num_envs=3, backend={
+            "name": "openai", "model": "fake", "base_url": server.base_url,
+            "api_key_env": None, "max_retries": 0})
+        envs.reset(seed=0)
+        failing = SEARCH.replace('"x"', '"FAILME"')
+        obs, *_, infos = envs.step([SEARCH, failing, SEARCH])
+        envs.close()
+    faults = infos["world_model"]["fault"]
+    assert [faults[0], faults[2]] == ["", ""] and faults[1] == "backend_error"
+    assert obs[0] == obs[2] == "found it" and "rejected" in obs[1]
+
+
+class SlowBackend(Backend):
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        time.sleep(self.delay_s)
+        return [Completion(text="late") for _ in requests]
+
+
+def test_timed_out_calls_leave_no_threads_behind() -> None:
+    from agentworld_envs.sim.model_client import Fault, ModelClient
+
+    before = set(threading.enumerate())
+    client = ModelClient(SlowBackend(0.3), timeout_s=0.02)
+    request = ChatRequest([{"role": "user", "content": "x"}])
+    outcomes = [client.complete([request, request]) for _ in range(20)]
+    grown = [t for t in threading.enumerate() if t not in before]
+    client.close()
+    for thread in grown:
+        thread.join(timeout=10)
+    assert all(o == [Fault("timeout", o[0].message)] * 2 for o in outcomes)
+    assert len(grown) == 1  # the client's one worker, however many calls timed out
+    assert set(threading.enumerate()) <= before

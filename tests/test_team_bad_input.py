@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+
+import gymnasium
 import numpy as np
 import pettingzoo
 import pytest
@@ -9,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import team_envs
+from team_envs.core import ResetNeeded
 
 MESSAGES = st.one_of(
     st.text(max_size=300),
@@ -68,3 +72,41 @@ def test_parallel_env_survives_missing_and_garbage_actions(env_id: str) -> None:
             break
         env.step({} if turn % 2 else {name: object() for name in env.agents})
     assert not env.agents
+
+
+def _raw(env_id: str) -> pettingzoo.AECEnv:
+    return importlib.import_module(team_envs.ENV_MODULES[env_id]).raw_env()
+
+
+@pytest.mark.parametrize("env_id", team_envs.ENV_IDS)
+def test_use_before_reset_raises_reset_needed_in_every_form(env_id: str) -> None:
+    raw, parallel = _raw(env_id), pettingzoo.make("parallel", env_id)
+    calls = [lambda: raw.step("hello"), lambda: raw.observe("agent_0"), raw.last,
+             lambda: parallel.step({"agent_0": "hello"})]
+    for call in calls:
+        with pytest.raises(ResetNeeded, match=r"reset\(\) needs to be called before"):
+            call()
+        with pytest.raises(AssertionError):  # PettingZoo's order-enforcing convention
+            call()
+        with pytest.raises(gymnasium.error.ResetNeeded):  # and Gymnasium's
+            call()
+    with pytest.raises(AssertionError, match="reset"):  # the wrapped AEC form, PettingZoo's own
+        pettingzoo.make("aec", env_id).step("hello")
+
+
+@pytest.mark.parametrize("env_id", team_envs.ENV_IDS)
+def test_step_after_the_episode_ended_raises_reset_needed(env_id: str) -> None:
+    parallel = pettingzoo.make("parallel", env_id)
+    parallel.reset(seed=0)
+    while parallel.agents:
+        parallel.step({})
+    with pytest.raises(ResetNeeded, match="episode has ended"):
+        parallel.step({})
+    raw = _raw(env_id)
+    raw.reset(seed=0)
+    while raw.agents:
+        raw.step(None)
+    with pytest.raises(ResetNeeded, match="episode has ended"):
+        raw.step(None)
+    parallel.reset(seed=1)  # and a reset makes either usable again
+    assert parallel.agents and parallel.step({})[0]

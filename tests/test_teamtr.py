@@ -31,7 +31,7 @@ def team_fingerprint(team: Team) -> list[torch.Tensor]:
     return [flat_params(p.module) for p in team.policies]
 
 
-def one_agent_update(delta: float, max_backtracks: int = 2):
+def one_agent_update(delta: float, max_backtracks: int = 2, backtrack: str = "interpolate"):
     args = easy_args(n_agents=3)
     team = build_team(args)
     batch = team.collect(args.prompts_per_rollout, args.group_size)
@@ -41,7 +41,7 @@ def one_agent_update(delta: float, max_backtracks: int = 2):
     result = trust_region_update(
         policy, optimizer, batch.samples[1], message_advantages(batch, 1, args.adv_clip),
         UpdateSettings.from_args(args), team.generator, delta=delta, beta=0.01, quantile=0.99,
-        beta_growth=1.5, max_backtracks=max_backtracks)
+        beta_growth=1.5, max_backtracks=max_backtracks, backtrack=backtrack)
     return result, before, flat_params(policy.module), state_before, optimizer.state_dict()
 
 
@@ -60,6 +60,32 @@ def test_loose_delta_accepts_the_first_attempt() -> None:
     assert result.accepted and result.backtracks == 0 and result.beta == 0.01
     assert not torch.equal(before, after)
     assert 0 < result.kl["kl_q50"] <= result.kl["kl_q99"] <= result.kl["kl_max"] < 100
+
+
+def test_each_failed_check_halves_the_step_towards_the_old_parameters() -> None:
+    full, before, stepped, *_ = one_agent_update(delta=100.0)
+    delta = full.kl["kl_checked"] / 10
+    result, same_before, after, *_ = one_agent_update(delta=delta, max_backtracks=5)
+    assert torch.equal(before, same_before)
+    assert result.accepted and result.backtracks >= 1
+    assert result.step_fraction == 0.5 ** result.backtracks
+    assert result.kl["kl_checked"] <= delta
+    assert torch.allclose(after, before + result.step_fraction * (stepped - before), atol=1e-6)
+    # The reference's restore-and-redo barely shrinks the step: the same budget is not met.
+    redo, *_ = one_agent_update(delta=delta, max_backtracks=5, backtrack="beta_only")
+    assert not redo.accepted and redo.kl["kl_checked"] > 0.5 * full.kl["kl_checked"]
+
+
+def test_stage_log_counts_accepted_and_rejected_updates_and_their_kl() -> None:
+    args = easy_args(n_agents=3, total_episodes=2 * 3 * 128)
+    record = teamtr.train(args).history[1]
+    accepted = sum(record[f"trust_region/agent_{a}/accepted"] for a in range(3))
+    assert record["trust_region/accepted_updates"] == accepted
+    assert record["trust_region/rejected_updates"] == 3 - accepted
+    kept = [a for a in range(3) if record[f"trust_region/agent_{a}/accepted"]]
+    assert record["trust_region/accepted_kl_q99"] == pytest.approx(
+        np.mean([record[f"trust_region/agent_{a}/kl_q99"] for a in kept]))
+    assert 0 < record["trust_region/accepted_kl_mean"] <= args.delta
 
 
 def test_a_stage_with_tiny_delta_leaves_every_agent_unchanged() -> None:

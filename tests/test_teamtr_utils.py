@@ -15,6 +15,7 @@ from trainers.common.batch import RolloutBatch
 from trainers.common.objectives import (
     group_advantages,
     kl_summary,
+    leave_one_out_centred,
     message_kl,
     message_log_ratio,
     ppo_clip_loss,
@@ -72,6 +73,32 @@ def test_surrogate_gain_is_zero_without_change_and_signed_with_it() -> None:
     towards_success = torch.log(torch.tensor([2.0, 0.5, 2.0, 0.5]))
     assert surrogate_gain(towards_success, episodes, batch) > 0
     assert surrogate_gain(-towards_success, episodes, batch) < 0
+
+
+def test_surrogate_gain_is_unbiased_for_a_known_exact_gain() -> None:
+    """Problem z in {0, 1}; reward 0.5 z + [a == z]; the policy moves from 50/50 to
+    P(a = z) = 0.7 (z = 0) and 0.8 (z = 1): the exact gain is (0.2 + 0.3) / 2 = 0.25. A baseline
+    that includes the episode itself would give (G - 1) / G of it, 0.1875 at G = 4."""
+    rng = np.random.default_rng(0)
+    groups, size = 40_000, 4
+    z = np.repeat(rng.integers(2, size=groups), size)
+    a = rng.integers(2, size=groups * size)
+    rewards = 0.5 * z + (a == z)
+    p_right = np.where(z == 1, 0.8, 0.7)
+    rho = np.where(a == z, p_right, 1 - p_right) / 0.5
+    batch = RolloutBatch(rewards, np.repeat(np.arange(groups), size), [])
+    estimate = surrogate_gain(torch.log(torch.as_tensor(rho)), np.arange(len(a)), batch)
+    centred = rewards - np.repeat(rewards.reshape(groups, size).mean(axis=1), size)
+    error = np.std((rho - 1) * centred * size / (size - 1)) / np.sqrt(len(a))
+    assert abs(estimate - 0.25) < 4 * error < 0.01
+    assert surrogate_gain(torch.zeros(4), np.arange(4),
+                          RolloutBatch(np.ones(4), np.arange(4), [])) == 0.0  # groups of one
+
+
+def test_leave_one_out_centring_excludes_the_episode_itself() -> None:
+    rewards = np.array([1.0, 0.0, 0.0, 3.0, 5.0])
+    centred = leave_one_out_centred(rewards, np.array([0, 0, 0, 1, 2]))
+    assert centred.tolist() == pytest.approx([1.0, -0.5, -0.5, 0.0, 0.0])
 
 
 def test_kl_summary_quantiles() -> None:
@@ -155,18 +182,21 @@ def test_symbolic_example_runs_with_a_tiny_budget(capsys) -> None:
     assert "agent_1 replaced" in out and "team reward:" in out
 
 
-def test_evidence_script_summarises_runs(tmp_path) -> None:
+def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -> None:
+    from pathlib import Path
+
     evidence = _load_example("teamtr_evidence")
-    jobs = evidence.make_jobs(seeds=1, budget=512, shift_stages=2, quick=True)
-    assert {(j["experiment"], j["method"]) for j in jobs} >= {("shift", "teamtr"),
-                                                             ("budget", "happo")}
-    assert all(j["args"]["total_episodes"] == 512 for j in jobs if j["experiment"] == "budget")
-    small = [j for j in jobs if j["n"] == 2]
-    for job in small:
-        job["args"]["delta"] = 10.0  # accept every update, so the tiny run has gains to measure
-    results = [evidence.run_job(job) for job in small]
-    results += [{**r, "n": n} for n in (4, 8) for r in results]  # reuse n = 2 runs as stand-ins
-    table = evidence.report(results, tmp_path)
-    assert "| stale penalty |" in table and "| teamtr_small_batch |" in table
-    assert (tmp_path / "teamtr_evidence_shift.png").is_file()
-    assert (tmp_path / "teamtr_evidence_reward.png").is_file()
+    defaults = evidence.build_parser().parse_args([])
+    assert defaults.docs is None and defaults.out == Path("runs/teamtr_evidence")
+    out, docs = tmp_path / "run", tmp_path / "docs"
+    assert evidence.main(["--quick", "--workers", "0", "--out", str(out),
+                          "--docs", str(docs)]) == 0
+    names = {"teamtr_evidence_shift.png", "teamtr_evidence_reward.png"}
+    assert names | {"results.json", "report.md"} == {p.name for p in out.iterdir()}
+    assert names == {p.name for p in docs.iterdir()}
+    report = (out / "report.md").read_text()
+    assert "nan" not in report.lower() and "Log-log slope against n:" in report
+    assert all(f"| {method} |" in report for method in evidence.METHODS)
+    results = json.loads((out / "results.json").read_text())
+    assert {(r["method"], r["n"]) for r in results} == {
+        (m, n) for m in evidence.METHODS for n in evidence.TEAM_SIZES}

@@ -2,7 +2,7 @@
 
 The ablation that isolates TeamTR's resampling. Every agent takes exactly TeamTR's step
 (PPO-clip plus beta_i * KL on its own message tokens, the KL-quantile check against delta_i,
-restore and backtrack with beta_i * beta_growth), but all agents of a stage reuse the one
+the same backtracking with beta_i * beta_growth), but all agents of a stage reuse the one
 stage-start rollout instead of sampling the partially updated team afresh. Run:
 ``agentworld team train kl_no_refresh --help``.
 """
@@ -14,13 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from trainers.common.args import TrustRegionArgs, parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import message_advantages
 from trainers.common.team import Team, agent_order, build_team
-from trainers.common.updates import UpdateSettings, trust_region_update
+from trainers.common.updates import UpdateSettings, trust_region_summary, trust_region_update
 
 __all__ = ["Args", "train", "main"]
 
@@ -41,20 +39,22 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         # ALGO LOGIC: one rollout per stage; the KL trust region but no fresh rollouts.
         batch = team.collect(args.prompts_per_rollout, args.group_size)
         record: dict[str, Any] = {"charts/team_reward": float(batch.rewards.mean())}
-        outside = []
+        results = []
         for agent in agent_order(args.order, team.n_agents, team.rng):
             result = trust_region_update(
                 team.policies[agent], team.optimizers[agent], batch.samples[agent],
                 message_advantages(batch, agent, args.adv_clip), settings, team.generator,
                 delta=team.deltas[agent], beta=team.betas[agent], quantile=args.kl_quantile,
-                beta_growth=args.beta_growth, max_backtracks=args.max_backtracks)
+                beta_growth=args.beta_growth, max_backtracks=args.max_backtracks,
+                backtrack=args.backtrack)
             team.betas[agent] = result.beta
-            outside.append(not result.accepted)
+            results.append(result)
             record.update(agent_record(agent, {
                 **result.kl, "beta": result.beta, "backtracks": result.backtracks,
-                "accepted": float(result.accepted)}, "trust_region"))
+                "accepted": float(result.accepted), "step_fraction": result.step_fraction},
+                "trust_region"))
             record.update(agent_record(agent, result.losses, "losses"))
-        record["trust_region/out_of_region_fraction"] = float(np.mean(outside))
+        record.update(trust_region_summary(results))
         return record
 
     return run_stages(args, team, play_stage, lambda stage: args.rollout_episodes, on_stage_end)

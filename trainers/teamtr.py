@@ -9,11 +9,13 @@ Each stage picks an agent order; for every agent in turn, with the others frozen
    contexts the already-updated agents now produce);
 2. compute group-normalised advantages of the team reward, clipped to ±``adv_clip``;
 3. update the agent with PPO-clip plus β_i·KL(π_old ‖ π) on its own message tokens;
-4. check the ``kl_quantile`` quantile of the per-message KL against δ_i; when exceeded, restore
-   the agent, multiply β_i by ``beta_growth`` and redo the update (at most ``max_backtracks``).
+4. check the ``kl_quantile`` quantile of the per-message KL against δ_i; when exceeded, multiply
+   β_i by ``beta_growth`` and shrink the step (``backtrack``: halve it towards the old
+   parameters, or restore and redo it), at most ``max_backtracks`` times.
 
-It logs per-agent KL quantiles, the out-of-region fraction, the team reward and the stale gap: the
-agent's accepted update scored on the stage-start (stale) rollouts against the fresh ones.
+It logs per-agent KL quantiles, accepted and rejected updates with the accepted per-message KL,
+the team reward and the stale gap: the agent's accepted update scored on the stage-start (stale)
+rollouts against the fresh ones.
 
 Plug-and-play replacement: at ``replace_at_stage`` the agent ``replace_agent`` gets a new policy,
 first distilled on the team's rollouts towards the incumbent until KL(incumbent ‖ newcomer) is
@@ -32,10 +34,16 @@ import torch
 
 from trainers.common.args import ConfigError, TrustRegionArgs, parse_args
 from trainers.common.batch import RolloutBatch, Samples
+from trainers.common.exact_gains import ExactGainProbe, exact_supported
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import message_advantages, surrogate_gain
 from trainers.common.team import Team, agent_order, build_team, make_optimizer
-from trainers.common.updates import UpdateSettings, message_log_ratios, trust_region_update
+from trainers.common.updates import (
+    UpdateSettings,
+    message_log_ratios,
+    trust_region_summary,
+    trust_region_update,
+)
 
 __all__ = ["Args", "GainProbe", "train", "stage0_align", "replace_agent", "main"]
 
@@ -48,6 +56,10 @@ class Args(TrustRegionArgs):
     """probe (not counted in the budget; 0: off): measure each update's true gain in team reward
     on this many paired episodes (same problems and random numbers before and after), and score
     the update on held-out rollouts of this size from the stage-start and the current team"""
+    exact_gains: bool = False
+    """probe (not counted in the budget): each update's true gain and its gain at the stage-start
+    occupancy, exactly, by enumeration (symbolic relay or compositional chains with window 1 and
+    one-symbol messages)"""
     replace_agent: int = -1
     """plug-and-play: the agent to replace (-1: none)"""
     replace_at_stage: int = 0
@@ -169,6 +181,11 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
     team = team or build_team(args)
     settings = UpdateSettings.from_args(args)
     n = team.n_agents
+    task = getattr(team.rollouts, "task", None)
+    if args.exact_gains and not (task is not None and exact_supported(task)):
+        raise ConfigError("exact_gains", f"{args.env_id} with {args.env_kwargs} cannot be "
+                                         "enumerated: use a relay or compositional chain with "
+                                         "window 1 and message_length 1")
 
     def stage_cost(stage: int) -> int:
         replacing = args.replace_agent >= 0 and stage == args.replace_at_stage
@@ -179,8 +196,10 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         if args.replace_agent >= 0 and stage == args.replace_at_stage:
             record.update(replace_agent(args, team, args.replace_agent, stage))
         stage_start: RolloutBatch | None = None
-        rewards, outside, stale_gaps = [], [], []
+        rewards, results, stale_gaps = [], [], []
         probe = GainProbe(args, team, stage) if args.gain_eval_episodes else None
+        exact = ExactGainProbe(task, team.policies) if args.exact_gains else None
+        exact_bias = []
         for position, agent in enumerate(agent_order(args.order, n, team.rng)):
             # ALGO LOGIC: fresh rollouts of the partially updated team; only `agent` changes.
             fresh = team.collect(args.prompts_per_rollout, args.group_size)
@@ -190,29 +209,36 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
             advantages = message_advantages(fresh, agent, args.adv_clip)
             if probe:
                 probe.before(position)
+            if exact:
+                exact.before(team.policies)
             result = trust_region_update(
                 team.policies[agent], team.optimizers[agent], samples, advantages, settings,
                 team.generator, delta=team.deltas[agent], beta=team.betas[agent],
                 quantile=args.kl_quantile, beta_growth=args.beta_growth,
-                max_backtracks=args.max_backtracks)
+                max_backtracks=args.max_backtracks, backtrack=args.backtrack)
             team.betas[agent] = result.beta
-            outside.append(not result.accepted)
+            results.append(result)
             record.update(agent_record(agent, {
                 **result.kl, "beta": result.beta, "backtracks": result.backtracks,
-                "accepted": float(result.accepted), "delta": team.deltas[agent],
-                "position": position}, "trust_region"))
+                "accepted": float(result.accepted), "step_fraction": result.step_fraction,
+                "delta": team.deltas[agent], "position": position}, "trust_region"))
             record.update(agent_record(agent, result.losses, "losses"))
             # Stale gap: the accepted update scored on stage-start vs fresh rollouts.
             gains = {"fresh": _gain(team.policies[agent], fresh, agent),
                      "stale": _gain(team.policies[agent], stage_start, agent)}
             if probe:
                 gains.update(probe.after(agent))
+            if exact:
+                gains.update(exact.after(team.policies, agent))
+                exact_bias.append(abs(gains["exact_stale_gain"] - gains["exact_true_gain"]))
             if position > 0:
                 stale_gaps.append(abs(gains["stale"] - gains["fresh"]))
             record.update(agent_record(agent, gains, "surrogate"))
         record["charts/team_reward"] = float(np.mean(rewards))
-        record["trust_region/out_of_region_fraction"] = float(np.mean(outside))
+        record.update(trust_region_summary(results))
         record["surrogate/stale_gap"] = float(np.sum(stale_gaps))
+        if exact:
+            record["surrogate/exact_stale_bias"] = float(np.sum(exact_bias))
         return record
 
     return run_stages(args, team, play_stage, stage_cost, on_stage_end)

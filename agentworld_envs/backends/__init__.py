@@ -8,6 +8,7 @@ from agentworld_envs.backends.base import (
     SamplingParams,
     Usage,
 )
+from agentworld_envs.backends.redaction import redact
 from agentworld_envs.backends.registry import make_backend, parse_backend_arg, register_backend
 
 __all__ = [
@@ -19,5 +20,6 @@ __all__ = [
     "Usage",
     "make_backend",
     "parse_backend_arg",
+    "redact",
     "register_backend",
 ]

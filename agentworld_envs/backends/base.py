@@ -16,7 +16,15 @@ from typing import Any
 
 from agentworld_envs.protocol.tool_calls import ToolCall
 
-__all__ = ["SamplingParams", "ChatRequest", "Usage", "Completion", "Backend", "BackendError"]
+__all__ = [
+    "SamplingParams",
+    "ChatRequest",
+    "Usage",
+    "Completion",
+    "Backend",
+    "BackendError",
+    "first_error_or_completions",
+]
 
 
 class BackendError(RuntimeError):
@@ -101,6 +109,18 @@ class Backend(abc.ABC):
             BackendError: when a request cannot be completed.
         """
 
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """Complete every request, each failure reported in its own place.
+
+        Backends that send requests separately (``openai``) override this so that one failed
+        request costs only its own completion. By default one :meth:`complete` call is made and
+        its error, if any, stands for every request.
+        """
+        try:
+            return list(self.complete(requests))
+        except BackendError as exc:
+            return [exc] * len(requests)
+
     def describe(self) -> dict[str, Any]:
         """Plain-data description for run metadata. Never includes secrets."""
         return {"name": self.name}
@@ -113,3 +133,11 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def first_error_or_completions(outcomes: Sequence[Completion | BackendError]) -> list[Completion]:
+    """The completions of :meth:`Backend.complete_each`, or its first error raised."""
+    for outcome in outcomes:
+        if isinstance(outcome, BackendError):
+            raise outcome
+    return list(outcomes)  # type: ignore[arg-type]

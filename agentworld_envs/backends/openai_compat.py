@@ -1,19 +1,27 @@
 """Backend for any OpenAI-compatible chat server (vLLM, SGLang, ``transformers serve``), over httpx.
 
-Requests of a batch run concurrently; failed requests are retried with exponential backoff; several
-server replicas share the load, and a failing replica sits out a cool-down.
+Requests of a batch run concurrently on an asyncio loop; each attempt is bounded as a whole
+(connect, send, wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are
+retried with exponential backoff, or after the server's ``Retry-After``; several server replicas
+share the load, and a failing replica sits out a cool-down. Replies become completions in
+:mod:`agentworld_envs.backends.replies`, with credentials masked.
 """
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+import email.utils
+import functools
 import json
+import math
 import os
-import re
+import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -23,41 +31,43 @@ from agentworld_envs.backends.base import (
     ChatRequest,
     Completion,
     SamplingParams,
-    Usage,
+    first_error_or_completions,
 )
-from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
+from agentworld_envs.backends.redaction import redact, url_secrets
+from agentworld_envs.backends.replies import completion_from_reply, strip_think, text_tool_calls
+from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [
     "OpenAIBackend",
     "OpenAIRequestError",
     "probe_tool_support",
+    "retry_after_s",
     "strip_think",
     "text_tool_calls",
 ]
 
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _SNIPPET = 300
+_T = TypeVar("_T")
 
 
 class OpenAIRequestError(BackendError):
     """A chat request failed; ``status`` is the last HTTP status, or None for transport errors."""
 
-    def __init__(self, message: str, *, url: str, status: int | None, attempts: int) -> None:
-        super().__init__(message)
-        self.url = url
-        self.status = status
-        self.attempts = attempts
+    def __init__(self, message: object, *, url: str = "", status: int | None = None,
+                 attempts: int = 0) -> None:
+        super().__init__(str(message))
+        self.url = url or getattr(message, "url", "")
+        self.status = status if status is not None else getattr(message, "status", None)
+        self.attempts = attempts or getattr(message, "attempts", 0)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles with its fields (AsyncVectorEnv sends a worker's error through a queue)."""
+        return (_rebuild_request_error, (str(self), self.url, self.status, self.attempts))
 
 
-def strip_think(text: str) -> str:
-    """Drop ``<think>...</think>`` reasoning, and any reasoning before a bare ``</think>``."""
-    text = _THINK.sub("", text)
-    return text.rpartition("</think>")[2]
-
-
-def text_tool_calls(text: str) -> list[ToolCall]:
-    """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored."""
-    return parse_action(strip_think(text)).calls
+def _rebuild_request_error(message: str, url: str, status: int | None,
+                           attempts: int) -> OpenAIRequestError:
+    return OpenAIRequestError(message, url=url, status=status, attempts=attempts)
 
 
 def _tool_schema(tool: dict[str, Any]) -> dict[str, Any]:
@@ -67,65 +77,42 @@ def _tool_schema(tool: dict[str, Any]) -> dict[str, Any]:
     return tool
 
 
-def _native_calls(raw_calls: list[Any]) -> tuple[list[ToolCall], str | None]:
-    """Read native ``tool_calls``.
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delay seconds or an HTTP date), or None.
 
-    Returns:
-        The calls, and None; or, when any call cannot be read, no calls and the raw calls as
-        ``{"name", "arguments": "<raw>"}`` JSON text, so that parsing the action reports the error.
+    Example:
+        >>> retry_after_s("2.5"), retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT"), retry_after_s("x")
+        (2.5, 0.0, None)
     """
-    calls = []
-    for item in raw_calls:
-        item = item if isinstance(item, dict) else {}
-        function = item.get("function") if isinstance(item.get("function"), dict) else item
-        name = function.get("name")
-        calls.append({
-            "id": item.get("id"),
-            "name": name if isinstance(name, str) else "",
-            "arguments": function.get("arguments") or "",
-        })
-    text = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
-    parsed = parse_action(text)
-    if parsed.errors:
-        bare = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
-        return [], json.dumps(bare[0] if len(bare) == 1 else bare, ensure_ascii=False)
-    return parsed.calls, None
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        seconds = (when - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    return None if math.isnan(seconds) else max(0.0, seconds)
 
 
-def _message_text(content: Any) -> str:
-    """Content as text; a list of content parts is joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying SSL context per process (loading the CA bundle is the slow part)."""
+    return httpx.create_ssl_context()
 
 
-def _completion_from_response(data: dict[str, Any], latency_s: float) -> Completion:
-    """Turn a chat-completions response into a :class:`Completion`."""
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise BackendError(f"response has no choices: {json.dumps(data)[:_SNIPPET]}")
-    choice = choices[0]
-    message = choice.get("message") or {}
-    text = _message_text(message.get("content"))
-    if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
-        tool_calls, malformed = _native_calls(message["tool_calls"])
-        text = malformed if malformed is not None else text
-    else:
-        tool_calls = text_tool_calls(text)
-    usage = data.get("usage") or {}
-    return Completion(
-        text=text,
-        tool_calls=tool_calls,
-        finish_reason=choice.get("finish_reason") or "stop",
-        usage=Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-        latency_s=latency_s,
-        raw=data,
-    )
+def _run(make: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a coroutine to completion from sync code, even under a running loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # joined on exit: no thread outlives it
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
 class _Replicas:
@@ -138,6 +125,12 @@ class _Replicas:
         self._failed_at = [float("-inf")] * len(urls)
         self._next = 0
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def pick(self) -> int:
         """The next healthy replica; when none is, the one that failed longest ago."""
@@ -174,12 +167,16 @@ class OpenAIBackend(Backend):
 
     Args:
         model: Model name sent in each request.
-        base_url: Server base URL including ``/v1``, or a list of replica URLs.
+        base_url: Server base URL including ``/v1``, or a list of replica URLs. Credentials in a
+            URL (``http://user:pass@host/v1``) are sent as HTTP Basic auth and never shown.
         api_key_env: Environment variable holding the API key, read at request time; None or an
             unset variable sends no key.
-        timeout_s: Per-request HTTP timeout.
+        timeout_s: Limit on each attempt as a whole: connecting, sending and receiving the
+            entire reply, however slowly it trickles in.
         max_retries: Retries after the first attempt, on 429, 5xx, connection errors and timeouts.
         backoff_s: First backoff; it doubles on each retry.
+        max_retry_after_s: Longest wait honoured from a server's ``Retry-After`` header (which
+            replaces the backoff when given).
         concurrency: Most requests in flight at once.
         native_tools: Send tool schemas as the API's ``tools``; when False the caller is expected
             to describe tools in the prompt, and calls are read from the text.
@@ -196,6 +193,7 @@ class OpenAIBackend(Backend):
         timeout_s: float = 120.0,
         max_retries: int = 3,
         backoff_s: float = 1.0,
+        max_retry_after_s: float = 60.0,
         concurrency: int = 8,
         native_tools: bool = True,
         replica_cooldown_s: float = 30.0,
@@ -205,23 +203,23 @@ class OpenAIBackend(Backend):
             raise ValueError("base_url must name at least one server")
         if concurrency < 1 or max_retries < 0:
             raise ValueError("concurrency must be >= 1 and max_retries >= 0")
+        if not timeout_s > 0 or max_retry_after_s < 0:
+            raise ValueError("timeout_s must be > 0 and max_retry_after_s >= 0")
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_retry_after_s = max_retry_after_s
         self.concurrency = concurrency
         self.native_tools = native_tools
         self.replica_cooldown_s = replica_cooldown_s
         self._replicas = _Replicas([u.rstrip("/") for u in urls], replica_cooldown_s)
-        self._client = httpx.Client(
-            timeout=timeout_s,
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        )
+        self._url_secrets = [s for u in urls for s in url_secrets(u)]
 
     def describe(self) -> dict[str, Any]:
-        """Settings for run metadata; the key's variable name only, never the key."""
-        return {
+        """Settings for run metadata: URLs without credentials, the key's variable name only."""
+        return redact({
             "name": self.name,
             "model": self.model,
             "base_urls": list(self._replicas.urls),
@@ -229,14 +227,11 @@ class OpenAIBackend(Backend):
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "backoff_s": self.backoff_s,
+            "max_retry_after_s": self.max_retry_after_s,
             "concurrency": self.concurrency,
             "native_tools": self.native_tools,
             "replica_cooldown_s": self.replica_cooldown_s,
-        }
-
-    def close(self) -> None:
-        """Close the HTTP client."""
-        self._client.close()
+        })
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Complete every request concurrently; results come back in input order.
@@ -244,16 +239,14 @@ class OpenAIBackend(Backend):
         Raises:
             BackendError: when any request fails after its retries.
         """
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """Complete every request concurrently; a failed request's error stands in its place."""
         if not requests:
             return []
-        if len(requests) == 1:
-            return [self._chat(requests[0])]
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
-        try:
-            futures = [pool.submit(self._chat, request) for request in requests]
-            return [future.result() for future in futures]
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        payloads = [self._payload(request, self.model) for request in requests]
+        return _run(lambda: self._batch(payloads))
 
     def _payload(self, request: ChatRequest, model: str) -> dict[str, Any]:
         sampling = request.sampling
@@ -273,31 +266,63 @@ class OpenAIBackend(Backend):
         payload.update(sampling.extra)
         return payload
 
-    def _chat(self, request: ChatRequest, model: str | None = None) -> Completion:
-        data, latency_s = self._post(self._payload(request, model or self.model))
-        return _completion_from_response(data, latency_s)
+    def _request(self, payload: dict[str, Any]) -> Completion:
+        """Send one payload (outside a batch); raise its error."""
+        return first_error_or_completions(_run(lambda: self._batch([payload])))[0]
 
-    def _headers(self) -> tuple[dict[str, str], str | None]:
+    def _secrets(self) -> tuple[dict[str, str], list[str]]:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return ({"Authorization": f"Bearer {key}"} if key else {}), key
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers, [*self._url_secrets, *([key] if key else [])]
 
-    def _post(self, payload: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    async def _batch(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
+        headers, secrets = self._secrets()
+        limit = asyncio.Semaphore(self.concurrency)
+        pool = httpx.Limits(max_connections=self.concurrency,
+                            max_keepalive_connections=self.concurrency)
+        async with httpx.AsyncClient(verify=_ssl_context(), limits=pool,
+                                     timeout=self.timeout_s) as client:
+
+            async def one(payload: dict[str, Any]) -> Completion | BackendError:
+                async with limit:
+                    try:
+                        body = json.dumps(payload, ensure_ascii=True).encode("ascii")
+                    except (TypeError, ValueError) as exc:
+                        return BackendError(f"the request cannot be sent as JSON: {exc}")
+                    try:
+                        data, latency_s = await self._post(client, body, headers, secrets)
+                        return completion_from_reply(data, latency_s, secrets)
+                    except BackendError as exc:
+                        return exc
+
+            return list(await asyncio.gather(*(one(p) for p in payloads)))
+
+    def _failure(self, message: str, url: str, status: int | None, attempts: int,
+                 secrets: list[str]) -> OpenAIRequestError:
+        return OpenAIRequestError(redact(message, secrets), url=redact(url),
+                                  status=status, attempts=attempts)
+
+    async def _post(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str],
+                    secrets: list[str]) -> tuple[Any, float]:
         """POST to ``/chat/completions`` with retries and fail-over.
 
         Returns:
-            The response JSON and the latency of the successful attempt.
+            The decoded response JSON and the latency of the successful attempt.
         """
-        headers, key = self._headers()
         attempts = retries = failovers = 0
         while True:
             index = self._replicas.pick()
             url = f"{self._replicas.urls[index]}/chat/completions"
             attempts += 1
             status: int | None = None
+            hinted_wait: float | None = None
             start = time.perf_counter()
             try:
-                response = self._client.post(url, json=payload, headers=headers)
-            except httpx.TimeoutException:
+                response = await asyncio.wait_for(  # asyncio.timeout needs Python 3.11
+                    client.post(url, content=body, headers=headers), self.timeout_s)
+            except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
                 error = f"timeout after {self.timeout_s:g} s"
             except httpx.TransportError as exc:
                 error = f"connection error ({type(exc).__name__})"
@@ -306,43 +331,36 @@ class OpenAIBackend(Backend):
                 status = response.status_code
                 if response.is_success:
                     self._replicas.answered(index)
-                    return self._json(response, url, attempts, key), latency_s
-                error = f"HTTP {status}: {_redact(response.text, key)[:_SNIPPET]}"
+                    return self._json(response, url, attempts, secrets), latency_s
+                error = f"HTTP {status}: {redact(response.text, secrets)[:_SNIPPET]}"
                 if status != 429 and status < 500:
-                    raise OpenAIRequestError(
-                        f"POST {url} failed (not retried): {error}",
-                        url=url, status=status, attempts=attempts,
-                    )
+                    raise self._failure(f"POST {url} failed (not retried): {error}",
+                                        url, status, attempts, secrets)
+                hinted_wait = retry_after_s(response.headers.get("retry-after"))
             if status != 429:  # the replica itself failed; rate limits are only backed off
                 self._replicas.failed(index)
                 if failovers < len(self._replicas.urls) - 1 and self._replicas.any_healthy():
                     failovers += 1
                     continue
             if retries >= self.max_retries:
-                raise OpenAIRequestError(
-                    f"POST {url} failed after {attempts} attempt(s): {error}",
-                    url=url, status=status, attempts=attempts,
-                )
-            time.sleep(self.backoff_s * 2**retries)
+                raise self._failure(f"POST {url} failed after {attempts} attempt(s): {error}",
+                                    url, status, attempts, secrets)
+            await asyncio.sleep(self.backoff_s * 2**retries if hinted_wait is None
+                                else min(hinted_wait, self.max_retry_after_s))
             retries += 1
 
-    @staticmethod
-    def _json(response: httpx.Response, url: str, attempts: int, key: str | None) -> dict[str, Any]:
+    def _json(self, response: httpx.Response, url: str, attempts: int,
+              secrets: list[str]) -> Any:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):
-            raise OpenAIRequestError(
+            raise self._failure(
                 f"POST {url} returned HTTP {response.status_code} without a JSON object: "
-                f"{_redact(response.text, key)[:_SNIPPET]}",
-                url=url, status=response.status_code, attempts=attempts,
-            )
+                f"{redact(response.text, secrets)[:_SNIPPET]}",
+                url, response.status_code, attempts, secrets)
         return data
-
-
-def _redact(text: str, key: str | None) -> str:
-    return text.replace(key, "***") if key else text
 
 
 _PROBE_TOOL = {
@@ -381,14 +399,13 @@ def probe_tool_support(backend: OpenAIBackend, model: str | None = None) -> str:
     payload = backend._payload(request, model or backend.model)
     payload["tools"] = [_PROBE_TOOL]
     try:
-        data, latency_s = backend._post(payload)
-        completion = _completion_from_response(data, latency_s)
+        completion = backend._request(payload)
     except OpenAIRequestError as exc:
         rejected = exc.status in (400, 422) and "tool" in str(exc).lower()
         return "no_tools" if rejected else "error"
     except BackendError:
         return "error"
-    if (data["choices"][0].get("message") or {}).get("tool_calls"):
+    if completion.raw["choices"][0]["message"].get("tool_calls"):
         return "native"
     parsed = parse_action(strip_think(completion.text))
     return "text_leaked" if parsed.calls or parsed.errors else "no_tools"

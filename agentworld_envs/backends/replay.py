@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentworld_envs.backends.base import Backend, BackendError, ChatRequest, Completion, Usage
+from agentworld_envs.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    Usage,
+    first_error_or_completions,
+)
 from agentworld_envs.protocol.tool_calls import ToolCall
 
 __all__ = [
@@ -172,13 +179,21 @@ class RecordingBackend(Backend):
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Serve hits from the cache; send the misses to the inner backend as one batch."""
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """As :meth:`complete`, each failed miss reported in its place (and not recorded)."""
         keys = [request_key(r, self.model) for r in requests]
         misses = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.cache}
+        failed: dict[str, BackendError] = {}
         if misses:
-            fresh = self.inner.complete(list(misses.values()))
-            for key, completion in zip(misses, fresh, strict=True):
-                self.cache.put(key, completion)
-        return [self.cache.get(k) for k in keys]  # type: ignore[misc]
+            fresh = self.inner.complete_each(list(misses.values()))
+            for key, outcome in zip(misses, fresh, strict=True):
+                if isinstance(outcome, BackendError):
+                    failed[key] = outcome
+                else:
+                    self.cache.put(key, outcome)
+        return [failed[k] if k in failed else self.cache.get(k) for k in keys]  # type: ignore[misc]
 
     def close(self) -> None:
         """Close the inner backend and the cache."""

@@ -26,6 +26,7 @@ from typing import Any
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, SamplingParams
 from agentworld_envs.bench.diagnostics import Diagnostics
 from agentworld_envs.bench.items import BenchItem
+from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
 from agentworld_envs.sim.parsing import last_tagged_block, strip_thinking
 
 __all__ = ["DIMENSIONS", "JUDGE_SYSTEM", "JudgeParseError", "JudgeResult", "judge_outputs",
@@ -88,7 +89,6 @@ def judge_request(item: BenchItem, prediction: str, diagnostics: Diagnostics,
                        sampling=sampling)
 
 
-_FENCED_JSON = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _SALVAGE = re.compile(
     r"[\"']?(" + "|".join(DIMENSIONS) + r")[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -105,20 +105,6 @@ def _scores_in(value: Any) -> dict[str, float] | None:
                for d in DIMENSIONS):
         return None
     return {d: float(lowered[d]) for d in DIMENSIONS}
-
-
-def _objects(text: str) -> list[Any]:
-    """Every JSON object that decodes starting at some ``{`` of ``text``, in order."""
-    decoder, found, position = json.JSONDecoder(), [], text.find("{")
-    while position != -1:
-        try:
-            value, end = decoder.raw_decode(text, position)
-        except (json.JSONDecodeError, RecursionError):
-            position = text.find("{", position + 1)
-            continue
-        found.append(value)
-        position = text.find("{", end)
-    return found
 
 
 def _repaired(text: str) -> str:
@@ -138,14 +124,15 @@ def _salvaged(text: str) -> dict[str, float] | None:
 
 
 def _find_scores(block: str) -> dict[str, float] | None:
-    for fenced in reversed(_FENCED_JSON.findall(block)):
-        for value in reversed(_objects(fenced)):
+    fenced = [f.body for f in fenced_blocks(block) if f.language.lower() in ("", "json")]
+    for fence in reversed(fenced):
+        for value in reversed(list(find_objects(fence))):
             if (scores := _scores_in(value)) is not None:
                 return scores
-    for value in reversed(_objects(block)):  # the last object holding the scores
+    for value in reversed(list(find_objects(block))):  # the last object holding the scores
         if (scores := _scores_in(value)) is not None:
             return scores
-    for value in reversed(_objects(_repaired(block))):
+    for value in reversed(list(find_objects(_repaired(block)))):
         if (scores := _scores_in(value)) is not None:
             return scores
     return _salvaged(block)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
+from agentworld_envs.protocol.bounded_json import JSONError, loads
 from agentworld_envs.sim.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "AndroidDomain"]
@@ -83,8 +84,8 @@ class AndroidDomain(StateDomain):
     def read_action(self, text: str, state: str) -> Interpretation:
         """One validated UI action; ``status`` and ``answer`` end the episode."""
         try:
-            action = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+            action = loads(text)
+        except JSONError:
             return self.reject("the action is not a JSON object", state)
         if not isinstance(action, dict):
             return self.reject("the action must be one JSON object", state)

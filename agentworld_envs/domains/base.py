@@ -16,7 +16,6 @@ from __future__ import annotations
 import abc
 import functools
 import json
-import re
 from importlib import resources
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ import pydantic
 import yaml
 
 from agentworld_envs.domains import DOMAINS
+from agentworld_envs.protocol.bounded_json import unfence
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.sim.prompting import environment_notes, fill_template, render_demonstrations
 from agentworld_envs.sim.reality import Reality
@@ -32,13 +32,8 @@ from agentworld_envs.sim.termination import Interpretation, finish, invalid, sim
 
 __all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain", "strip_fence"]
 
-_FENCED = re.compile(r"^\s*```[\w-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
-
-
-def strip_fence(text: str) -> str:
-    """The inside of a text that is one fenced code block; other text unchanged."""
-    match = _FENCED.match(text)
-    return match.group(1) if match else text
+strip_fence = unfence
+"""The inside of a text that is one fenced code block; other text unchanged."""
 
 
 class Catalog(pydantic.BaseModel):

@@ -4,6 +4,11 @@ Every action is also played on the real, deterministic :class:`floor_tasks.env.F
 each simulated step is measured against the true observation (:mod:`agentworld_envs.bench.
 fidelity`), hybrid mode can fall back to the real tool, and the reward is the real verifier's
 verdict. Scenario ids are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
+
+The world model sees the tools' database, never the rule that accepts a submission: whether a
+``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
+the agent sees the real answer. Candidate actions are the task's gold steps among the
+distractors of :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 """
 
 from __future__ import annotations
@@ -17,14 +22,13 @@ from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.sim.reality import Reality, RealStep
 from agentworld_envs.sim.scenario import Check, FloorRef, RewardSpec, Scenario
 from floor_tasks import load_tasks, solution
+from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
-from floor_tasks.task import Task, Variant
+from floor_tasks.task import Task
 from floor_tasks.tools import FloorToolkit
 
 __all__ = ["DOMAIN", "FloorDomain", "FloorReality"]
-
-GIVE_UP = "I could not find the information needed to finish this task."
 
 
 class FloorReality(Reality):
@@ -41,8 +45,8 @@ class FloorReality(Reality):
         return RealStep(observation, terminated, ending, info.get("verdict"))
 
 
-def _world_notes(task: Task, variant: Variant) -> str:
-    """What the real tools know: the fixture database and the submission rule."""
+def _world_notes(task: Task) -> str:
+    """What the real tools serve: the fixture database (not the submission rule)."""
     db = load_fixture(task.fixture)
     data = {"records": db.records, "search_index": db.search_index, "options": db.options,
             "constraints": db.constraints, "scripted_failures": db.scripted_failures}
@@ -50,19 +54,16 @@ def _world_notes(task: Task, variant: Variant) -> str:
                               allow_unicode=True)
     notes = [f"AgentFloor task {task.id} ({task.title}); call ids are {task.id}_<tool>_<n>.",
              f"The tools' database (YAML):\n{database.rstrip()}"]
-    if task.submission is not None:
-        rule = variant.filled(task.submission.model_dump(exclude_defaults=True))
-        notes.append(f"submit_decision accepts a submission only when it meets: {rule}")
     return "\n".join(notes)
 
 
 def _scenario(task: Task, variant_name: str) -> Scenario:
     variant = task.variant(variant_name)
     gold = solution(task.id, variant_name)
-    candidates = [*dict.fromkeys(gold), GIVE_UP]
+    candidates = candidate_actions(task.id, variant_name, wide=True)
     return Scenario(
         id=f"{task.id}/{variant_name}", domain="floor", instruction=variant.prompt,
-        tools=FloorToolkit.schemas(task.tools), world=_world_notes(task, variant),
+        tools=FloorToolkit.schemas(task.tools), world=_world_notes(task),
         reward=RewardSpec(checks=[Check(check="floor_verifier")]),
         candidate_actions=candidates, solution=[candidates.index(a) for a in gold],
         max_steps=task.max_steps, floor=FloorRef(task_id=task.id, variant=variant_name))

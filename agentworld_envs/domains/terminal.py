@@ -7,10 +7,10 @@ is accepted too); ``""`` keystrokes wait; ``[]`` declares the task complete and 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
+from agentworld_envs.protocol.bounded_json import JSONError, loads
 from agentworld_envs.sim.termination import Interpretation, finish, simulate
 
 __all__ = ["COMPLETION_SCREEN", "DOMAIN", "TerminalDomain"]
@@ -23,7 +23,7 @@ def _duration(item: dict[str, Any]) -> float | None:
     value = item.get("duration", 1.0)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or not 0 <= value <= _MAX_DURATION_S:
+    if not 0 <= value <= _MAX_DURATION_S:  # also false for NaN
         return None
     return float(value)
 
@@ -39,8 +39,8 @@ class TerminalDomain(StateDomain):
     def read_action(self, text: str, state: str) -> Interpretation:
         """Keystroke batches are simulated; ``[]`` completes the task."""
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+            data = loads(text)
+        except JSONError:
             return self.reject("the action is not a JSON array of keystroke objects", state)
         if isinstance(data, dict):
             data = [data]

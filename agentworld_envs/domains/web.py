@@ -11,6 +11,7 @@ import ast
 from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
+from agentworld_envs.protocol.bounded_json import MAX_DEPTH, MAX_INT_DIGITS, is_bounded
 from agentworld_envs.sim.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "WebDomain", "read_call"]
@@ -71,6 +72,9 @@ def read_call(text: str) -> tuple[str, dict[str, Any]] | str:
             values[keyword.arg] = ast.literal_eval(keyword.value)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return "arguments must be literals (strings, numbers, lists)"
+    if not is_bounded(values):
+        return (f"numbers must be finite with at most {MAX_INT_DIGITS} digits, nested at most "
+                f"{MAX_DEPTH} levels deep")
     missing = [p for p in params[:required] if p not in values]
     if missing:
         return f"{name} needs {missing}"

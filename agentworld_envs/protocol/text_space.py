@@ -5,8 +5,11 @@ default, so ``"hello world"`` and ``""`` are not members. LLM observations and a
 arbitrary Unicode: newlines, JSON, emoji and the empty string. :class:`UnicodeText` accepts any
 ``str`` within its length bounds and samples from a mixed charset.
 
-Under :class:`~gymnasium.vector.AsyncVectorEnv`, pass ``shared_memory=False``: shared memory
-stores text as charset indices and cannot hold characters outside the sampling charset.
+Under :class:`~gymnasium.vector.AsyncVectorEnv`, pass ``shared_memory=False``
+(``gym.make_vec(id, n, vectorization_mode="async", vector_kwargs={"shared_memory": False})``).
+Gymnasium reads a shared text buffer once, when the vector env is built, and keeps only the
+characters of the sampling charset, so shared text observations would be stale and mangled; with
+the default ``shared_memory=True`` this space makes the vector env refuse to start, with that hint.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import CustomSpaceError
+from gymnasium.vector.utils import shared_memory as _shared
 
 __all__ = ["UnicodeText", "SAMPLE_CHARSET", "OBSERVATION_MAX_LENGTH", "ACTION_MAX_LENGTH"]
 
@@ -68,3 +73,11 @@ class UnicodeText(spaces.Text):
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.min_length, self.max_length))
+
+
+@_shared.create_shared_memory.register(UnicodeText)
+def _no_shared_memory(space: UnicodeText, n: int = 1, ctx: Any = None) -> Any:
+    """Refuse shared memory: a ``str`` cannot be a view of a buffer, so it would go stale."""
+    raise CustomSpaceError(
+        "UnicodeText observations cannot travel through shared memory (Gymnasium reads a text "
+        "buffer once, when the vector env is built); use vector_kwargs={'shared_memory': False}")

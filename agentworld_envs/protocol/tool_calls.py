@@ -19,14 +19,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ToolCall", "ParseError", "ParsedAction", "parse_action", "format_tool_call"]
+from agentworld_envs.protocol.bounded_json import JSONError, depth, fenced_blocks, loads
+
+__all__ = ["MAX_ERRORS", "ToolCall", "ParseError", "ParsedAction", "parse_action",
+           "format_tool_call"]
 
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_CALL_FENCES = ("", "json", "tool_call", "tool")
 # A broken payload still counts as an attempted call when it names a function.
 _LOOKS_LIKE_CALL = re.compile(r'"(?:name|function|arguments)"')
 MAX_NAME_LENGTH = 128
 MAX_ARGUMENT_DEPTH = 32
+MAX_ERRORS = 32
+"""Parse errors reported for one action; the rest are counted in one more error."""
 
 
 @dataclass(frozen=True)
@@ -73,18 +78,6 @@ def _snippet(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, without recursion."""
-    depth, level = 0, [value]
-    while depth <= MAX_ARGUMENT_DEPTH:
-        level = [v for item in level if isinstance(item, dict | list)
-                 for v in (item.values() if isinstance(item, dict) else item)]
-        if not level:
-            break
-        depth += 1
-    return depth
-
-
 def _json_snippet(value: Any) -> str:
     try:
         return _snippet(json.dumps(value, ensure_ascii=False))
@@ -110,10 +103,9 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
     args = obj.get("arguments", obj.get("parameters"))
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
-        except (ValueError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            return ParseError(f"arguments of {name!r} are not valid JSON: {reason}",
+            args = loads(args) if args.strip() else {}
+        except JSONError as exc:
+            return ParseError(f"arguments of {name!r} are not valid JSON: {exc.msg}",
                               _snippet(args))
     if args is None:
         args = {}
@@ -122,7 +114,7 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
             f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
             _json_snippet(args))
     too_deep = [key for key, value in args.items()
-                if isinstance(value, dict | list) and _depth(value) >= MAX_ARGUMENT_DEPTH]
+                if isinstance(value, dict | list) and depth(value) >= MAX_ARGUMENT_DEPTH]
     if too_deep:
         return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
                           f"{MAX_ARGUMENT_DEPTH} levels deep", _snippet(name))
@@ -136,12 +128,10 @@ def _calls_from_json(payload: str, *, strict: bool) -> list[ToolCall | ParseErro
     ``strict`` (inside tags), anything that is not a call is an error.
     """
     try:
-        data = json.loads(payload)
-    except (ValueError, RecursionError) as exc:  # ValueError covers JSONDecodeError
+        data = loads(payload)
+    except JSONError as exc:
         if strict or _LOOKS_LIKE_CALL.search(payload):
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else (
-                "nested too deeply" if isinstance(exc, RecursionError) else str(exc))
-            return [ParseError(f"invalid JSON in tool call: {msg}", _snippet(payload))]
+            return [ParseError(f"invalid JSON in tool call: {exc.msg}", _snippet(payload))]
         return None
     items = data if isinstance(data, list) else [data]
     parsed = [_call_from_object(item) for item in items]
@@ -169,25 +159,29 @@ def parse_action(action: Any) -> ParsedAction:
             found.extend(_calls_from_json(match.group(1).strip(), strict=True) or [])
         remainder = _HERMES.sub("", action)
     else:
-        remainder = action
-        for match in _FENCE.finditer(action) if "```" in action else ():
-            if match.group(1).lower() not in ("", "json", "tool_call", "tool"):
+        kept, position = [], 0
+        for fence in fenced_blocks(action):
+            if fence.language.lower() not in _CALL_FENCES:
                 continue
-            calls = _calls_from_json(match.group(2).strip(), strict=False)
+            calls = _calls_from_json(fence.body.strip(), strict=False)
             if calls is not None:
                 found.extend(calls)
-                remainder = remainder.replace(match.group(0), "")
+                kept.append(action[position:fence.start])
+                position = fence.end
+        remainder = "".join(kept) + action[position:]
         stripped = action.strip()
         if not found and stripped[:1] in ("{", "["):
             calls = _calls_from_json(stripped, strict=False)
             if calls is not None:
                 found.extend(calls)
                 remainder = ""
-    return ParsedAction(
-        calls=[c for c in found if isinstance(c, ToolCall)],
-        errors=[c for c in found if isinstance(c, ParseError)],
-        text=remainder.strip(),
-    )
+    errors = [c for c in found if isinstance(c, ParseError)]
+    if len(errors) > MAX_ERRORS:
+        errors[MAX_ERRORS:] = [ParseError(
+            f"{len(errors) - MAX_ERRORS} more parse errors in this action were not reported",
+            "")]
+    return ParsedAction(calls=[c for c in found if isinstance(c, ToolCall)], errors=errors,
+                        text=remainder.strip())
 
 
 def format_tool_call(name: str, arguments: dict[str, Any], style: str = "json") -> str:

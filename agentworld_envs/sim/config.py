@@ -52,6 +52,12 @@ class SimConfig(pydantic.BaseModel):
             hybrid mode the agent sees the real observation when the prediction is unusable or
             when the action calls one of ``real_tools``.
         real_tools: Tools served by the real environment in hybrid mode.
+        decided_tools: Tools whose outcome the real environment decides in every mode (the
+            floor domain's ``submit_decision``): the agent sees the real answer, so acceptance
+            never rests on the world model, which is not told the acceptance rule.
+        reveal_reference: Put the scenario's hidden fields into the reset info as
+            ``info["reference"]`` (``solution``, ``reference_answer``, ``world``). Off by
+            default: an agent must not be able to read the answer from ``info``.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -70,6 +76,8 @@ class SimConfig(pydantic.BaseModel):
     max_action_chars: int = pydantic.Field(65536, ge=1)
     mode: Literal["simulated", "hybrid"] = "simulated"
     real_tools: list[str] = ["submit_decision"]
+    decided_tools: list[str] = ["submit_decision"]
+    reveal_reference: bool = False
 
     @pydantic.field_validator("sampling", "judge_sampling")
     @classmethod

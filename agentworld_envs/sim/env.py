@@ -57,7 +57,12 @@ class AgentWorldEnv(gym.Env[str, str]):
         render_mode: ``"ansi"`` renders the transcript.
         **settings: The :class:`~agentworld_envs.sim.config.SimConfig` fields: ``backend``,
             ``sampling``, ``judge_backend``, ``reward``, ``scenarios``, ``controls``,
-            ``fictional``, ``record_path``, ``timeout_s``, ``mode``, ...
+            ``fictional``, ``record_path``, ``timeout_s``, ``mode``, ``reveal_reference``, ...
+
+    The reset info holds the task, the tools and the candidate actions (shuffled from
+    ``np_random`` at each reset), never the scenario's hidden fields: its solution, reference
+    answer and world notes appear as ``info["reference"]`` only with ``reveal_reference=True``
+    (e.g. ``gym.make("AgentWorld/Search-v0", reveal_reference=True)``), for tests and oracles.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -80,10 +85,11 @@ class AgentWorldEnv(gym.Env[str, str]):
         return self.episode.scenario if self.episode else None
 
     def candidate_actions(self) -> list[str]:
-        """The current scenario's admissible actions, for a ``Discrete``-action wrapper."""
+        """The current scenario's admissible actions, for a ``Discrete``-action wrapper: the
+        solution's actions among distractors, in an order shuffled at each reset."""
         if self.episode is None:
             raise gym.error.ResetNeeded("call reset() before asking for candidate actions")
-        return list(self.episode.scenario.candidate_actions)
+        return list(self.episode.candidates)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:

@@ -99,6 +99,9 @@ class Episode:
                  rng: np.random.Generator, budget: int) -> None:
         self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
         self.budget = budget
+        self.candidates = [scenario.candidate_actions[int(i)]
+                           for i in rng.permutation(len(scenario.candidate_actions))]
+        """The scenario's candidate actions in this episode's order (a shuffle from ``rng``)."""
         self.reward_spec = (scenario.reward if config.reward is None
                             else scenario.reward.model_copy(update={"kind": config.reward}))
         self.fictional = scenario.fictional if config.fictional is None else config.fictional
@@ -115,13 +118,22 @@ class Episode:
         self._pending: _Pending | None = None
 
     def first_observation(self) -> tuple[str, dict[str, Any]]:
-        """The reset observation (the task as the agent sees it) and the reset info."""
-        info = {"domain": self.domain.key, "scenario_id": self.scenario.id,
-                "instruction": self.scenario.instruction,
-                "tools": self.domain.tools(self.scenario),
-                "candidate_actions": list(self.scenario.candidate_actions),
+        """The reset observation (the task as the agent sees it) and the reset info.
+
+        The info never holds the scenario's hidden fields unless the env was made with
+        ``reveal_reference=True``; then ``info["reference"]`` has them.
+        """
+        scenario = self.scenario
+        info = {"domain": self.domain.key, "scenario_id": scenario.id,
+                "instruction": scenario.instruction,
+                "tools": self.domain.tools(scenario),
+                "candidate_actions": list(self.candidates),
                 "max_steps": self.budget, "fictional": self.fictional}
-        return self.domain.agent_prompt(self.scenario), info
+        if self.config.reveal_reference:
+            info["reference"] = {"solution": scenario.solution_actions,
+                                 "reference_answer": scenario.reference_answer,
+                                 "world": scenario.world}
+        return self.domain.agent_prompt(scenario), info
 
     def begin(self, action: Any) -> ChatRequest | None:
         """Read the action; return the world-model request it needs, if any."""
@@ -211,8 +223,10 @@ class Episode:
         fidelity = step_fidelity(reading.observation, real.observation)
         info["fidelity"] = fidelity.to_dict()
         unusable = not reading.usable or (fidelity.real_json and not fidelity.predicted_json)
-        wants_real = bool(set(interpretation.tools) & set(self.config.real_tools))
-        if self.config.mode == "hybrid" and (unusable or wants_real):
+        tools = set(interpretation.tools)
+        if tools & set(self.config.decided_tools):
+            return real.observation, "real"
+        if self.config.mode == "hybrid" and (unusable or tools & set(self.config.real_tools)):
             return real.observation, "real"
         return reading.observation, "world_model"
 

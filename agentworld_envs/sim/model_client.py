@@ -1,13 +1,15 @@
 """A backend as the simulator uses it: built from plain data, optionally recorded, time-limited.
 
 :meth:`ModelClient.complete` never raises: a backend error or a call that outlives the timeout
-becomes a :class:`Fault` in place of each completion, so a simulated step always finishes.
+becomes a :class:`Fault` in place of the completions it cost (only the failed request's, when
+the backend reports failures per request), so a simulated step always finishes.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +26,10 @@ class Fault:
 
     kind: Literal["timeout", "backend_error"]
     message: str
+
+
+def _backend_fault(exc: BaseException) -> Fault:
+    return Fault("backend_error", f"{type(exc).__name__}: {exc}"[:500])
 
 
 class _TimedOut(Exception):
@@ -47,30 +53,40 @@ class _Job:
 
 
 class _Worker:
-    """One long-lived daemon thread that runs model calls.
+    """One long-lived daemon thread that runs model calls, one at a time.
 
     Reusing the thread keeps the model library's thread pools warm; a daemon thread never
-    blocks interpreter exit, even when a call hangs.
+    blocks interpreter exit, even when a call hangs. A call that timed out keeps the thread
+    until it returns, and later calls wait for it (within their own time limit) rather than
+    starting more threads, so timed-out calls never pile up threads.
     """
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._idle = threading.Event()
+        self._idle.set()
         threading.Thread(target=self._serve, name="agentworld-model-call", daemon=True).start()
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
             job.run()
+            self._idle.set()
 
     def stop(self) -> None:
         """Let the thread end once its current call, if any, returns."""
         self._jobs.put(None)
 
     def run(self, fn: Callable[[], Any], timeout_s: float) -> Any:
-        """Run ``fn`` on the worker; raise :class:`_TimedOut` after ``timeout_s``."""
+        """Run ``fn`` on the worker; raise :class:`_TimedOut` unless it is done in ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        if not self._idle.wait(timeout_s):
+            raise _TimedOut(f"no answer within {timeout_s:g} s (the backend is still busy "
+                            "with an earlier call that timed out)")
+        self._idle.clear()
         job = _Job(fn)
         self._jobs.put(job)
-        if not job.done.wait(timeout_s):
-            raise _TimedOut
+        if not job.done.wait(max(0.0, deadline - time.monotonic())):
+            raise _TimedOut(f"no answer within {timeout_s:g} s")
         if job.error is not None:
             raise job.error
         return job.result
@@ -85,8 +101,8 @@ class ModelClient:
         record_path: When given, every completion is recorded to (and served from) this JSONL
             request cache, keyed by the request and its sampling parameters.
         timeout_s: Longest wait for one batched call; None waits forever (and calls run in
-            the caller's thread). A call that times out keeps running in its daemon thread, and
-            its result is discarded.
+            the caller's thread). A call that times out keeps running in the client's one
+            worker thread and its result is discarded; the next call waits for it to end.
     """
 
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
@@ -107,32 +123,26 @@ class ModelClient:
         return self.backend.describe()
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion | Fault]:
-        """One batched backend call; a failure or timeout yields a fault per request."""
+        """One batched backend call; each failed request, or all on a timeout, yields a fault."""
         if not requests:
             return []
         try:
-            completions = self._call(list(requests))
-            if len(completions) != len(requests):
-                raise ValueError(f"the backend returned {len(completions)} completions for "
+            outcomes = self._call(list(requests))
+            if len(outcomes) != len(requests):
+                raise ValueError(f"the backend returned {len(outcomes)} completions for "
                                  f"{len(requests)} requests")
-            return list(completions)
-        except _TimedOut:
-            fault = Fault("timeout", f"no answer within {self.timeout_s:g} s")
+        except _TimedOut as exc:
+            return [Fault("timeout", str(exc))] * len(requests)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes a flagged fault
-            fault = Fault("backend_error", f"{type(exc).__name__}: {exc}"[:500])
-        return [fault] * len(requests)
+            return [_backend_fault(exc)] * len(requests)
+        return [_backend_fault(o) if isinstance(o, BaseException) else o for o in outcomes]
 
-    def _call(self, requests: list[ChatRequest]) -> list[Completion]:
+    def _call(self, requests: list[ChatRequest]) -> list[Any]:
         if self.timeout_s is None:
-            return self.backend.complete(requests)
+            return self.backend.complete_each(requests)
         if self._worker is None:
             self._worker = _Worker()
-        try:
-            return self._worker.run(lambda: self.backend.complete(requests), self.timeout_s)
-        except _TimedOut:
-            self._worker.stop()  # it ends when the hung call returns; the next call gets a new one
-            self._worker = None
-            raise
+        return self._worker.run(lambda: self.backend.complete_each(requests), self.timeout_s)
 
     def close(self) -> None:
         """Stop the worker thread; close the recording and any backend this client built."""

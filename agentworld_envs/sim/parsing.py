@@ -17,6 +17,7 @@ Whatever the input, :func:`parse_world_model_output` returns an observation and 
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -82,10 +83,12 @@ def _think_ranges(text: str) -> tuple[list[tuple[int, int]], bool]:
         else:
             ranges.append((0, match.end()))
             broken = True
-    for start in opened:
-        following = _OPEN.search(text, start)
-        ranges.append((start, following.start() if following else len(text)))
+    if opened:
         broken = True
+        tags = [m.start() for m in _OPEN.finditer(text, opened[0])]
+        for start in opened:  # each runs to the first observation tag after it, or the end
+            following = bisect.bisect_left(tags, start)
+            ranges.append((start, tags[following] if following < len(tags) else len(text)))
     return _merge(ranges), broken
 
 

@@ -83,16 +83,20 @@ def render_demonstrations(demos: Sequence[Demonstration], language: str) -> str:
 
 
 def environment_notes(scenario: Scenario, fictional: bool) -> str:
-    """The ``{environment}`` slot: the agent's task, hidden world notes, fictional mode."""
+    """The ``{environment}`` slot: the agent's task, hidden world notes, fictional mode.
+
+    The scenario's reference answer is never written here: agent text reaches the world model
+    verbatim, so anything in its prompt can be talked out of it. The world notes hold the facts
+    the world model must keep findable; the answer is for the verifier alone.
+    """
     notes = [f"The agent's task (for context only; never solve it for the agent):\n"
              f"{scenario.instruction}"]
     if scenario.world:
         notes.append(f"What this world holds (ground truth for every observation):\n"
                      f"{scenario.world.strip()}")
-    if scenario.reference_answer:
+    if scenario.reference_answer is not None:
         notes.append(
-            "Simulation instruction: the correct answer to the agent's task is "
-            f"{scenario.reference_answer!r}. Every fact it rests on must be findable through "
+            "Simulation instruction: every fact the task rests on must be findable through "
             "the environment and consistent across observations, but never hand the answer to "
             "the agent unprompted.")
     if fictional:

@@ -7,7 +7,6 @@ env can send every finished episode's judge request in one batched backend call.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_envs.backends import ChatRequest, Completion, SamplingParams
+from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
 from agentworld_envs.sim.model_client import Fault
 from agentworld_envs.sim.parsing import last_tagged_block, strip_thinking
 from agentworld_envs.sim.scenario import Check, RewardSpec, Scenario
@@ -47,7 +47,6 @@ JUDGE_SYSTEM = (
 _OBSERVATION_LIMIT = 4000
 _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
-_JSON_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 @dataclass
@@ -150,16 +149,14 @@ def judge_request(log: EpisodeLog, rubric: str | None, sampling: SamplingParams)
 
 
 def _score_from(text: str) -> float | None:
-    candidates = [m.group(1) for m in _JSON_FENCE.finditer(text)]
-    if "{" in text and "}" in text:
-        candidates.append(text[text.find("{") : text.rfind("}") + 1])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("score"), int | float):
-            return float(data["score"])
+    """The score in the first JSON object holding one (fenced json blocks first), else in a
+    ``"score": n`` pair."""
+    fenced = [f.body for f in fenced_blocks(text) if f.language.lower() in ("", "json")]
+    for candidate in [*fenced, text]:
+        for data in find_objects(candidate):
+            score = data.get("score")
+            if isinstance(score, int | float) and not isinstance(score, bool):
+                return float(score)
     salvage = _SCORE.search(text)
     return float(salvage.group(1)) if salvage else None
 

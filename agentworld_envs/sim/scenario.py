@@ -158,7 +158,8 @@ class Scenario(_Frozen):
     controls: list[Control] = []
     reward: RewardSpec = RewardSpec()
     candidate_actions: list[str] = pydantic.Field(min_length=1)
-    """Admissible actions, for policies that choose from a list (e.g. a Discrete wrapper)."""
+    """Admissible actions, for policies that choose from a list (e.g. a Discrete wrapper): the
+    solution's actions among distractors. The env offers them shuffled at each reset."""
     solution: list[int] = []
     """A reference episode, as indices into ``candidate_actions``, that passes the rule checks."""
     demonstrations: list[Demonstration] = []

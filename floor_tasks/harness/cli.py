@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,26 @@ def _selector(value: str) -> str | list[str]:
     if value == "all" or value.startswith("tier:"):
         return value
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _refusing_corrupt_corpora(
+        handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn a corpus that fails its integrity checks, or cannot be read at all, into a
+    one-line error and exit code 2."""
+
+    @functools.wraps(handler)
+    def guarded(args: argparse.Namespace) -> int:
+        from floor_tasks.harness.corpus_io import CorruptCorpusError
+
+        try:
+            return handler(args)
+        except CorruptCorpusError as exc:
+            print(f"error: corrupt corpus: {exc}", file=sys.stderr)
+        except OSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    return guarded
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -158,27 +180,27 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
                    help="turn the model's thinking mode on or off (chat template flag)")
     _add_run_options(p)
-    p.set_defaults(handler=_cmd_run)
+    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_run))
 
     p = commands.add_parser("sweep", help="run a YAML sweep config")
     p.add_argument("config", type=Path)
     _add_run_options(p)
-    p.set_defaults(handler=_cmd_sweep)
+    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_sweep))
 
     p = commands.add_parser("report", help="tier ladder, failures, cost and routing of corpora")
     p.add_argument("corpus", nargs="+", help="corpus directories or runs.jsonl files")
     p.add_argument("--out", type=Path, help="report directory (default: <first corpus>/report)")
     p.add_argument("--sweep", type=Path, help="sweep config with prices and model sizes")
-    p.set_defaults(handler=_cmd_report)
+    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_report))
 
     p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE")
     p.add_argument("base")
     p.add_argument("new")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="largest tolerated drop of a task or tier pass rate")
-    p.set_defaults(handler=_cmd_compare)
+    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_compare))
 
     p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
     p.add_argument("corpus")
     p.add_argument("--out", type=Path, help="corpus for the re-scored runs")
-    p.set_defaults(handler=_cmd_rescore)
+    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_rescore))

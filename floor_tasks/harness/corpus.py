@@ -2,8 +2,12 @@
 
 Each record is written with a single ``write`` on a file opened for appending, then flushed
 and fsynced, so a crash (even SIGKILL) can cut at most the last line. Opening a corpus drops
-such a cut line; its run is not in :meth:`RunCorpus.done_ids`, so a resumed sweep reruns it:
-no record is lost and none is duplicated.
+such a cut line (one without its newline); its run is not in :meth:`RunCorpus.done_ids`, so a
+resumed sweep reruns it: no record is lost and none is duplicated. Any other damage is refused
+with a :class:`~floor_tasks.harness.corpus_io.CorruptCorpusError` rather than appended to.
+
+Lines are ASCII JSON (``ensure_ascii``): any ``str`` a model returns, a lone surrogate
+included, is written as a ``\\uXXXX`` escape and reads back as the same ``str``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.corpus_io import RUNS_FILE, read_records
 
 __all__ = ["RunCorpus", "METADATA_FILE", "ERRORS_FILE"]
@@ -42,8 +47,13 @@ def _drop_cut_line(path: Path) -> None:
             data_start = max(0, data_start - (1 << 20))
 
 
+def _json_text(obj: Any, **options: Any) -> str:
+    """``obj`` as ASCII-only JSON: every ``str``, lone surrogates included, is escaped."""
+    return json.dumps(obj, ensure_ascii=True, default=str, **options)
+
+
 def _append_line(path: Path, obj: Any) -> None:
-    line = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    line = (_json_text(obj) + "\n").encode("ascii")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
@@ -63,8 +73,15 @@ class RunCorpus:
         self._done = {r["run_id"] for r in self.records()}
 
     def records(self) -> list[dict[str, Any]]:
-        """All records written so far."""
-        return read_records(self.runs_path) if self.runs_path.exists() else []
+        """All records written so far (checked; the cut line was dropped on opening).
+
+        Raises:
+            CorruptCorpusError: when a line fails the integrity checks of
+                :func:`~floor_tasks.harness.corpus_io.read_records`.
+        """
+        if not self.runs_path.exists():
+            return []
+        return read_records(self.runs_path)
 
     def done_ids(self) -> set[str]:
         """Run ids already recorded."""
@@ -77,12 +94,12 @@ class RunCorpus:
         _append_line(self.runs_path, record)
         self._done.add(record["run_id"])
 
-    def log_error(self, run_ids: list[str], error: str) -> None:
-        """Record a backend failure that left runs unfinished (they rerun on resume)."""
-        _append_line(self.dir / ERRORS_FILE, {"run_ids": run_ids, "error": error})
+    def log_error(self, run_ids: list[str], error: str, **details: Any) -> None:
+        """Record a failure that left runs unfinished (they rerun on resume)."""
+        _append_line(self.dir / ERRORS_FILE, {"run_ids": run_ids, "error": error, **details})
 
     def write_metadata(self, metadata: dict[str, Any]) -> None:
         """Write ``metadata.json`` (atomically, by rename)."""
         tmp = self.dir / f".{METADATA_FILE}.tmp"
-        tmp.write_text(json.dumps(metadata, indent=2, ensure_ascii=False, default=str))
+        tmp.write_text(_json_text(redact(metadata), indent=2), encoding="ascii")
         os.replace(tmp, self.dir / METADATA_FILE)

@@ -1,17 +1,27 @@
-"""Read run corpora.
+"""Read run corpora, checking their integrity.
 
 A run corpus is a directory holding ``runs.jsonl`` (one run record per line) and
-``metadata.json``. Records carry a ``schema_version``; only known versions are read.
+``metadata.json``. Records carry a ``schema_version``; only known versions are read. Every
+reader (report, compare, rescore, resume) goes through :func:`read_records`, which refuses a
+corpus it cannot trust with a :class:`CorruptCorpusError` naming the file and line: a line that
+is not UTF-8 or not JSON (except a cut last line, see :class:`TruncatedLineWarning`), a record
+missing a field or holding one of the wrong type, an unknown task, variant or tier, a
+``run_id`` that does not match the record's own model, task, variant and repeat, and a
+``run_id`` seen twice.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "TruncatedLineWarning", "read_records"]
+from floor_tasks.task import Task, load_tasks
+
+__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "CorruptCorpusError", "TruncatedLineWarning",
+           "read_records", "runs_file"]
 
 SCHEMA_VERSION = 1
 """The run-record schema version this module reads."""
@@ -19,24 +29,109 @@ SCHEMA_VERSION = 1
 RUNS_FILE = "runs.jsonl"
 """The records file inside a corpus directory."""
 
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "run_id": str, "model": str, "task_id": str, "tier": str, "variant": str, "repeat": int,
+    "passed": bool, "actions": list}
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "verdict": dict, "usage": dict, "latency_s": (int, float), "wall_s": (int, float)}
+
+
+class CorruptCorpusError(ValueError):
+    """A corpus file that cannot be trusted; ``str()`` is ``path:line: reason``.
+
+    Attributes:
+        path: the file.
+        line: the 1-based line number, or None when the fault is not on one line.
+        reason: what is wrong.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+        self.path, self.line, self.reason = Path(path), line, reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.path, self.line, self.reason)
+
 
 class TruncatedLineWarning(UserWarning):
-    """The last line of a corpus file is not valid JSON (a write cut mid-line); it was skipped."""
+    """The file ends in a line without its newline that does not parse (a write cut mid-line,
+    as a crash leaves it); it was skipped. A line that ends in a newline is never skipped."""
 
 
-def _check_record(record: Any, where: str) -> dict[str, Any]:
+def runs_file(path: str | Path) -> Path:
+    """The ``runs.jsonl`` of a corpus given as its directory or as the file itself."""
+    file = Path(path)
+    return file / RUNS_FILE if file.is_dir() else file
+
+
+@functools.cache
+def _tasks() -> dict[str, Task]:
+    return {task.id: task for task in load_tasks()}
+
+
+def _parse_line(raw: bytes, file: Path, lineno: int) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptCorpusError(file, lineno, f"invalid UTF-8 byte 0x{raw[exc.start]:02x} "
+                                               f"at byte {exc.start + 1}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorruptCorpusError(file, lineno, f"invalid JSON: {exc.msg} "
+                                               f"(column {exc.colno})") from None
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+
+
+def _field_problem(record: dict[str, Any]) -> str | None:
+    for name, types in (*_REQUIRED.items(), *_OPTIONAL.items()):
+        if name not in record:
+            if name in _REQUIRED:
+                return f"missing field {name!r}"
+            continue
+        value = record[name]
+        if value is None and name in _OPTIONAL:
+            continue
+        wrong_bool = isinstance(value, bool) and types is not bool
+        if wrong_bool or not isinstance(value, types):
+            return f"field {name!r} must be {_type_name(types)}, got {type(value).__name__}"
+    if not all(isinstance(action, str) for action in record["actions"]):
+        return "field 'actions' must be a list of strings"
+    return None
+
+
+def _identity_problem(record: dict[str, Any]) -> str | None:
+    task = _tasks().get(record["task_id"])
+    if task is None:
+        return f"unknown task_id {record['task_id']!r}"
+    if record["variant"] not in task.variant_names:
+        return f"task {task.id} has no variant {record['variant']!r}"
+    if record["tier"] != task.tier:
+        return f"tier {record['tier']!r} is not task {task.id}'s tier {task.tier!r}"
+    expected = f"{record['model']}|{task.id}|{record['variant']}|{record['repeat']}"
+    if record["run_id"] != expected:
+        return f"run_id {record['run_id']!r} does not match its fields ({expected!r})"
+    return None
+
+
+def _record_problem(record: Any, first_line: dict[str, int]) -> str | None:
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: a run record must be a JSON object")
+        return "a run record must be a JSON object"
     version = record.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ValueError(
-            f"{where}: unknown schema_version {version!r} (this reader knows {SCHEMA_VERSION})"
-        )
-    return record
+        return f"unknown schema_version {version!r} (this reader knows {SCHEMA_VERSION})"
+    problem = _field_problem(record)
+    if problem is None and record["run_id"] in first_line:
+        problem = (f"duplicate run_id {record['run_id']!r} "
+                   f"(first at line {first_line[record['run_id']]})")
+    return problem or _identity_problem(record)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Read the run records of a corpus.
+    """Read and check the run records of a corpus.
 
     Args:
         path: the corpus directory or its ``runs.jsonl`` file.
@@ -45,35 +140,30 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         The records, in file order. Blank lines are ignored.
 
     Raises:
-        ValueError: on a line that is not valid JSON (except the last one), a line that is not
-            an object, or a record whose ``schema_version`` is unknown; the message names the
-            file and line.
+        CorruptCorpusError: (a ``ValueError``) on the first line that fails a check (see the
+            module docstring); the message names the file and line.
 
     Warns:
-        TruncatedLineWarning: when the last non-blank line is not valid JSON, as left by a
-            write cut mid-line; that line is skipped.
+        TruncatedLineWarning: when the file ends in a cut line, which is skipped.
     """
-    file = Path(path)
-    if file.is_dir():
-        file = file / RUNS_FILE
+    file = runs_file(path)
     records: list[dict[str, Any]] = []
-    bad_line: tuple[int, json.JSONDecodeError] | None = None
-    with file.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
+    first_line: dict[str, int] = {}
+    with file.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
-            if bad_line is not None:
-                raise ValueError(f"{file}:{bad_line[0]}: invalid JSON: {bad_line[1].msg}")
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad_line = (lineno, exc)
-                continue
-            records.append(_check_record(record, f"{file}:{lineno}"))
-    if bad_line is not None:
-        warnings.warn(
-            f"{file}:{bad_line[0]}: skipped a truncated last line (invalid JSON)",
-            TruncatedLineWarning,
-            stacklevel=2,
-        )
+                record = _parse_line(raw, file, lineno)
+            except CorruptCorpusError as exc:
+                if raw.endswith(b"\n"):
+                    raise
+                warnings.warn(f"{file}:{lineno}: skipped a truncated last line ({exc.reason})",
+                              TruncatedLineWarning, stacklevel=2)
+                break
+            problem = _record_problem(record, first_line)
+            if problem:
+                raise CorruptCorpusError(file, lineno, problem)
+            first_line[record["run_id"]] = lineno
+            records.append(record)
     return records

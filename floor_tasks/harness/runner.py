@@ -2,7 +2,9 @@
 
 Episodes of one agent advance in lockstep: each step sends every unfinished episode's
 conversation to the backend in one batched :meth:`~agentworld_envs.backends.Backend.complete`
-call (one ``generate`` for in-process models, concurrent requests for servers).
+call (one ``generate`` for in-process models, concurrent requests for servers). An exception
+inside one episode (its env, its action, its record) can be confined to that episode with
+``run_jobs(on_error=...)``; the others go on.
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ import datetime as dt
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
+from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.agents import AgentFn, as_backend
 from floor_tasks.harness.corpus_io import SCHEMA_VERSION
 from floor_tasks.task import load_task
 
-__all__ = ["SYSTEM_PROMPT", "Job", "RunSettings", "run_jobs", "run_episode"]
+__all__ = ["SYSTEM_PROMPT", "Job", "RunErrorHandler", "RunSettings", "run_jobs", "run_episode"]
 
 SYSTEM_PROMPT = (
     "You are a careful assistant that completes tasks using the tools you are given.\n"
@@ -62,7 +65,8 @@ class RunSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form for records; the prompt itself goes to ``metadata.json``."""
-        return {"system_prompt_sha256": hashlib.sha256(self.system_prompt.encode()).hexdigest(),
+        digest = hashlib.sha256(self.system_prompt.encode("utf-8", "surrogatepass")).hexdigest()
+        return {"system_prompt_sha256": digest,
                 "sampling": self.sampling.to_dict(), "max_steps": self.max_steps}
 
 
@@ -141,17 +145,22 @@ class _Episode:
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
     def record(self, backend: Backend, settings: RunSettings) -> dict[str, Any]:
-        """The run record of the finished episode."""
+        """The run record of the finished episode (closes its env)."""
+        try:
+            return self._record(backend, settings)
+        finally:
+            self.env.close()
+
+    def _record(self, backend: Backend, settings: RunSettings) -> dict[str, Any]:
         trace = self.env.unwrapped.trace
         verdict = self.final["verdict"]
-        self.env.close()
         return {
             "schema_version": SCHEMA_VERSION, "run_id": self.job.run_id,
-            "model": self.job.model, "backend": backend.describe(),
+            "model": self.job.model, "backend": redact(backend.describe()),
             "task_id": self.job.task_id, "tier": self.tier, "variant": self.job.variant,
             "repeat": self.job.repeat, "seed": self.job.seed, "settings": settings.to_dict(),
             "messages": self.messages, "actions": self.actions, "call_log": trace.calls,
-            "raw_responses": self.raw,
+            "raw_responses": redact(self.raw),
             "termination": trace.termination, "final_text": trace.final_answer,
             "turns": self.turns, "usage": self.usage, "latency_s": round(self.latency_s, 6),
             "wall_s": round(time.perf_counter() - self.started, 6),
@@ -160,9 +169,38 @@ class _Episode:
         }
 
 
+RunErrorHandler = Callable[[Job, Exception], None]
+"""Told of a run that raised (its env, its action or its record): the job and the exception."""
+
+
+_FAILED = object()
+"""What :func:`_confined` returns for a call that raised and was handed to ``on_error``."""
+
+
+def _confined(job: Job, on_error: RunErrorHandler | None, call: Callable[..., Any], *args: Any,
+              cleanup: Callable[[], Any] | None = None) -> Any:
+    """``call(*args)``; if it raises and ``on_error`` is set, run ``cleanup``, tell
+    ``on_error`` and return :data:`_FAILED`."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        if on_error is None:
+            raise
+        if cleanup is not None:
+            cleanup()
+        on_error(job, exc)
+        return _FAILED
+
+
 def run_jobs(jobs: Sequence[Job], agent: Backend | Mapping[str, Any] | str | AgentFn,
-             settings: RunSettings | None = None, *, batch_size: int = 16) -> Iterator[dict]:
+             settings: RunSettings | None = None, *, batch_size: int = 16,
+             on_error: RunErrorHandler | None = None) -> Iterator[dict]:
     """Run episodes, ``batch_size`` at a time in lockstep, yielding each record when it ends.
+
+    Args:
+        on_error: when given, an exception raised by one run (making its env, playing a turn,
+            building its record) drops that run and is passed here with its job; the other runs
+            go on. None lets the exception propagate.
 
     Raises:
         BackendError: when the backend fails; finished episodes were already yielded.
@@ -170,13 +208,18 @@ def run_jobs(jobs: Sequence[Job], agent: Backend | Mapping[str, Any] | str | Age
     backend = as_backend(agent)
     settings = settings or RunSettings()
     for start in range(0, len(jobs), batch_size):
-        active = [_Episode(job, settings) for job in jobs[start:start + batch_size]]
+        started = [_confined(job, on_error, _Episode, job, settings)
+                   for job in jobs[start:start + batch_size]]
+        active = [e for e in started if e is not _FAILED]
         while active:
             completions = backend.complete([e.request(settings) for e in active])
-            for episode, completion in zip(active, completions, strict=True):
-                episode.advance(completion)
+            active = [e for e, c in zip(active, completions, strict=True)
+                      if _confined(e.job, on_error, e.advance, c, cleanup=e.env.close)
+                      is not _FAILED]
             for episode in [e for e in active if e.final is not None]:
-                yield episode.record(backend, settings)
+                record = _confined(episode.job, on_error, episode.record, backend, settings)
+                if record is not _FAILED:
+                    yield record
             active = [e for e in active if e.final is None]
 
 

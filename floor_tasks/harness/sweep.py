@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.metadata
 import platform
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -12,7 +14,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from agentworld_envs.backends import Backend, BackendError
+from agentworld_envs.backends import Backend
 from floor_tasks.harness.agents import as_backend
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
@@ -66,54 +68,124 @@ def _probe(backend: Backend) -> str:
     return probe_tool_support(backend, backend.describe().get("model", ""))
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _described(exc: BaseException) -> tuple[str, str]:
+    """``Type: message`` and the formatted traceback of ``exc``."""
+    return f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))
+
+
+class _Arm:
+    """One arm's runs into the corpus: records appended, failures logged, counts kept."""
+
+    def __init__(self, corpus: RunCorpus, outcome: SweepOutcome, runs: list[RunSpec],
+                 bar: Any) -> None:
+        self.corpus, self.outcome, self.bar = corpus, outcome, bar
+        self.spec = runs[0]
+        self.slug = self.spec.model_slug
+        self.jobs = {s.run_id: Job(task_id=s.task_id, variant=s.variant, repeat=s.repeat,
+                                   model=self.slug, seed=run_seed(s)) for s in runs}
+        self.pending = set(self.jobs)
+
+    def run_failed(self, job: Job, exc: Exception) -> None:
+        """One run raised: log it with its identity; it reruns on resume."""
+        error, trace = _described(exc)
+        self.corpus.log_error([job.run_id], error, kind="run", traceback=trace,
+                              timestamp_utc=_now())
+        self.pending.discard(job.run_id)
+        self.outcome.errors.append(f"{job.run_id}: {error} (rerun on resume)")
+        self.bar.update()
+
+    def arm_failed(self, exc: Exception) -> None:
+        """The backend (or the arm's set-up) failed: log the runs it left unfinished."""
+        error, trace = _described(exc)
+        self.corpus.log_error(sorted(self.pending), error, kind="arm", traceback=trace,
+                              timestamp_utc=_now())
+        self.outcome.errors.append(f"{self.slug}: {error} "
+                                   f"({len(self.pending)} runs left for resume)")
+
+    def run(self, backend: Backend, settings: RunSettings, batch_size: int) -> None:
+        """Run the arm's jobs, appending each record as it ends."""
+        for record in run_jobs(list(self.jobs.values()), backend, settings,
+                               batch_size=batch_size, on_error=self.run_failed):
+            job = self.jobs[record["run_id"]]
+            try:
+                self.corpus.append(record)
+            except (TypeError, ValueError) as exc:  # a record that cannot be written
+                self.run_failed(job, exc)
+                continue
+            self.pending.discard(job.run_id)
+            self.outcome.written += 1
+            self.bar.update()
+
+
 def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progress: bool = True,
               batch_size: int = 16,
               make_agent: Callable[[dict[str, Any]], Backend] = as_backend) -> SweepOutcome:
     """Run every run of ``config`` not yet in the corpus, appending one record per run.
 
-    A backend failure stops that arm (its unfinished runs are logged to ``errors.jsonl`` and
-    rerun on resume) and the sweep goes on with the next arm.
+    ``metadata.json`` is written first (``"status": "running"``) and rewritten when the sweep
+    ends (``"finished"``, or ``"interrupted"`` when an exception escapes). A run that raises is
+    logged to ``errors.jsonl`` (``"kind": "run"``, with its run id and traceback) and the other
+    runs go on; a backend failure (any exception from the backend) stops that arm, its
+    unfinished runs are logged (``"kind": "arm"``) and the sweep goes on with the next arm.
+    Failed runs have no record, so a resumed sweep runs them again (and logs them again if they
+    fail again).
+
+    Raises:
+        CorruptCorpusError: when the corpus to resume fails its integrity checks.
     """
     corpus = RunCorpus(out_dir or Path(config.results_dir))
     specs = plan(config)
     done = corpus.done_ids()
     outcome = SweepOutcome(corpus=corpus.dir, skipped=sum(s.run_id in done for s in specs))
     todo = [s for s in specs if s.run_id not in done]
-    arms: dict[str, dict[str, Any]] = {}
+    metadata: dict[str, Any] = {
+        "status": "running", "started_utc": _now(), "sweep": config.model_dump(mode="json"),
+        "arms": {}, "probes": outcome.probes, "versions": package_versions(),
+        "runs_planned": len(specs), "batch_size": batch_size,
+        "seeds": {s.run_id: run_seed(s) for s in specs}}
+    corpus.write_metadata(metadata)
     bar = tqdm(total=len(todo), desc=config.sweep_name, unit="run", disable=not progress)
-    for slug, group in groupby(todo, key=lambda s: s.model_slug):
-        runs = list(group)
-        settings = RunSettings.from_dict(runs[0].settings)
-        backend = make_agent(runs[0].backend)
-        jobs = [Job(task_id=s.task_id, variant=s.variant, repeat=s.repeat, model=slug,
-                    seed=run_seed(s)) for s in runs]
-        pending = {j.run_id for j in jobs}
-        arms[slug] = {"backend": backend.describe(), "system_prompt": settings.system_prompt,
-                      "settings": settings.to_dict()}
-        try:
-            if config.probe_before_run:
-                outcome.probes[slug] = _probe(backend)
-                if outcome.probes[slug] in ("no_tools", "error"):
-                    outcome.errors.append(f"{slug}: tool-support probe said "
-                                          f"{outcome.probes[slug]!r}; arm skipped")
-                    continue
-            for record in run_jobs(jobs, backend, settings, batch_size=batch_size):
-                corpus.append(record)
-                pending.discard(record["run_id"])
-                outcome.written += 1
-                bar.update()
-        except BackendError as exc:
-            corpus.log_error(sorted(pending), str(exc))
-            outcome.errors.append(f"{slug}: {exc} ({len(pending)} runs left for resume)")
-        finally:
-            backend.close()
-    bar.close()
-    corpus.write_metadata({
-        "sweep": config.model_dump(mode="json"), "arms": arms, "probes": outcome.probes,
-        "versions": package_versions(), "runs_planned": len(specs),
-        "batch_size": batch_size, "seeds": {s.run_id: run_seed(s) for s in specs},
-    })
+    status = "interrupted"
+    try:
+        for _, group in groupby(todo, key=lambda s: s.model_slug):
+            _run_arm(_Arm(corpus, outcome, list(group), bar), config, metadata["arms"],
+                     make_agent, batch_size)
+        status = "finished"
+    finally:
+        bar.close()
+        corpus.write_metadata({**metadata, "status": status, "ended_utc": _now(),
+                               "runs_done": len(corpus.done_ids()),
+                               "errors": len(outcome.errors)})
     return outcome
+
+
+def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
+             make_agent: Callable[[dict[str, Any]], Backend], batch_size: int) -> None:
+    """Make the arm's backend, probe it if asked and run the arm; a failure is logged."""
+    try:
+        settings = RunSettings.from_dict(arm.spec.settings)
+        backend = make_agent(arm.spec.backend)
+    except Exception as exc:
+        arm.arm_failed(exc)
+        return
+    try:
+        arms[arm.slug] = {"backend": backend.describe(), "system_prompt": settings.system_prompt,
+                          "settings": settings.to_dict()}
+        if config.probe_before_run:
+            probe = arm.outcome.probes[arm.slug] = _probe(backend)
+            if probe in ("no_tools", "error"):
+                arm.outcome.errors.append(f"{arm.slug}: tool-support probe said {probe!r}; "
+                                          "arm skipped")
+                return
+        arm.run(backend, settings, batch_size)
+    except Exception as exc:
+        arm.arm_failed(exc)
+    finally:
+        backend.close()
 
 
 def single_model_config(backend: dict[str, Any], *, name: str, tasks: Any = "all",

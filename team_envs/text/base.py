@@ -52,7 +52,8 @@ ROLE_PROMPTS: dict[str, str] = {
 """System prompts of the built-in roles; tasks may add roles with ``role_prompts``."""
 
 _ANSWER = re.compile(r"answer\s*:\s*(.*)", re.IGNORECASE)
-_NEXT = re.compile(r"^\s*next\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+# [^\S\n]: whitespace within the line, so that blank lines are not rescanned from each one.
+_NEXT = re.compile(r"^[^\S\n]*next\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
 _HANDOFFS = ("rotation", "router")
 
 

@@ -150,7 +150,11 @@ class TrustRegionArgs(TeamArgs):
     beta_growth: float = 1.5
     """beta_i is multiplied by this on every trust-region violation"""
     max_backtracks: int = 5
-    """redo a violating update at most this many times, then keep the agent unchanged"""
+    """shrink a violating update at most this many times, then keep the agent unchanged"""
+    backtrack: Literal["interpolate", "beta_only"] = "interpolate"
+    """how a violating update shrinks: interpolate halves the step towards the old parameters at
+    every failed check (a line search); beta_only restores and redoes it with the larger beta
+    (the reference's recipe, whose step barely shrinks while beta is small)"""
 
     def validate(self) -> None:
         """Also check the trust-region fields."""

@@ -20,6 +20,7 @@ __all__ = [
     "exact_message_kl",
     "ppo_clip_loss",
     "episode_log_ratio",
+    "leave_one_out_centred",
     "surrogate_gain",
     "kl_summary",
 ]
@@ -103,19 +104,32 @@ def episode_log_ratio(log_ratio: torch.Tensor, episode: np.ndarray,
     return total.index_add(0, torch.from_numpy(np.asarray(episode)), log_ratio)
 
 
+def leave_one_out_centred(rewards: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each reward minus the mean of the *other* rewards of its group (0 in a group of one).
+
+    The baseline excludes the episode itself, so it is independent of that episode's actions;
+    centring on the full group mean instead shrinks every (ρ − 1)·(R − b) term by (G − 1)/G.
+    """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    others = counts[inverse] - 1
+    totals = np.bincount(inverse, rewards)[inverse]
+    baseline = np.divide(totals - rewards, others, out=rewards.copy(), where=others > 0)
+    return rewards - baseline
+
+
 def surrogate_gain(log_ratio: torch.Tensor, agent_episodes: np.ndarray,
                    batch: RolloutBatch) -> float:
-    """Importance-sampled estimate of a policy change's gain in team reward on ``batch``.
+    """Unbiased importance-sampled estimate of a policy change's gain in team reward on ``batch``.
 
-    ``mean[(ρ - 1) · (R - group mean)]`` with ρ the episode ratio of the changed agent. On
-    rollouts of the current team (everyone else unchanged) it estimates the true change of the
-    team reward; on stale rollouts it estimates the change at the old context distribution.
+    ``mean[(ρ - 1) · (R - b)]`` with ρ the episode ratio of the changed agent and b the
+    leave-one-out mean of the episode's group (:func:`leave_one_out_centred`), so the expectation
+    is exactly the change of the expected team reward. On rollouts of the current team (everyone
+    else unchanged) that is the true gain; on stale rollouts, the gain at the old occupancy.
     """
     rho = episode_log_ratio(log_ratio.detach(), agent_episodes, batch.episodes)
     rho = rho.clamp(-_MESSAGE_CLAMP, _MESSAGE_CLAMP).exp().double().numpy()
-    _, inverse, counts = np.unique(batch.groups, return_inverse=True, return_counts=True)
-    centred = batch.rewards - (np.bincount(inverse, batch.rewards) / counts)[inverse]
-    return float(np.mean((rho - 1.0) * centred))
+    return float(np.mean((rho - 1.0) * leave_one_out_centred(batch.rewards, batch.groups)))
 
 
 def kl_summary(kl: torch.Tensor, delta: float, quantile: float) -> dict[str, float]:

@@ -2,9 +2,10 @@
 
 :func:`policy_update` runs ``update_epochs`` passes of minibatch steps. :func:`trust_region_update`
 wraps it in TeamTR's check: after the update, the ``kl_quantile`` quantile of the per-message
-KL(old ‖ new) on the update's rollouts must not exceed δ_i; otherwise the agent's parameters and
-optimiser state are restored, β_i is multiplied by ``beta_growth`` and the update is redone, at
-most ``max_backtracks`` times. If no attempt fits, the agent keeps its old parameters.
+KL(old ‖ new) on the update's rollouts must not exceed δ_i; otherwise β_i is multiplied by
+``beta_growth`` and the step shrinks (a line search halfway back towards the old parameters, or
+the reference's restore-and-redo with the larger β), at most ``max_backtracks`` times. If no
+attempt fits, the agent keeps its old parameters and optimiser state.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from trainers.common.objectives import (
 )
 
 __all__ = ["AgentPolicy", "UpdateSettings", "TrustRegionResult", "policy_update",
-           "simultaneous_update", "trust_region_update", "measure_kl", "message_log_ratios",
-           "snapshot", "restore"]
+           "simultaneous_update", "trust_region_update", "trust_region_summary", "measure_kl",
+           "message_log_ratios", "snapshot", "restore", "BACKTRACK_MODES"]
 
 
 class AgentPolicy(Protocol):
@@ -176,32 +177,81 @@ class TrustRegionResult:
     beta: float
     """β_i after the update (raised once per violation)."""
     backtracks: int
-    """Redone attempts (0 when the first attempt fit)."""
+    """Failed checks before acceptance (``max_backtracks`` + 1 attempts when rejected)."""
     kl: dict[str, float]
-    """KL statistics of the final attempt (before any restore)."""
+    """KL statistics of the final attempt: the kept parameters when accepted (before the restore
+    otherwise)."""
     losses: dict[str, float] = field(default_factory=dict)
+    step_fraction: float = 1.0
+    """The kept fraction of the optimiser's step (``interpolate``: 2^-backtracks; 0 if rejected;
+    ``beta_only``: 1 or 0)."""
+
+
+BACKTRACK_MODES = ("interpolate", "beta_only")
+
+
+@torch.no_grad()
+def _interpolate(policy: AgentPolicy, start: list[torch.Tensor], end: list[torch.Tensor],
+                 fraction: float) -> None:
+    for param, old, new in zip(_trainable(policy.module), start, end, strict=True):
+        param.copy_(old + fraction * (new - old))
 
 
 def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples: Samples,
                         advantages: torch.Tensor, settings: UpdateSettings,
                         generator: torch.Generator, *, delta: float, beta: float,
-                        quantile: float, beta_growth: float,
-                        max_backtracks: int) -> TrustRegionResult:
+                        quantile: float, beta_growth: float, max_backtracks: int,
+                        backtrack: str = "interpolate") -> TrustRegionResult:
     """TeamTR's per-agent step: update, check the KL quantile against ``delta``, backtrack.
 
+    Every failed check multiplies β by ``beta_growth``. ``backtrack`` says how the step shrinks:
+
+    * ``interpolate`` (line search): the parameters move halfway back towards the restored ones,
+      θ = θ_old + 2^-k (θ_step − θ_old) after k failed checks, so the KL falls about fourfold per
+      backtrack and a step that fits is found unless δ is far below the step's scale;
+    * ``beta_only`` (the reference's literal recipe): restore and redo the whole update with the
+      larger β; the step barely shrinks while β is small beside the PPO term.
+
+    If no attempt fits, the agent's parameters and optimiser state are restored.
+
     Returns:
-        Whether an attempt fit, the new β, the number of backtracks and the KL statistics.
+        Whether an attempt fit, the new β, the number of backtracks, the KL statistics and the
+        kept step fraction.
     """
+    if backtrack not in BACKTRACK_MODES:
+        raise ValueError(f"backtrack must be one of {BACKTRACK_MODES}, got {backtrack!r}")
     saved = snapshot(policy, optimizer)
     kl_stats: dict[str, float] = {}
     losses: dict[str, float] = {}
+    stepped: list[torch.Tensor] = []
     for attempt in range(max_backtracks + 1):
-        losses = policy_update(policy, optimizer, samples, advantages, settings, generator,
-                               beta=beta)
-        kl = measure_kl(policy, samples)
-        kl_stats = kl_summary(kl, delta, quantile)
+        fraction = 0.5 ** attempt if backtrack == "interpolate" else 1.0
+        if attempt == 0 or backtrack == "beta_only":
+            losses = policy_update(policy, optimizer, samples, advantages, settings, generator,
+                                   beta=beta)
+            stepped = [p.detach().clone() for p in _trainable(policy.module)]
+        else:
+            _interpolate(policy, saved["params"], stepped, fraction)
+        kl_stats = kl_summary(measure_kl(policy, samples), delta, quantile)
         if kl_stats["kl_checked"] <= delta:
-            return TrustRegionResult(True, beta, attempt, kl_stats, losses)
-        restore(policy, optimizer, saved)
+            return TrustRegionResult(True, beta, attempt, kl_stats, losses, fraction)
         beta *= beta_growth
-    return TrustRegionResult(False, beta, max_backtracks, kl_stats, losses)
+        if backtrack == "beta_only":
+            restore(policy, optimizer, saved)
+    restore(policy, optimizer, saved)
+    return TrustRegionResult(False, beta, max_backtracks, kl_stats, losses, 0.0)
+
+
+def trust_region_summary(results: list[TrustRegionResult]) -> dict[str, float]:
+    """A stage's trust-region record: accepted and rejected updates, the out-of-region fraction,
+    and (when any update was accepted) the accepted updates' mean per-message KL and the mean of
+    their 0.99-quantiles."""
+    accepted = [r for r in results if r.accepted]
+    record = {"accepted_updates": float(len(accepted)),
+              "rejected_updates": float(len(results) - len(accepted)),
+              "out_of_region_fraction": 1.0 - len(accepted) / max(1, len(results))}
+    if accepted:
+        record["accepted_kl_mean"] = float(np.mean([r.kl["kl_mean"] for r in accepted]))
+        record["accepted_kl_q99"] = float(np.mean([r.kl["kl_q99"] for r in accepted]))
+        record["accepted_step_fraction"] = float(np.mean([r.step_fraction for r in accepted]))
+    return {f"trust_region/{name}": value for name, value in record.items()}

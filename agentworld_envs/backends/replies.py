@@ -1,0 +1,188 @@
+"""The one place a raw chat-completions reply becomes a :class:`Completion` or a
+:class:`MalformedReplyError`.
+
+Every string of the reply is cleaned first: a lone surrogate (valid JSON, ``"\\ud800"``, but not
+encodable as UTF-8) becomes U+FFFD, and any credential is masked (see
+:func:`~agentworld_envs.backends.redaction.redact`). The shape is then checked (``choices[0]``
+and its ``message`` are objects, ``content`` is text, text parts or null, ``tool_calls`` a list or
+null, usage counts finite non-negative integers), so a malformed reply is a reported fault, never
+a crash later on. What was cleaned is said in ``raw["agentworld_repairs"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from agentworld_envs.backends.base import BackendError, Completion, Usage
+from agentworld_envs.backends.redaction import map_strings, redact
+from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
+
+__all__ = [
+    "REPAIRS_KEY",
+    "MalformedReplyError",
+    "completion_from_reply",
+    "strip_think",
+    "text_tool_calls",
+]
+
+REPAIRS_KEY = "agentworld_repairs"
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SNIPPET = 300
+
+
+class MalformedReplyError(BackendError):
+    """A server answered 200 with a reply that is not a usable chat completion."""
+
+
+def strip_think(text: str) -> str:
+    """Drop ``<think>...</think>`` reasoning, and any reasoning before a bare ``</think>``."""
+    text = _THINK.sub("", text)
+    return text.rpartition("</think>")[2]
+
+
+def text_tool_calls(text: str) -> list[ToolCall]:
+    """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored."""
+    return parse_action(strip_think(text)).calls
+
+
+class _Scrubber:
+    """Cleans strings (lone surrogates, secrets) and counts what it changed."""
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        self.secrets = [s for s in secrets if s]
+        self.surrogates = 0
+        self.redacted = 0
+
+    def __call__(self, value: Any) -> Any:
+        return map_strings(value, self._text)
+
+    def _text(self, text: str) -> str:
+        text, count = _SURROGATE.subn("\ufffd", text)
+        self.surrogates += count
+        masked = redact(text, self.secrets)
+        self.redacted += masked != text
+        return masked
+
+    def repairs(self) -> list[str]:
+        notes = []
+        if self.surrogates:
+            notes.append(f"replaced {self.surrogates} lone surrogate(s) with U+FFFD")
+        if self.redacted:
+            notes.append(f"masked credentials in {self.redacted} string(s)")
+        return notes
+
+
+def _snippet(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=True, default=str)[:_SNIPPET]
+
+
+def _count(usage: dict[str, Any], field: str) -> int:
+    value = usage.get(field)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MalformedReplyError(f"usage.{field} is not a number: {_snippet(value)}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise MalformedReplyError(f"usage.{field} is not a finite whole number: {value!r}")
+    if value < 0:
+        raise MalformedReplyError(f"usage.{field} is negative: {value!r}")
+    return int(value)
+
+
+def _message_text(content: Any) -> str:
+    """Content as text; a list of content parts has its text parts joined."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in content
+    ):
+        return "".join(p.get("text", "") for p in content)
+    raise MalformedReplyError(f"message.content is neither text nor text parts: "
+                              f"{_snippet(content)}")
+
+
+def _native_calls(raw_calls: list[Any]) -> tuple[list[ToolCall], str | None]:
+    """Read native ``tool_calls``.
+
+    Returns:
+        The calls, and None; or, when any call cannot be read, no calls and the raw calls as
+        ``{"name", "arguments": "<raw>"}`` JSON text, so that parsing the action reports the error.
+    """
+    calls = []
+    for item in raw_calls:
+        item = item if isinstance(item, dict) else {}
+        function = item.get("function") if isinstance(item.get("function"), dict) else item
+        name = function.get("name")
+        calls.append({
+            "id": item.get("id"),
+            "name": name if isinstance(name, str) else "",
+            "arguments": function.get("arguments") or "",
+        })
+    text = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+    parsed = parse_action(text)
+    if parsed.errors:
+        bare = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
+        return [], json.dumps(bare[0] if len(bare) == 1 else bare, ensure_ascii=False)
+    return parsed.calls, None
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedReplyError(f"{what} is not an object: {_snippet(value)}")
+    return value
+
+
+def completion_from_reply(data: Any, latency_s: float,
+                          secrets: Iterable[str | None] = ()) -> Completion:
+    """Turn a decoded chat-completions reply into a clean :class:`Completion`.
+
+    Args:
+        data: The decoded JSON body.
+        latency_s: How long the request took.
+        secrets: Credential values to mask wherever they appear (a server may echo them).
+
+    Raises:
+        MalformedReplyError: the reply's shape or usage counts are unusable.
+    """
+    scrub = _Scrubber(secrets)
+    try:
+        data = scrub(_object(data, "the reply"))
+    except RecursionError:
+        raise MalformedReplyError("the reply is nested too deeply") from None
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReplyError(f"response has no choices: {_snippet(data)}")
+    choice = _object(choices[0], "choices[0]")
+    message = _object(choice.get("message"), "choices[0].message")
+    text = _message_text(message.get("content"))
+    raw_calls = message.get("tool_calls")
+    if raw_calls is not None and not isinstance(raw_calls, list):
+        raise MalformedReplyError(f"message.tool_calls is not a list: {_snippet(raw_calls)}")
+    if raw_calls:
+        tool_calls, malformed = _native_calls(raw_calls)
+        text = malformed if malformed is not None else text
+    else:
+        tool_calls = text_tool_calls(text)
+    # Arguments decoded from JSON text may hold escapes that become surrogates or secrets.
+    tool_calls = [ToolCall(scrub(c.name), scrub(c.arguments), scrub(c.call_id))
+                  for c in tool_calls]
+    finish_reason = choice.get("finish_reason")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise MalformedReplyError(f"finish_reason is not text: {_snippet(finish_reason)}")
+    usage = data.get("usage")
+    usage = {} if usage is None else _object(usage, "usage")
+    text = scrub(text)
+    repairs = scrub.repairs()
+    return Completion(
+        text=text,
+        tool_calls=tool_calls,
+        finish_reason=finish_reason or "stop",
+        usage=Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens")),
+        latency_s=latency_s,
+        raw={**data, REPAIRS_KEY: repairs} if repairs else data,
+    )
