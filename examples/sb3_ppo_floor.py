@@ -1,10 +1,12 @@
 """Stable-Baselines3 PPO learning AgentFloor tasks through the text-to-numeric wrappers.
 
 Each task trains its own PPO policy on :func:`agentworld_envs.wrappers.wrap_for_sb3`: actions are
-an index into the variant's admissible candidates, observations are the byte-level token ids of
-the prompt and of the latest tool result plus the step counter, embedded by
-:class:`~agentworld_envs.wrappers.TokenEmbeddingExtractor`. Every ``--eval-every`` timesteps the
-greedy policy plays each variant of the task once; envs and policy are deterministic, so that is
+an index into the variant's admissible candidates (shuffled at every reset, so an index means a
+different action in every episode), observations are the byte-level token ids of the prompt, of
+the latest tool result and of every candidate, plus the step counter.
+:class:`~agentworld_envs.wrappers.CandidateScoringPolicy` scores each candidate against the
+state. Every ``--eval-every`` timesteps the greedy policy plays each variant of the task once,
+at a fixed seed per variant (so a fixed shuffle); envs and policy are deterministic, so that is
 the exact success rate over variants. The curves go to ``--plot``.
 
 Run (needs the ``rl`` and ``plot`` extras)::
@@ -24,7 +26,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 import floor_tasks
-from agentworld_envs.wrappers import TokenEmbeddingExtractor, wrap_for_sb3
+from agentworld_envs.wrappers import CandidateScoringPolicy, wrap_for_sb3
 from floor_tasks.candidates import candidate_actions
 
 
@@ -73,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
 def make_env(task_id: str, max_length: int) -> gym.Env:
     """The task's env, wrapped for SB3 with exactly as many choices as its largest list."""
     variants = floor_tasks.load_task(task_id).variant_names
-    size = max(len(candidate_actions(task_id, variant)) for variant in variants)
+    size = max(len(candidate_actions(task_id, variant, wide=True)) for variant in variants)
     env = gym.make(floor_tasks.env_id(task_id))
     return wrap_for_sb3(env, max_candidates=size, max_length=max_length)
 
@@ -83,8 +85,8 @@ def greedy_success(model: PPO, task_id: str, max_length: int) -> float:
     env = make_env(task_id, max_length)
     variants = floor_tasks.load_task(task_id).variant_names
     solved = 0
-    for variant in variants:
-        obs, _ = env.reset(options={"variant": variant})
+    for seed, variant in enumerate(variants):
+        obs, _ = env.reset(seed=seed, options={"variant": variant})
         done, reward = False, 0.0
         while not done:
             action, _ = model.predict(obs, deterministic=True)
@@ -99,10 +101,9 @@ def train(task_id: str, args: Args) -> list[tuple[int, float]]:
     """Train PPO on one task; return the (timesteps, greedy success) curve."""
     venv = make_vec_env(lambda: make_env(task_id, args.max_length), n_envs=args.n_envs,
                         seed=args.seed)
-    model = PPO("MultiInputPolicy", venv, n_steps=args.n_steps, batch_size=64, n_epochs=10,
+    model = PPO(CandidateScoringPolicy, venv, n_steps=args.n_steps, batch_size=64, n_epochs=10,
                 learning_rate=1e-3, gamma=0.9, ent_coef=0.01, normalize_advantage=False,
-                seed=args.seed, device="cpu",
-                policy_kwargs={"features_extractor_class": TokenEmbeddingExtractor})
+                seed=args.seed, device="cpu")
     curve = [(0, greedy_success(model, task_id, args.max_length))]
     while model.num_timesteps < args.timesteps:
         model.learn(args.eval_every, reset_num_timesteps=False)

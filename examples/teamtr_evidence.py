@@ -24,6 +24,7 @@ Run: ``python examples/teamtr_evidence.py`` (about 15 minutes on 2 busy cores) w
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import json
 import multiprocessing
@@ -86,7 +87,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             for agent, policy in enumerate(team.policies):
                 imitate(task, policy, agent, expert_probs(task, agent, WARM_ACCURACY),
                         steps=scale["warm_steps"], learning_rate=0.05)
-            warm = [policy.module.state_dict() for policy in team.policies]
+            warm = [copy.deepcopy(policy.module.state_dict()) for policy in team.policies]
         for policy, state in zip(team.policies, warm, strict=True):
             policy.module.load_state_dict(state)
         curve = [(0, exact_team_reward(task, team.policies))]
@@ -286,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, default=8, help="seeds of the training runs")
     parser.add_argument("--shift-seeds", type=int, default=16,
                         help="seeds of the stale-bias measurement (first stage only)")
-    parser.add_argument("--budget", type=int, default=8192,
+    parser.add_argument("--budget", type=int, default=16_384,
                         help="matched rollout budget per run, in episodes")
     parser.add_argument("--workers", type=int, default=2, help="processes; 0 runs in this one")
     parser.add_argument("--quick", action="store_true",

@@ -7,7 +7,7 @@ distractors besides the give-up answer: each step with its first or last number 
 wrong record, a wrong value), each call with another value of an enumerated argument (a wrong
 branch), and, for a task that ends with a submission, a premature claim that the work is done.
 Its order is a fixed shuffle (seeded by the task and variant), so a gold step's index carries
-no signal.
+no signal; the envs shuffle it again at every reset (:func:`shuffled`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from floor_tasks.solutions import solution
 from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
 
-__all__ = ["COMPLETION_CLAIM", "GIVE_UP", "candidate_actions"]
+__all__ = ["COMPLETION_CLAIM", "GIVE_UP", "candidate_actions", "shuffled"]
 
 GIVE_UP = "I could not determine the answer."
 COMPLETION_CLAIM = "The task is complete."
@@ -81,9 +81,18 @@ def candidate_actions(task_id: str, variant: str, *, wide: bool = False) -> list
         task_id: The task, e.g. ``"C3"``.
         variant: The variant's name, e.g. ``"v0"`` or ``"i1"``.
         wide: Add the wrong-value, wrong-branch and premature-answer distractors (see the
-            module docstring). ``AgentWorld/Floor-v0`` uses them; the ``AgentFloor`` envs keep
-            the narrow list, whose sizes fixed-size policies are built for.
+            module docstring). The ``AgentFloor`` and ``AgentWorld/Floor-v0`` envs use them.
     """
+    return list(_candidates(task_id, variant, wide))
+
+
+def shuffled(candidates: list[str], rng: np.random.Generator) -> list[str]:
+    """``candidates`` in an order drawn from ``rng`` (one ``permutation`` draw)."""
+    return [candidates[int(i)] for i in rng.permutation(len(candidates))]
+
+
+@functools.cache
+def _candidates(task_id: str, variant: str, wide: bool) -> tuple[str, ...]:
     task = load_task(task_id)
     gold = solution(task_id, variant)
     record_ids = sorted(load_fixture(task.fixture).records)
@@ -103,4 +112,4 @@ def candidate_actions(task_id: str, variant: str, *, wide: bool = False) -> list
             pool.add(COMPLETION_CLAIM)
     ordered = sorted(pool)
     rng = np.random.default_rng(zlib.crc32(f"{task_id}/{variant}".encode()))
-    return [ordered[i] for i in rng.permutation(len(ordered))]
+    return tuple(shuffled(ordered, rng))

@@ -31,7 +31,7 @@ from agentworld_envs.protocol.text_space import (
     UnicodeText,
 )
 from agentworld_envs.protocol.tool_calls import ParseError, parse_action
-from floor_tasks.candidates import candidate_actions
+from floor_tasks.candidates import candidate_actions, shuffled
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
 from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit
@@ -119,6 +119,8 @@ class FloorEnv(gym.Env[str, str]):
         self._toolkit = FloorToolkit(
             db, functools.partial(judge_submission, spec, db) if spec else _reject_all)
         self.trace = Trace(variant=variant, db=db)
+        self._candidates = shuffled(candidate_actions(self.task.id, variant.name, wide=True),
+                                    self.np_random)  # drawn after the variant: seeds keep theirs
         self._allowed = frozenset(self.task.tools)
         self._turn = 0
         self._done = False
@@ -132,10 +134,12 @@ class FloorEnv(gym.Env[str, str]):
                 "max_steps": self.max_steps}
 
     def candidate_actions(self) -> list[str]:
-        """Admissible actions of the current variant: its gold steps among distractors."""
+        """Admissible actions of the current variant: its gold steps among distractors (wrong
+        records, wrong branches, premature answers; see :mod:`floor_tasks.candidates`), in an
+        order drawn from ``np_random`` at each reset."""
         if self.trace is None:
             raise gym.error.ResetNeeded("call reset() before candidate_actions()")
-        return candidate_actions(self.task.id, self.trace.variant.name)
+        return list(self._candidates)
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:

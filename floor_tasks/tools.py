@@ -59,14 +59,18 @@ def _number(value: Any, name: str) -> float:
         raise ToolFailure("error", "out_of_range", f"input {name!r} is too large") from None
 
 
-def _rankable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows a comparison can rank: all numbers, or all strings (as the reference sorts)."""
+def _best(rows: list[dict[str, Any]], direction: str) -> str | None:
+    """The best row's id, ordering values as Python does (as the reference's sort does).
+
+    Rows without the field are skipped; ties go to the first row given. Values that do not
+    order against each other (a number and a string) give no best row.
+    """
     present = [r for r in rows if r["criterion_value"] is not None]
-    numbers = [r for r in present if isinstance(r["criterion_value"], int | float)
-               and not isinstance(r["criterion_value"], bool)]
-    strings = [r for r in present if isinstance(r["criterion_value"], str)]
-    return next((group for group in (numbers, strings) if group and len(group) == len(present)),
-                [])
+    try:
+        best = (max if direction == "desc" else min)(present, key=lambda r: r["criterion_value"])
+    except (TypeError, ValueError):
+        return None
+    return best["id"]
 
 
 class FloorToolkit(Toolkit):
@@ -108,10 +112,10 @@ class FloorToolkit(Toolkit):
 
         Args:
             record_id: The record's ID, e.g. "P104".
-            fields: Only these fields; all fields when omitted.
+            fields: Only these fields; all fields when omitted or empty.
         """
         record = self._record(record_id)
-        if fields is None:
+        if not fields:
             return {"record_id": record_id, "fields": _copy(record)}
         result: dict[str, Any] = {"record_id": record_id, "fields": {
             f: _copy(record[f]) for f in fields if f in record}}
@@ -138,7 +142,7 @@ class FloorToolkit(Toolkit):
 
     @tool
     def list_options(self, option_set: str | None = None) -> dict[str, Any]:
-        """List the options of an option set (the first set when omitted).
+        """List the options of an option set (the first set when omitted or empty).
 
         Args:
             option_set: The option set's name, e.g. "storage_plans".
@@ -146,7 +150,7 @@ class FloorToolkit(Toolkit):
         if not self.db.options:
             return {"option_set": option_set, "options": [], "available_sets": []}
         names = list(self.db.options)
-        name = option_set if option_set is not None else names[0]
+        name = option_set or names[0]
         if name not in self.db.options:
             raise ToolFailure("not_found", "option_set_not_found", f"no option set {name!r}",
                               hint=f"Available option sets: {', '.join(names)}.")
@@ -173,9 +177,10 @@ class FloorToolkit(Toolkit):
                         direction: Literal["desc", "asc"] = "desc") -> dict[str, Any]:
         """Compare records on one field and name the best.
 
-        Numbers rank numerically; strings (ISO dates such as "2026-03-01" included) rank in
-        text order, so "desc" names the latest date. Records lacking the field are listed but
-        not ranked; fields mixing numbers and strings are not ranked.
+        Numbers (and true/false) rank numerically; strings rank in text order, so ISO dates
+        such as "2026-03-01" rank by date and "desc" names the latest. Ties go to the record
+        given first. Records lacking the field are listed but not ranked; values that cannot
+        be ordered against each other (numbers and strings) give no ``best_id``.
 
         Args:
             record_ids: The records to compare (at least one).
@@ -190,10 +195,7 @@ class FloorToolkit(Toolkit):
                               hint="Use search_records or list_options to find valid IDs.")
         rows = [{"id": i, "criterion_value": _copy(self.db.records[i].get(criterion))}
                 for i in known]
-        ranked = _rankable(rows)
-        best = (max if direction == "desc" else min)(
-            ranked, key=lambda r: r["criterion_value"])["id"] if ranked else None
-        result = {"comparison": rows, "best_id": best, "criterion": criterion,
+        result = {"comparison": rows, "best_id": _best(rows, direction), "criterion": criterion,
                   "direction": direction}
         unknown = [i for i in record_ids if i not in self.db.records]
         if unknown:
@@ -209,18 +211,22 @@ class FloorToolkit(Toolkit):
         Args:
             operation: multiply, add, subtract and divide take inputs {"a": x, "b": y};
                 weighted_score takes inputs {"values": {name: x}, "weights": {name: w}} and
-                returns the sum of value times weight over the weights; a weight with no
-                value is ignored (listed in ``ignored_weights``).
+                returns the sum of value times weight over the names in both; a weight with
+                no value is ignored (listed in ``ignored_weights``), as is a value with no
+                weight.
             inputs: The operands, as described for the operation.
         """
         if operation == "weighted_score":
             values, weights = inputs.get("values"), inputs.get("weights")
             if set(inputs) != {"values", "weights"} or not isinstance(values, dict) \
-                    or not isinstance(weights, dict) or not weights:
+                    or not isinstance(weights, dict):
                 raise _malformed("weighted_score needs inputs {'values': {...}, 'weights': {...}}")
-            for k, v in values.items():
+            for k, v in (*values.items(), *weights.items()):
                 _number(v, k)
-            value = math.fsum(_number(values[k], k) * _number(w, k) for k, w in weights.items()
+            if not values or not weights:
+                raise ToolFailure("error", "missing_inputs",
+                                  "weighted_score needs at least one value and one weight")
+            value = math.fsum(float(values[k]) * float(w) for k, w in weights.items()
                               if k in values)
         else:
             if set(inputs) != {"a", "b"}:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentworld_envs.protocol.bounded_json import find_objects
 from floor_tasks.database import FixtureDB
 from floor_tasks.task import Check, SubmissionSpec, Task, Variant
 
@@ -28,6 +29,11 @@ FAILURE_CLASSES = {
     "F6": "wrong tool use",
     "F7": "partial completion",
 }
+
+
+FIELD_READS = ("lookup_record", "get_attribute")
+"""The calls whose results show a record's field, as the reference's constraint predicates
+read them (a list_options or compare_records row does not count)."""
 
 
 @dataclass
@@ -63,14 +69,16 @@ class Trace:
         return next((i for i, c in enumerate(self.calls) if c["tool_name"] == "submit_decision"),
                     len(self.calls))
 
-    def observed(self, until: int | None = None) -> set[tuple[str, str]]:
-        """(record id, field) pairs that ok tool results revealed, in calls before ``until``."""
+    def observed(self, until: int | None = None,
+                 tools: tuple[str, ...] | None = None) -> set[tuple[str, str]]:
+        """(record id, field) pairs that ok results revealed, in calls before ``until``, from
+        the given ``tools`` only (every tool when ``None``)."""
         seen: set[tuple[str, str]] = set()
         for call in self.calls[:until]:
-            result = call["result"]
-            if call["status"] != "ok" or not isinstance(result, dict):
+            result, name = call["result"], call["tool_name"]
+            if call["status"] != "ok" or not isinstance(result, dict) or (
+                    tools is not None and name not in tools):
                 continue
-            name = call["tool_name"]
             if name == "lookup_record":
                 seen.update((result["record_id"], f) for f in result["fields"])
             elif name == "get_attribute":
@@ -84,14 +92,16 @@ class Trace:
                 seen.update((o["id"], k) for o in result["options"] for k in o if k != "id")
         return seen
 
-    def constraint_checked(self, record_id: str, name: str, by_call: bool = False) -> bool:
-        """True if ``name`` was checked on the record, or (unless ``by_call``) its field was
-        read for the record."""
+    def constraint_checked(self, record_id: str, name: str,
+                           reads: tuple[str, ...] = FIELD_READS) -> bool:
+        """True if ``name`` was checked on the record, or a call to one of ``reads`` showed the
+        constraint's field for the record."""
         spec = self.db.constraints.get(name, {})
         checked = any(c["tool_name"] == "check_constraint" and c["status"] == "ok"
                       and c["arguments"].get("record_id") == record_id
                       and c["arguments"].get("constraint_name") == name for c in self.calls)
-        return checked or (not by_call and (record_id, spec.get("field", name)) in self.observed())
+        return checked or (bool(reads) and (record_id, spec.get("field", name)) in self.observed(
+            tools=reads))
 
 
 CheckFn = Callable[..., tuple[bool, str]]
@@ -109,7 +119,9 @@ def _register(table: dict[str, CheckFn], name: str) -> Callable[[CheckFn], Check
 
 # ---------------------------------------------------------------- text matching helpers
 
-_NUMBER = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?!\w)")
+_NUMBER = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?")
+"""A number not inside an ID ("P104", "SUP-12", "v2.4"); a unit may follow it ("12x", "47min"),
+as in the reference's extractor."""
 _NEGATION = re.compile(r"\b(not|no|isn't|is not|never|un|non)\b[\s-]*$", re.IGNORECASE)
 
 
@@ -126,8 +138,6 @@ def numbers_in(text: str) -> list[float]:
 
 def _json_fields(text: str) -> dict[str, Any]:
     """Flattened key/values of the first JSON object in ``text`` (empty if none)."""
-    from agentworld_envs.protocol.bounded_json import find_objects
-
     for data in find_objects(text):
         flat: dict[str, Any] = {}
         stack = [data]
@@ -441,14 +451,14 @@ def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
 @_register(CHECKS, "constraints_checked")
 def _constraints_checked(trace: Trace, names: list[str], record_id: str | None = None,
                          record_from_submission: str | None = None,
-                         by_call: bool = False) -> tuple[bool, str]:
-    """Constraints verified on the chosen record; ``by_call`` accepts only check_constraint
-    calls (the prompt names the constraint tool), else reading the field also counts."""
+                         reads: tuple[str, ...] | list[str] = FIELD_READS) -> tuple[bool, str]:
+    """Constraints verified on the chosen record: a check_constraint call, or a call to one
+    of ``reads`` that showed the field (``reads: []`` accepts only check_constraint)."""
     if record_from_submission is not None:
         record_id = (trace.accepted_submission or {}).get(record_from_submission)
     if record_id is None:
         return False, "no chosen record to check constraints on"
-    missing = [n for n in names if not trace.constraint_checked(record_id, n, by_call=by_call)]
+    missing = [n for n in names if not trace.constraint_checked(record_id, n, tuple(reads))]
     return (not missing, f"{record_id}: never checked {', '.join(missing)}" if missing
             else f"{record_id}: all constraints checked")
 

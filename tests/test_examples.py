@@ -53,7 +53,7 @@ def test_sb3_example_writes_its_curves(tmp_path: Path) -> None:
                          "--eval-every", "256", "--plot", str(plot), cwd=tmp_path)
     rows = [line.split("|")[1:5] for line in output.splitlines() if line.startswith("| A02 |")
             or line.startswith("| B2 |")]
-    assert rows == [[" A02 ", " A0 ", " 5 ", " 2 "], [" B2 ", " B ", " 5 ", " 4 "]]
+    assert rows == [[" A02 ", " A0 ", " 5 ", " 4 "], [" B2 ", " B ", " 5 ", " 7 "]]
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 

@@ -437,3 +437,74 @@ def test_tool_results_follow_the_reference() -> None:
         "values": {"a": 10}, "weights": {"a": 0.5, "b": 0.5}}}), allowed, "x")
     assert scored["status"] == "ok" and scored["result"]["value"] == 5
     assert scored["result"]["ignored_weights"] == ["b"]
+
+
+def test_e4_compliance_check_must_follow_the_score() -> None:
+    gold = solution("E4")
+    reward, info = play("E4", gold[:3] + [gold[4], gold[3], gold[5]])
+    assert reward == 0.0 and "stages_in_order" in failed(info)
+
+
+def test_listed_or_compared_values_do_not_check_a_constraint() -> None:
+    reward, info = play("D3", [call("list_options"), "Selected plan: HP-2."])
+    assert reward == 0.0 and "constraints_checked" in failed(info)
+    reward, info = play("D1", [
+        json.dumps([{"name": "lookup_record", "arguments": {"record_id": i, "fields": ["name"]}}
+                    for i in ("SUP-11", "SUP-12", "SUP-13")]),
+        call("compare_records", record_ids=["SUP-11", "SUP-12", "SUP-13"],
+             criterion="lead_time_days"),
+        "Selected supplier: SUP-12."])
+    assert reward == 0.0 and "constraints_checked" in failed(info)
+
+
+def test_e2_comparing_on_the_future_requirement_considers_it() -> None:
+    reward, info = play("E2", [
+        call("compare_records", record_ids=["FW-1", "FW-3"], criterion="reporting_plugin_support"),
+        call("lookup_record", record_id="FW-3", fields=["throughput_mbps"]),
+        call("check_constraint", record_id="FW-3", constraint_name="current_throughput_min"),
+        call("submit_decision", framework_id="FW-3")])
+    assert reward == 1.0, info["verdict"]
+
+
+def test_tool_edge_cases_follow_the_reference() -> None:
+    from agentworld_envs.protocol.tool_calls import ToolCall
+    from floor_tasks.database import load_fixture
+    from floor_tasks.tools import FloorToolkit
+
+    kit = FloorToolkit(load_fixture("D3_hosting_plans"), lambda decision: False)
+    allowed = {"compare_records", "compute_value", "list_options", "lookup_record"}
+
+    def run(name: str, **arguments: Any) -> dict:
+        return kit.dispatch(ToolCall(name, arguments), allowed, "x")
+
+    ids = ["HP-1", "HP-2", "HP-3"]
+    gpu = run("compare_records", record_ids=ids, criterion="gpu_available")["result"]
+    assert gpu["best_id"] == "HP-2"  # true ranks above false; ties go to the first given
+    assert run("compare_records", record_ids=ids, criterion="gpu_available",
+               direction="asc")["result"]["best_id"] == "HP-1"
+    assert run("list_options", option_set="")["result"]["options"] == run(
+        "list_options")["result"]["options"]
+    assert run("lookup_record", record_id="HP-2", fields=[])["result"]["fields"][
+        "monthly_price"] == 280
+    for inputs in ({"values": {}, "weights": {"a": 1}}, {"values": {"a": 1}, "weights": {}}):
+        empty = run("compute_value", operation="weighted_score", inputs=inputs)
+        assert (empty["status"], empty["error"]["type"]) == ("error", "missing_inputs")
+    bad = run("compute_value", operation="weighted_score",
+              inputs={"values": {"a": 1}, "weights": {"a": 1, "b": "x"}})
+    assert bad["error"]["type"] == "schema_validation_error"
+    unweighted = run("compute_value", operation="weighted_score",
+                     inputs={"values": {"a": 10, "b": 5}, "weights": {"a": 0.5}})
+    assert unweighted["result"]["value"] == 5
+
+
+def test_compare_records_does_not_rank_values_that_do_not_order() -> None:
+    from agentworld_envs.protocol.tool_calls import ToolCall
+    from floor_tasks.database import FixtureDB
+    from floor_tasks.tools import FloorToolkit
+
+    db = FixtureDB({"records": {"R-1": {"v": 3}, "R-2": {"v": "high"}, "R-3": {}}})
+    kit = FloorToolkit(db, lambda decision: False)
+    out = kit.dispatch(ToolCall("compare_records", {"record_ids": ["R-1", "R-2", "R-3"],
+                                                    "criterion": "v"}), {"compare_records"}, "x")
+    assert out["status"] == "ok" and out["result"]["best_id"] is None
+    assert [r["criterion_value"] for r in out["result"]["comparison"]] == [3, "high", None]

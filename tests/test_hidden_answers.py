@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
@@ -51,6 +52,43 @@ def test_the_oracle_solves_every_scenario_through_the_discrete_wrapper(domain: s
             if terminated or truncated:
                 break
         assert reward == 1.0, (scenario.id, info["reward_breakdown"])
+
+
+@pytest.mark.parametrize("task_id", floor_tasks.TASK_IDS)
+def test_agentfloor_candidates_hide_the_solution_among_shuffled_distractors(task_id: str) -> None:
+    env = gym.make(floor_tasks.env_id(task_id)).unwrapped
+    for variant in floor_tasks.load_task(task_id).variant_names:
+        gold = list(dict.fromkeys(floor_tasks.solution(task_id, variant)))
+        orders = []
+        for seed in SEEDS:
+            env.reset(seed=seed, options={"variant": variant})
+            candidates = env.candidate_actions()
+            assert len(candidates) > len(gold) and set(gold) <= set(candidates), variant
+            assert set(candidates) - set(gold) - GIVE_UPS, f"{variant}: only give-up distractors"
+            orders.append(tuple(candidates))
+        assert any(list(order[:len(gold)]) != gold for order in orders), variant
+        assert len(set(orders)) > 1, f"{variant}: the order does not change between seeds"
+        env.reset(seed=SEEDS[0], options={"variant": variant})
+        assert tuple(env.candidate_actions()) == orders[0]  # the seed fixes the shuffle
+
+
+@pytest.mark.parametrize("task_id", floor_tasks.TASK_IDS)
+def test_the_agentfloor_oracle_passes_through_the_discrete_wrapper(task_id: str) -> None:
+    env = DiscreteCandidateActions(gym.make(floor_tasks.env_id(task_id)), max_candidates=64)
+    for seed, variant in enumerate(floor_tasks.load_task(task_id).variant_names):
+        _, info = env.reset(seed=seed, options={"variant": variant})
+        for action in floor_tasks.solution(task_id, variant):
+            _, reward, terminated, _, info = env.step(info["candidates"].index(action))
+        assert (reward, terminated) == (1.0, True), (variant, info["verdict"])
+
+
+def test_the_agentfloor_shuffle_leaves_the_seeded_variant_alone() -> None:
+    """The shuffle is drawn after the variant, so a seed picks the variant it always did."""
+    env = gym.make("AgentFloor/C1-v0").unwrapped
+    for seed in range(20):
+        _, info = env.reset(seed=seed)
+        expected = np.random.default_rng(seed).integers(len(env.task.variant_names))
+        assert info["variant_index"] == expected
 
 
 def test_agentfloor_scenarios_draw_distractors_from_the_task_data() -> None:

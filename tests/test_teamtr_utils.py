@@ -200,3 +200,7 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
     results = json.loads((out / "results.json").read_text())
     assert {(r["method"], r["n"]) for r in results} == {
         (m, n) for m in evidence.METHODS for n in evidence.TEAM_SIZES}
+    starts: dict[tuple[int, int], set[float]] = {}
+    for run in results:  # every method starts from the same warm-started team
+        starts.setdefault((run["n"], run["seed"]), set()).add(run["curve"][0][1])
+    assert all(len(values) == 1 for values in starts.values())

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentworld_envs.protocol import bounded_json
 from agentworld_envs.sim.parsing import clean_response_marker
 
 __all__ = ["Fidelity", "parse_json_observation", "skeleton", "step_fidelity", "summarise"]
@@ -79,15 +80,15 @@ def parse_json_observation(text: str) -> Any:
     if not text:
         return _NOT_JSON
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        return bounded_json.loads(text)
+    except bounded_json.JSONError:
         pass
     lines = [line for line in text.split("\n") if line.strip()]
     if len(lines) < 2:
         return _NOT_JSON
     try:
-        return [json.loads(line) for line in lines]
-    except (json.JSONDecodeError, RecursionError):
+        return [bounded_json.loads(line) for line in lines]
+    except bounded_json.JSONError:
         return _NOT_JSON
 
 

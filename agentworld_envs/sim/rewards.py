@@ -46,7 +46,7 @@ JUDGE_SYSTEM = (
 )
 _OBSERVATION_LIMIT = 4000
 _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
-_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
+_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)(?![\w.])')  # not 1 of 1e999
 
 
 @dataclass

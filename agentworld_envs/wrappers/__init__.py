@@ -2,9 +2,11 @@
 
 Gymnasium wrappers, one concern each: :class:`TokenizeObservation` (text to token-id ``Box``),
 :class:`DiscreteCandidateActions` (text actions to ``Discrete`` over admissible candidates) and
-:class:`PromptAwareObservation` (the prompt next to the current observation);
-:func:`wrap_for_sb3` stacks them. Two parts need ``stable-baselines3`` and load on first use:
-:class:`TokenEmbeddingExtractor` (a policy features extractor for token ids) and
+:class:`PromptAwareObservation` (the prompt next to the current observation) and
+:class:`CandidateObservation` (the shuffled candidates' token ids); :func:`wrap_for_sb3` stacks
+them. Three parts need ``stable-baselines3`` and load on first use:
+:class:`TokenEmbeddingExtractor` (a policy features extractor for token ids),
+:class:`CandidateScoringPolicy` (an actor-critic that scores each observed candidate) and
 :class:`ParameterSharingVecEnv` (PettingZoo team envs as one SB3 ``VecEnv``).
 """
 
@@ -18,6 +20,7 @@ from agentworld_envs.wrappers.candidate_actions import (
     CandidateMenu,
     DiscreteCandidateActions,
 )
+from agentworld_envs.wrappers.candidate_observation import CandidateObservation
 from agentworld_envs.wrappers.prompt_observation import PromptAwareObservation
 from agentworld_envs.wrappers.sb3_stack import wrap_for_sb3
 from agentworld_envs.wrappers.tokenize_observation import (
@@ -32,6 +35,8 @@ __all__ = [
     "PAD_ID",
     "ByteTokenizer",
     "CandidateMenu",
+    "CandidateObservation",
+    "CandidateScoringPolicy",
     "DiscreteCandidateActions",
     "HFTokenizer",
     "ParameterSharingVecEnv",
@@ -44,6 +49,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CandidateScoringPolicy": "agentworld_envs.wrappers.candidate_policy",
     "ParameterSharingVecEnv": "agentworld_envs.wrappers.parameter_sharing",
     "TokenEmbeddingExtractor": "agentworld_envs.wrappers.token_embedding",
 }

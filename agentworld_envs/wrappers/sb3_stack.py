@@ -2,9 +2,11 @@
 
 :func:`wrap_for_sb3` composes, inside out: :class:`DiscreteCandidateActions` (text actions to
 ``Discrete``), :class:`PromptAwareObservation` (the prompt next to the current observation),
-Gymnasium's ``TimeAwareObservation`` (the step counter) and :class:`TokenizeObservation` (text to
-token ids). With ``observation="dict"`` the result suits ``MultiInputPolicy``; with ``"box"`` it is
-flattened by ``FlattenObservation`` into one ``Box`` for ``MlpPolicy``.
+Gymnasium's ``TimeAwareObservation`` (the step counter), :class:`TokenizeObservation` (text to
+token ids) and :class:`CandidateObservation` (the candidates' token ids: the envs shuffle them at
+every reset, so an index alone means nothing). With ``observation="dict"`` the result suits
+``MultiInputPolicy`` and :class:`CandidateScoringPolicy`; with ``"box"`` it is flattened by
+``FlattenObservation`` into one ``Box`` for ``MlpPolicy``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import gymnasium as gym
 from gymnasium.wrappers import FlattenObservation, TimeAwareObservation
 
 from agentworld_envs.wrappers.candidate_actions import GIVE_UP_ACTION, DiscreteCandidateActions
+from agentworld_envs.wrappers.candidate_observation import CandidateObservation
 from agentworld_envs.wrappers.prompt_observation import PromptAwareObservation
 from agentworld_envs.wrappers.tokenize_observation import TokenizeObservation
 
@@ -23,7 +26,8 @@ __all__ = ["wrap_for_sb3"]
 
 def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
                  tokenizer: str = "bytes", observation: Literal["dict", "box"] = "dict",
-                 fallback_action: str = GIVE_UP_ACTION) -> gym.Env:
+                 fallback_action: str = GIVE_UP_ACTION,
+                 candidate_length: int | None = None) -> gym.Env:
     """Wrap a text env (with ``candidate_actions()`` and a step limit) for SB3 policies.
 
     Args:
@@ -33,8 +37,11 @@ def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
         max_length: Token ids per text (see :class:`TokenizeObservation` for truncation).
         tokenizer: ``"bytes"`` or a Hugging Face tokenizer name or path.
         observation: ``"dict"`` gives ``Dict(observation=Box, prompt=Box, time=Box)`` for
-            ``MultiInputPolicy``; ``"box"`` flattens it into one ``Box`` for ``MlpPolicy``.
+            ``MultiInputPolicy``, plus ``candidates`` and ``candidate_mask`` (see
+            :class:`CandidateObservation`); ``"box"`` flattens it all into one ``Box`` for
+            ``MlpPolicy``.
         fallback_action: The text action of a padding index.
+        candidate_length: Token ids per candidate (``max_length`` by default).
 
     Returns:
         The wrapped env.
@@ -44,10 +51,12 @@ def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
         >>> env = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=8, max_length=64)
         >>> env.observation_space["prompt"].shape, env.observation_space["time"].shape
         ((64,), (1,))
+        >>> env.observation_space["candidates"].shape
+        (512,)
         >>> box = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=8, max_length=64,
         ...                    observation="box")
         >>> box.observation_space.shape, box.action_space
-        ((129,), Discrete(8))
+        ((649,), Discrete(8))
     """
     if observation not in ("dict", "box"):
         raise ValueError(f"observation must be 'dict' or 'box', not {observation!r}")
@@ -55,4 +64,5 @@ def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
     env = PromptAwareObservation(env)
     env = TimeAwareObservation(env, flatten=False)
     env = TokenizeObservation(env, max_length, tokenizer)
+    env = CandidateObservation(env, candidate_length or max_length, tokenizer)
     return FlattenObservation(env) if observation == "box" else env

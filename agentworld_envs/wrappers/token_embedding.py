@@ -54,11 +54,11 @@ class TokenEmbeddingExtractor(BaseFeaturesExtractor):
         >>> import gymnasium as gym, floor_tasks
         >>> from stable_baselines3 import PPO
         >>> from agentworld_envs.wrappers import wrap_for_sb3
-        >>> env = wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=3, max_length=16)
+        >>> env = wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=4, max_length=16)
         >>> model = PPO("MultiInputPolicy", env, n_steps=8, batch_size=8, policy_kwargs={
         ...     "features_extractor_class": TokenEmbeddingExtractor}).learn(8)
-        >>> model.policy.features_extractor.features_dim  # (16 + 16 + 1) positions * 8
-        264
+        >>> model.policy.features_extractor.features_dim  # (16 + 16 + 1 + 4 * 16) * 8 + 4 mask bits
+        780
     """
 
     def __init__(self, observation_space: spaces.Space, embedding_dim: int = 8) -> None:

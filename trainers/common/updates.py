@@ -229,7 +229,8 @@ def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, s
         if attempt == 0 or backtrack == "beta_only":
             losses = policy_update(policy, optimizer, samples, advantages, settings, generator,
                                    beta=beta)
-            stepped = [p.detach().clone() for p in _trainable(policy.module)]
+            if backtrack == "interpolate":
+                stepped = [p.detach().clone() for p in _trainable(policy.module)]
         else:
             _interpolate(policy, saved["params"], stepped, fraction)
         kl_stats = kl_summary(measure_kl(policy, samples), delta, quantile)

@@ -1,0 +1,137 @@
+"""A Stable-Baselines3 actor-critic that scores each candidate action against the state.
+
+The envs shuffle their candidates at every reset, so the logit of index ``k`` has to depend on
+candidate in block ``k`` of ``obs["candidates"]`` (:class:`CandidateObservation`), not on
+``k``: this policy encodes the state (every other part of the observation, token ids embedded by
+:class:`TokenEmbeddingExtractor`) and each candidate with one shared encoder, and scores each
+pair with one shared network. Permuting the candidates permutes the logits the same way.
+Padding indices (0 in ``obs["candidate_mask"]``) get no probability. The value reads the state
+alone::
+
+    PPO(CandidateScoringPolicy, wrap_for_sb3(env, max_candidates=16))
+
+Needs ``stable-baselines3`` and ``torch`` (``pip install "agentworld[rl]"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium import spaces
+from gymnasium.error import DependencyNotInstalled
+
+from agentworld_envs.wrappers.candidate_observation import CANDIDATES_KEY, MASK_KEY
+from agentworld_envs.wrappers.token_embedding import TokenEmbeddingExtractor
+
+try:
+    import torch
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from torch import nn
+except ImportError as exc:
+    raise DependencyNotInstalled(
+        'CandidateScoringPolicy needs stable-baselines3 and torch: pip install "agentworld[rl]"'
+    ) from exc
+
+__all__ = ["CandidateFeatures", "CandidateScoringPolicy"]
+
+_MASKED = -1e9
+"""The logit of a padding index."""
+_CANDIDATE_PARTS = (CANDIDATES_KEY, MASK_KEY)
+
+
+class CandidateFeatures(BaseFeaturesExtractor):
+    """The state's vector, each candidate's vector and the padding mask, concatenated.
+
+    Args:
+        observation_space: A ``Dict`` with the entries of :class:`CandidateObservation` and
+            token-id or numeric parts for the state.
+        embedding_dim: Length of each token id's vector.
+        hidden_dim: Length of the state's and of each candidate's vector.
+
+    The features are ``[state (hidden_dim), rows * candidate (hidden_dim), mask (rows)]``.
+    """
+
+    def __init__(self, observation_space: spaces.Dict, embedding_dim: int = 8,
+                 hidden_dim: int = 64) -> None:
+        table = observation_space[CANDIDATES_KEY]
+        rows = int(observation_space[MASK_KEY].n)
+        length = table.shape[0] // rows
+        super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
+        self.rows, self.length, self.hidden_dim = rows, length, hidden_dim
+        self.state = TokenEmbeddingExtractor(spaces.Dict({
+            key: space for key, space in observation_space.spaces.items()
+            if key not in _CANDIDATE_PARTS}), embedding_dim)
+        self.state_net = nn.Sequential(nn.Linear(self.state.features_dim, hidden_dim), nn.ReLU())
+        self.tokens = nn.Embedding(int(table.high.max()) + 1, embedding_dim)
+        self.candidate_net = nn.Sequential(nn.Linear(length * embedding_dim, hidden_dim),
+                                           nn.ReLU())
+
+    def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Encode the state and every candidate (with one shared encoder)."""
+        ids = observations[CANDIDATES_KEY].long().view(-1, self.rows, self.length)
+        state = self.state_net(self.state(
+            {key: value for key, value in observations.items() if key not in _CANDIDATE_PARTS}))
+        candidates = self.candidate_net(self.tokens(ids).flatten(2))
+        return torch.cat([state, candidates.flatten(1), observations[MASK_KEY].float()], dim=1)
+
+
+class _ScoringHead(nn.Module):
+    """The ``mlp_extractor``: one logit per candidate, and the value's latent."""
+
+    def __init__(self, rows: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.rows, self.hidden_dim = rows, hidden_dim
+        self.latent_dim_pi, self.latent_dim_vf = rows, hidden_dim
+        self.scorer = nn.Sequential(nn.Linear(3 * hidden_dim, hidden_dim), nn.Tanh(),
+                                    nn.Linear(hidden_dim, 1))
+        self.critic = nn.Sequential(nn.Linear(hidden_dim, hidden_dim), nn.Tanh())
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        state = features[:, :self.hidden_dim]
+        candidates = features[:, self.hidden_dim:-self.rows].view(-1, self.rows, self.hidden_dim)
+        paired = state.unsqueeze(1).expand_as(candidates)
+        scores = self.scorer(torch.cat([paired, candidates, paired * candidates], dim=2))
+        return scores.squeeze(2).masked_fill(features[:, -self.rows:] == 0, _MASKED)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.critic(features[:, :self.hidden_dim])
+
+
+class CandidateScoringPolicy(MultiInputActorCriticPolicy):
+    """``MultiInputActorCriticPolicy`` whose logits score the observed candidates (see above).
+
+    Takes the arguments of ``MultiInputActorCriticPolicy``; ``features_extractor_kwargs``
+    holds ``embedding_dim`` and ``hidden_dim`` of :class:`CandidateFeatures`.
+
+    Example:
+        >>> import gymnasium as gym, floor_tasks
+        >>> from stable_baselines3 import PPO
+        >>> from agentworld_envs.wrappers import wrap_for_sb3
+        >>> env = wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=4, max_length=16)
+        >>> model = PPO(CandidateScoringPolicy, env, n_steps=8, batch_size=8).learn(8)
+        >>> obs, info = env.reset(seed=0)
+        >>> int(model.predict(obs, deterministic=True)[0]) < len(info["candidates"])
+        True
+    """
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete,
+                 *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("features_extractor_class", CandidateFeatures)
+        super().__init__(observation_space, action_space, *args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = _ScoringHead(self.features_extractor.rows,
+                                          self.features_extractor.hidden_dim)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        self.action_net = nn.Identity()  # the head's scores are the logits
+        last = self.mlp_extractor.scorer[-1]
+        nn.init.orthogonal_(last.weight, gain=0.01)  # near-uniform first choices
+        nn.init.zeros_(last.bias)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1),
+                                              **self.optimizer_kwargs)

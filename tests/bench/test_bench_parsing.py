@@ -1,0 +1,69 @@
+"""Parse time per input byte, 1 KB to 10 MB, on hostile shapes (pytest-benchmark; never asserted).
+
+Each parser of agent or model text gets inputs of one shape at four sizes: actions through the
+tool-call parser, world-model outputs and judge outputs. Linear time means a flat time per byte:
+``benchmark.extra_info["per_byte_vs_1kb"]`` is the time per byte at that size divided by the time
+per byte at 1 KB, measured earlier in the same run. Run with::
+
+    python -m pytest tests/bench/test_bench_parsing.py -m benchmark --benchmark-only \\
+        -p no:cacheprovider -o addopts="" --benchmark-json=parsing.json
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
+from agentworld_envs.protocol import parse_action
+from agentworld_envs.sim.parsing import parse_world_model_output
+
+pytestmark = pytest.mark.benchmark
+
+SIZES = {"1KB": 1 << 10, "100KB": 100 << 10, "1MB": 1 << 20, "10MB": 10 << 20}
+ROUNDS = {"1KB": 200, "100KB": 20, "1MB": 5, "10MB": 1}
+
+
+def _judge(text: str) -> Any:
+    try:
+        return parse_judge_output(text)
+    except JudgeParseError:
+        return None
+
+
+SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
+    # name: (parser, head, unit repeated up to the size)
+    "action_fence_spaces": (parse_action, "```", " "),
+    "action_fenced_calls": (parse_action, "", '```json\n{"name": "t", "arguments": {}}\n```\n'),
+    "action_bad_tags": (parse_action, "", "<tool_call>x</tool_call>"),
+    "action_braces": (parse_action, '{"name": "t", "arguments": "', "x{"),
+    "world_model_think": (parse_world_model_output, "", "<think>"),
+    "world_model_fake_tags": (parse_world_model_output, "", "<think>a<predicted_observation>b"),
+    "judge_braces": (_judge, "", "x{"),
+    "judge_objects": (_judge, "", '{"scores": {"format": 9}} '),
+    "judge_fence_spaces": (_judge, "```json", " "),
+}
+PER_BYTE: dict[str, float] = {}
+
+
+def _text(head: str, unit: str, size: int) -> str:
+    return head + unit * ((size - len(head)) // len(unit))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_parse_time_per_byte(benchmark: Any, shape: str, size: str) -> None:
+    parser, head, unit = SHAPES[shape]
+    text = _text(head, unit, SIZES[size])
+    benchmark.pedantic(parser, args=(text,), rounds=ROUNDS[size], iterations=1, warmup_rounds=0)
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable
+        return
+    per_byte = stats.stats.min / len(text)
+    if size == "1KB":
+        PER_BYTE[shape] = per_byte
+    benchmark.extra_info["seconds_per_byte"] = per_byte
+    if shape in PER_BYTE:
+        benchmark.extra_info["per_byte_vs_1kb"] = round(per_byte / PER_BYTE[shape], 3)
