@@ -16,6 +16,10 @@ GROUPS = {
     "wm": ("agentworld_envs.bench.cli", "World models: bench, fidelity, export, sft, rl"),
     "team": ("trainers.cli", "Shared-context teams: list and play team envs, train TeamTR"),
 }
+EXTENSIONS = {"wm": ("trainers.world_model.cli",)}
+"""Modules that add commands to another package's group: each one's ``add_commands`` gets the
+subcommands that the group's own ``add_commands`` returns (the world-model training commands
+live with the trainers, so the bench package never imports them)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,8 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentworld", description="Environments for training and testing LLM agents.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
     for name, (module, help_text) in GROUPS.items():
-        importlib.import_module(module).add_commands(groups.add_parser(
+        commands = importlib.import_module(module).add_commands(groups.add_parser(
             name, help=help_text, description=help_text))
+        for extension in EXTENSIONS.get(name, ()):
+            importlib.import_module(extension).add_commands(commands)
     return parser
 
 

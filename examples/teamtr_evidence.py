@@ -13,8 +13,9 @@ and gains are exact (enumeration over the message space, no sampling noise).
    against the number of agents updated before (log-log slopes, bootstrap over seeds).
 2. **Training.** TeamTR, KL-without-refresh and stale sequential at a matched rollout budget, plus
    two equal-update controls: TeamTR with n x the budget (as many stages as the baselines) and
-   KL-without-refresh with an n x batch (TeamTR's data per stage, without refreshing). Reported:
-   final exact team reward and peak-minus-final regressions.
+   KL-without-refresh with an n x batch (TeamTR's data per stage, without refreshing), and TeamTR
+   at the reference's δ = 0.05 with either backtracking. Reported: final exact team reward,
+   peak-minus-final regressions, accepted updates and their KL.
 
 Run: ``python examples/teamtr_evidence.py`` (about 15 minutes on 2 busy cores) writes
 ``runs/teamtr_evidence/{results.json,report.md,*.png}``; ``--docs docs`` also writes the plots to
@@ -42,24 +43,29 @@ WARM_ACCURACY = 0.85
 SETTINGS = {"learning_rate": 0.03, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
             "eval_every": 10**6}
 METHODS = {
-    # name: (trainer module, budget multiplier, batch multiplier), both multiplied by n
-    "teamtr": ("teamtr", False, False),
-    "kl_no_refresh": ("kl_no_refresh", False, False),
-    "stale_sequential": ("stale_sequential", False, False),
-    "teamtr_nx_budget": ("teamtr", True, False),
-    "kl_no_refresh_nx_batch": ("kl_no_refresh", False, True),
+    # name: (trainer, n x budget, n x batch, other settings)
+    "teamtr": ("teamtr", False, False, {}),
+    "kl_no_refresh": ("kl_no_refresh", False, False, {}),
+    "stale_sequential": ("stale_sequential", False, False, {}),
+    "teamtr_nx_budget": ("teamtr", True, False, {}),
+    "kl_no_refresh_nx_batch": ("kl_no_refresh", False, True, {}),
+    "teamtr_delta_0.05": ("teamtr", False, False, {"delta": 0.05}),
+    "teamtr_delta_0.05_beta_only": ("teamtr", False, False,
+                                    {"delta": 0.05, "backtrack": "beta_only"}),
 }
+"""The last two check the backtracking at the reference's δ = 0.05: the default line search
+against the reference's restore-and-redo with a growing β."""
 REGRESSION = 0.05
 """A run regressed when its exact team reward fell this far below its own peak by the end."""
 
 
 def method_args(method: str, n: int, seed: int, scale: dict[str, int]) -> tuple[str, dict]:
     """The trainer and settings of one method at team size ``n``."""
-    module, more_budget, more_batch = METHODS[method]
+    module, more_budget, more_batch, overrides = METHODS[method]
     prompts = scale["prompts"] * (n if more_batch else 1)
     settings = {**TASK, **SETTINGS, "n_agents": n, "seed": seed, "prompts_per_rollout": prompts,
                 "eval_episodes": scale["eval_episodes"], "update_epochs": scale["epochs"],
-                "total_episodes": scale["budget"] * (n if more_budget else 1)}
+                "total_episodes": scale["budget"] * (n if more_budget else 1), **overrides}
     return module, {**settings, "exact_gains": True} if method == "teamtr" else settings
 
 
@@ -235,6 +241,9 @@ def report(results: list[dict[str, Any]], out: Path, docs: Path | None = None) -
         axes[1].plot(ks, [np.mean(positions[k]) for k in ks], "o-", label=label)
     axes[1].set(xscale="log", yscale="log", xlabel="agents updated before this one",
                 ylabel="|stale − true gain| / mean |true gain|", title="Stale bias by position")
+    earlier = range(1, max(TEAM_SIZES))
+    axes[1].set_xticks(earlier, [str(k) for k in earlier])
+    axes[1].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[1].legend(fontsize=8)
     figure.tight_layout()
     _save(figure, "teamtr_evidence_shift.png", out, docs)
@@ -242,34 +251,36 @@ def report(results: list[dict[str, Any]], out: Path, docs: Path | None = None) -
     trained = [r for r in results if not r["shift_only"]]
     lines += ["", "### Training: final exact team reward (mean ± sd over seeds) and regressions",
               "", "| method | " + " | ".join(f"n = {n}" for n in sizes)
-              + f" | regressed (peak − final > {REGRESSION}), per n | stages (n = {sizes[-1]})"
-              f" | accepted updates (n = {sizes[-1]}) | accepted KL q99 (n = {sizes[-1]}) |",
-              "|---|" + "---|" * (len(sizes) + 4)]
+              + f" | regressed (peak − final > {REGRESSION}) | stages | accepted updates |"
+              f" accepted KL q99 (n = {sizes[-1]}) |", "|---|" + "---|" * (len(sizes) + 4)]
     figure, axes = plt.subplots(1, len(sizes), figsize=(4.3 * len(sizes), 3.8), sharey=True)
-    for method in METHODS:
-        cells, regressed = [], []
+    methods = [m for m in METHODS if any(r["method"] == m for r in trained)]
+    for method in methods:
+        cells, regressed, stages, accepted = [], [], [], []
         for column, n in enumerate(sizes):
             runs = [r for r in trained if r["method"] == method and r["n"] == n]
             finals = [r["curve"][-1][1] for r in runs]
             cells.append(f"{np.mean(finals):.3f} ± {np.std(finals):.3f}")
             regressed.append(f"{sum(regressions(r) > REGRESSION for r in runs)}/{len(runs)}")
+            stages.append(str(runs[0]["stages"]))
+            shares = [r["accepted"] / r["updates"] for r in runs if np.isfinite(r["accepted"])]
+            accepted.append(f"{np.mean(shares):.2f}" if shares else "—")
             grid = np.unique(np.concatenate([[e for e, _ in r["curve"]] for r in runs]))
             curve = np.mean([np.interp(grid, *zip(*r["curve"], strict=True)) for r in runs],
                             axis=0)
-            axes[column].plot(np.maximum(grid, 1), curve, label=method)
+            axes[column].plot(np.maximum(grid, 1), curve, "--" if "delta" in method else "-",
+                              label=method)
             axes[column].set(title=f"n = {n}", xlabel="rollout episodes", xscale="log")
-        last = [r for r in trained if r["method"] == method and r["n"] == sizes[-1]]
-        accepted = [r["accepted"] / r["updates"] for r in last if np.isfinite(r["accepted"])]
-        kl = [r["accepted_kl_q99"] for r in last if r["accepted_kl_q99"] is not None]
+        kl = [r["accepted_kl_q99"] for r in trained if r["method"] == method
+              and r["n"] == sizes[-1] and r["accepted_kl_q99"] is not None]
         lines.append(f"| {method} | {' | '.join(cells)} | {', '.join(regressed)} | "
-                     f"{last[0]['stages']} | "
-                     f"{f'{np.mean(accepted):.2f}' if accepted else '— (no trust region)'} | "
+                     f"{', '.join(stages)} | {', '.join(accepted)} | "
                      f"{f'{np.mean(kl):.3f}' if kl else '—'} |")
     initial = {n: np.mean([r["curve"][0][1] for r in trained if r["n"] == n]) for n in sizes}
     lines += ["", "Warm-started teams score " + ", ".join(
         f"{initial[n]:.3f} (n = {n})" for n in sizes) + "; chance is 0.25."]
     axes[0].set_ylabel("exact team reward")
-    axes[-1].legend(fontsize=7)
+    axes[0].legend(fontsize=7)
     figure.tight_layout()
     _save(figure, "teamtr_evidence_reward.png", out, docs)
     return "\n".join(lines)
@@ -295,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("runs/teamtr_evidence"))
     parser.add_argument("--docs", type=Path, default=None,
                         help="also write the plots here (e.g. docs); off by default")
+    parser.add_argument("--replot", action="store_true",
+                        help="report the results.json already in --out instead of running")
     return parser
 
 
@@ -307,6 +320,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.seeds, args.shift_seeds = 2, 2
         scale = {"prompts": 4, "budget": 8 * 4 * 4, "eval_episodes": 16, "warm_steps": 10,
                  "epochs": 1}
+    if args.docs is not None:
+        args.docs.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        print(report(json.loads((args.out / "results.json").read_text()), args.out, args.docs))
+        return 0
     jobs = make_jobs(args.seeds, args.shift_seeds, scale)
     jobs.sort(key=lambda job: (job["shift_only"], -job["n"]))
     started = time.perf_counter()
@@ -319,8 +337,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = [summary for batch in batches for summary in batch]
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.docs is not None:
-        args.docs.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1))
     text = report(results, args.out, args.docs)
     text += f"\n\n{len(jobs)} jobs ({len(results)} runs) in {elapsed:.0f} s, {args.workers} workers"

@@ -253,7 +253,7 @@ class FloorToolkit(Toolkit):
         """Submit the task's final decision. The task says which fields to submit.
 
         Args:
-            **decision: The decision's fields, e.g. {"record_id": "REQ-220", "action": "approve"}.
+            decision: The decision's fields, e.g. {"record_id": "REQ-220", "action": "approve"}.
         """
         if not decision:
             raise ToolFailure("error", "empty_submission", "a submission needs at least one field")

@@ -14,6 +14,7 @@ from agentworld_envs.domains import DOMAINS, get_domain
 from agentworld_envs.registration import make
 from agentworld_envs.wrappers import DiscreteCandidateActions
 from floor_tasks.candidates import GIVE_UP
+from floor_tasks.env import FloorEnv
 
 SEEDS = range(5)
 GIVE_UPS = {GIVE_UP, "I could not find the information needed to finish this task."}
@@ -159,3 +160,43 @@ def test_our_code_decides_acceptance_whatever_the_world_model_says(mode: str) ->
         obs, reward, terminated, _, info = env.step(action)
     assert json.loads(obs)["result"]["accepted"] is True
     assert (reward, terminated, info["termination"]) == (1.0, True, "submitted")
+
+
+@pytest.mark.parametrize("reveal", [False, True])
+def test_reward_labels_show_expected_values_only_when_asked(reveal: bool) -> None:
+    env = scripted_env("search", reveal_reference=reveal)
+    env.reset(seed=0, options={"scenario": "search-python-release-date"})
+    _, reward, terminated, _, info = env.step("Python 3.0 came out on 3 December 2008.")
+    assert terminated and reward == 1.0
+    label = "answer_matches(December 2008)" if reveal else "answer_matches"
+    assert info["reward_breakdown"]["checks"] == {label: True}
+    assert reveal or "2008" not in json.dumps(info["reward_breakdown"])
+
+
+def test_repeated_checks_keep_one_hidden_label_each() -> None:
+    from agentworld_envs.sim.rewards import EpisodeLog, run_checks
+    from agentworld_envs.sim.scenario import Check
+
+    log = EpisodeLog(get_domain("search").builtin["search-python-release-date"])
+    log.tools_called = ["web_search"]
+    checks = [Check(check="called_tool", value="web_search"),
+              Check(check="called_tool", value="open_page")]
+    assert run_checks(checks, log, reveal=False) == {"called_tool": True, "called_tool#2": False}
+
+
+def test_the_real_observation_stays_out_of_info_unless_shown_or_asked() -> None:
+    """Otherwise an agent could read the real tools through info and bypass the world model."""
+    action = floor_tasks.solution("C3", "v0")[0]
+    hidden, revealed = make("floor", backend="scripted"), make(
+        "floor", backend="scripted", reveal_reference=True)
+    for env in (hidden, revealed):
+        env.reset(seed=0, options={"scenario": "C3"})
+    _, _, _, _, info = hidden.step(action)
+    assert info["observation_source"] == "world_model" and "real_observation" not in info
+    assert "fidelity" in info  # still measured
+    real = FloorEnv("C3", variant="v0")
+    real.reset(seed=0)
+    assert revealed.step(action)[4]["real_observation"] == real.step(action)[0]
+    _, _, _, _, info = hidden.step(  # the real env decides submissions: the agent sees it
+        '{"name": "submit_decision", "arguments": {"record_id": "APP-55", "action": "reject"}}')
+    assert info["observation_source"] == "real" and "real_observation" in info

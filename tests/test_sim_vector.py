@@ -8,6 +8,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.registration import env_id, make
 from agentworld_envs.sim.scripted import ScriptedBackend
 from agentworld_envs.sim.vector import AgentWorldVectorEnv
@@ -66,12 +67,14 @@ def test_sub_env_i_plays_exactly_like_a_single_env_seeded_seed_plus_i() -> None:
     single = make("mcp", backend=single_backend)
     single_obs, single_info = single.reset(seed=12)
     assert obs[2] == single_obs and infos["scenario_id"][2] == single_info["scenario_id"]
-    for action in single_info["candidate_actions"][:2]:
+    calls = [c for c in single_info["candidate_actions"] if parse_action(c).calls][:2]
+    assert len(calls) == 2  # tool calls: the model is asked and the episode goes on
+    for action in calls:
         vector_obs = envs.step(["done", "done", action])[0]  # envs 0 and 1 ask no model
         assert vector_obs[2] == single.step(action)[0]
     ours = [batch[0].to_dict() for batch in vector_backend.batches]
     theirs = [batch[0].to_dict() for batch in single_backend.batches]
-    assert ours == theirs and ours
+    assert ours == theirs and len(ours) == 2
 
 
 def test_same_step_autoreset_returns_final_obs_and_the_next_episode() -> None:

@@ -1,29 +1,63 @@
-"""World-model training: SFT on a tiny model, the hybrid reward, the GSPO/GRPO loss, RL."""
+"""World-model training on TRL: the hybrid reward as reward functions, ``agentworld wm sft`` and
+``agentworld wm rl`` on a tiny model, the GSPO/GRPO configurations, checkpoints."""
 
 from __future__ import annotations
 
 import argparse
+import ast
+import itertools
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from agentworld_envs.backends import Backend, ChatRequest, Completion, register_backend
 from agentworld_envs.bench.items import write_items
 from agentworld_envs.bench.sample import load_sample
+from agentworld_envs.cli import main
 from trainers.world_model.args import add_dataclass_args, dataclass_from_args
 from trainers.world_model.examples import target_text
-from trainers.world_model.rewards import UNCLOSED_CAP, hybrid_reward, rule_checks
+from trainers.world_model.rewards import (
+    UNCLOSED_CAP,
+    capped_rule_score,
+    make_judge_reward,
+    rule_checks,
+    rule_reward,
+)
 from trainers.world_model.scratch import chat_template
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+pytest.importorskip("trl")
 
 TRUTH = '{"tool_name": "lookup_record", "status": "ok", "result": {"id": "P1", "n": 3}}'
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def tagged(text: str) -> str:
     return f"<predicted_observation>\n{text}\n</predicted_observation>"
+
+
+def verdict(score: int) -> str:
+    scores = dict.fromkeys(("format", "factuality", "consistency", "realism", "quality"), score)
+    return f"<final_evaluation>{json.dumps({'scores': scores})}</final_evaluation>"
+
+
+class CyclingJudge(Backend):
+    """A judge whose verdicts give every dimension ``scores[k % len(scores)]`` for request k."""
+
+    name = "cycling_judge"
+
+    def __init__(self, scores: Sequence[int] = (5,)) -> None:
+        self.scores = itertools.cycle(scores)
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return [Completion(text=verdict(next(self.scores))) for _ in requests]
+
+
+register_backend("wm_test_cycling_judge", CyclingJudge)
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +66,31 @@ def train_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_items(floor, tmp_path_factory.mktemp("wm") / "train.jsonl")
 
 
+def tensorboard_scalars(out: Path) -> dict[str, list[float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (run,) = (out / "runs").iterdir()
+    events = EventAccumulator(str(run))
+    events.Reload()
+    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def generate_with_hf_backend(model_dir: Path) -> list[str | None]:
+    from agentworld_envs.backends import SamplingParams, make_backend
+    from agentworld_envs.bench.run import predict
+
+    items = [i for i in load_sample() if i.task == "floor"][:2]
+    with make_backend({"name": "hf", "model": str(model_dir)}) as backend:
+        return predict(backend, items, SamplingParams(max_tokens=4, seed=0))
+
+
 # --- reward ------------------------------------------------------------------------------
 
 def test_rule_checks_of_a_perfect_output() -> None:
     checks = rule_checks(tagged(TRUTH), TRUTH)
     assert checks == {"format": 1.0, "closure": 1.0, "no_hedging": 1.0, "json": 1.0,
                       "facts": 1.0}
-    assert hybrid_reward(tagged(TRUTH), TRUTH)[0] == 1.0
+    assert capped_rule_score(tagged(TRUTH), TRUTH)[0] == 1.0
 
 
 def test_rule_checks_catch_each_fault() -> None:
@@ -56,66 +108,121 @@ def test_rule_checks_catch_each_fault() -> None:
 
 
 def test_unclosed_output_is_capped_whatever_the_judge_says() -> None:
-    reward, parts = hybrid_reward("<predicted_observation>\n" + TRUTH, TRUTH, judge_total=5.0,
-                                  judge_weight=0.5)
-    assert parts["closure"] == 0.0 and parts["judge"] == 1.0 and reward == UNCLOSED_CAP == 0.25
+    unclosed = "<predicted_observation>\n" + TRUTH
+    score, checks = capped_rule_score(unclosed, TRUTH)
+    assert checks["closure"] == 0.0 and checks["facts"] == 1.0 and score == UNCLOSED_CAP == 0.25
+    items = [i for i in load_sample() if i.task == "floor"][:1]
+    judged = make_judge_reward({"name": "wm_test_cycling_judge"}, items)(
+        completions=[unclosed], item_index=[0], ground_truth=[TRUTH])
+    assert judged == [UNCLOSED_CAP]  # a perfect verdict, capped by the bench's rule
 
 
-def test_rubric_and_rule_are_mixed_by_weight() -> None:
-    reward, parts = hybrid_reward(tagged(TRUTH), TRUTH, judge_total=3.0, judge_weight=0.3)
-    assert parts["rule"] == 1.0 and parts["judge"] == 0.5
-    assert reward == pytest.approx(0.7 * 1.0 + 0.3 * 0.5)
-    assert hybrid_reward(tagged(TRUTH), TRUTH, judge_total=float("nan"), judge_weight=0.3)[0] \
-        == 1.0
+def test_rule_reward_is_a_trl_reward_function_that_logs_each_check() -> None:
+    logged: dict[str, float] = {}
+    rewards = rule_reward(completions=[tagged(TRUTH), tagged("{broken")],
+                          ground_truth=[TRUTH, TRUTH], log_metric=logged.__setitem__,
+                          trainer_state=None)
+    assert rewards[0] == 1.0 and 0.0 < rewards[1] < 1.0
+    assert logged["rule/facts"] == 0.5 and logged["rule/json"] == 0.5
+    assert logged["rule/format"] == 1.0
 
 
-# --- loss --------------------------------------------------------------------------------
+def test_judge_reward_scores_verdicts_and_falls_back_to_the_rule_score() -> None:
+    items = [i for i in load_sample() if i.task == "floor"][:2]
+    outputs = [tagged(TRUTH), tagged(TRUTH.replace('"n": 3', '"n": 4'))]
+    for scores, expected, failed in (
+            ([3], [0.5, 0.5], 0.0),
+            ([0], [capped_rule_score(o, TRUTH)[0] for o in outputs], 1.0)):  # no verdict
+        logged: dict[str, float] = {}
+        judge = make_judge_reward({"name": "wm_test_cycling_judge", "scores": scores}, items)
+        assert judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH],
+                     log_metric=logged.__setitem__) == pytest.approx(expected)
+        assert logged["judge/failed"] == failed
+    assert expected[1] < 1.0
 
-@pytest.mark.parametrize("algorithm", ["gspo", "grpo"])
-def test_surrogate_loss_is_clipped_and_pushes_towards_advantage(algorithm: str) -> None:
-    from trainers.world_model.rl import surrogate_loss
 
-    old = torch.zeros(2, 3)
-    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
-    advantages = torch.tensor([1.0, -1.0])
-    assert surrogate_loss(torch, old, old, mask, advantages, algorithm, 0.2).item() == \
-        pytest.approx(0.0)
-    far = surrogate_loss(torch, old + 5.0, old, mask, advantages, algorithm, 0.2)
-    assert far.item() == pytest.approx((math.e ** 5 - 1.2) / 2, rel=1e-4)  # clipped for A > 0
-    new = old.clone().requires_grad_(True)
-    surrogate_loss(torch, new, old, mask, advantages, algorithm, 0.2).backward()
-    assert (new.grad[0, :2] < 0).all() and (new.grad[1] > 0).all() and new.grad[0, 2] == 0
-    with pytest.raises(ValueError, match="unknown algorithm"):
-        surrogate_loss(torch, old, old, mask, advantages, "ppo", 0.2)
+# --- the commands ------------------------------------------------------------------------
+
+def test_wm_group_lists_bench_and_training_commands_and_bench_never_imports_trainers(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["wm", "--help"])
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == ["bench", "fidelity", "export", "sft", "rl"]
+    for path in (ROOT / "agentworld_envs" / "bench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "trainers" for n in names), path
 
 
 # --- SFT ---------------------------------------------------------------------------------
 
-def test_sft_loss_decreases_on_the_tiny_model(tiny_lm_dir: Path, train_file: Path,
-                                              tmp_path: Path) -> None:
-    from trainers.world_model.sft import SFTArgs, train_sft
-
-    args = SFTArgs(train=str(train_file), out=str(tmp_path / "sft"), model=str(tiny_lm_dir),
-                   steps=12, batch_size=4, lr=1e-2, warmup=2, max_length=384, log_every=1,
-                   threads=1)
-    result = train_sft(args)
-    losses = [loss for _, loss in result.losses]
-    assert len(losses) == 12 and all(math.isfinite(x) for x in losses)
+def test_wm_sft_loss_falls_logs_to_tensorboard_and_checkpoints(tiny_lm_dir: Path,
+                                                               train_file: Path,
+                                                               tmp_path: Path) -> None:
+    out = tmp_path / "sft"
+    assert main(["wm", "sft", "--train", str(train_file), "--out", str(out), "--model",
+                 str(tiny_lm_dir), "--steps", "12", "--batch-size", "4", "--lr", "1e-2",
+                 "--warmup", "2", "--max-length", "384", "--log-every", "1", "--threads", "1",
+                 "--save-every", "6"]) == 0
+    saved = json.loads((out / "training_args.json").read_text())
+    losses = [loss for _, loss in saved["losses"]]
+    assert saved["steps_done"] == 12 and len(losses) == 12
+    assert all(math.isfinite(x) for x in losses)
     assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3
-    saved = json.loads((tmp_path / "sft" / "training_args.json").read_text())
-    assert saved["steps_done"] == 12 and saved["sft"]["model"] == str(tiny_lm_dir)
-    assert (tmp_path / "sft" / "config.json").exists()
+    assert tensorboard_scalars(out)["train/loss"] == pytest.approx(losses, rel=1e-5)
+    assert {p.name for p in out.glob("checkpoint-*")} == {"checkpoint-6", "checkpoint-12"}
+    assert all(isinstance(o, str) for o in generate_with_hf_backend(out / "checkpoint-6"))
+
+
+def test_sft_loss_is_taken_on_the_target_tokens_only(tiny_lm_dir: Path, tmp_path: Path) -> None:
+    from trl import SFTTrainer
+
+    from trainers.world_model.sft import SFTArgs, encode, load_model, sft_config, sft_dataset
+
+    items = [i for i in load_sample() if i.task == "floor"][:3]
+    args = SFTArgs(train="", out=str(tmp_path / "o"), model=str(tiny_lm_dir), max_length=300)
+    model, tokenizer = load_model(args.model)
+    trainer = SFTTrainer(model=model, args=sft_config(args), processing_class=tokenizer,
+                         train_dataset=sft_dataset(tokenizer, items, args))
+    rows = trainer.train_dataset
+    assert len(rows) == 3 and max(len(ids) for ids in rows["input_ids"]) == 300  # one was cut
+    for item, ids, labels in zip(items, rows["input_ids"], rows["labels"], strict=True):
+        learned = [t for t, label in zip(ids, labels, strict=True) if label != -100]
+        prompt, target = encode(tokenizer, item, False, 300)
+        assert learned == target and ids == prompt + target  # the prompt's end is kept
+        assert tokenizer.decode(learned).startswith("<predicted_observation>\n")
+    full = encode(tokenizer, items[0], False, 10**6)[1]
+    assert tokenizer.decode(full) == target_text(items[0], False) + "<|im_end|>"
+
+
+def test_budget_schedules_the_learning_rate_and_stops_when_time_runs_out() -> None:
+    from trainers.world_model.budget import TrainingBudget
+
+    budget = TrainingBudget(steps=10, minutes=0.0, warmup=2)
+    assert [budget.lr_factor(s) for s in (0, 1)] == [0.5, 1.0]
+    assert budget.lr_factor(10) == pytest.approx(0.1) and budget.lr_factor(6) > 0.1
+    control = SimpleNamespace(should_training_stop=False)
+    budget.on_step_end(None, SimpleNamespace(global_step=9), control)
+    assert not control.should_training_stop
+    budget.on_step_end(None, SimpleNamespace(global_step=10), control)
+    assert control.should_training_stop
+    timed = TrainingBudget(steps=10**6, minutes=1e-9, warmup=0)
+    timed.on_train_begin(None, None, None)
+    assert timed.progress(1) >= 1.0 and timed.lr_factor(1) == pytest.approx(0.1)
 
 
 def test_sft_from_scratch_builds_a_sectioned_chat(train_file: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from trainers.world_model.sft import SFTArgs, encode, train_sft
+    from trainers.world_model.sft import encode
 
-    args = SFTArgs(train=str(train_file), out=str(tmp_path / "scratch"), steps=2,
-                   batch_size=2, vocab_size=400, hidden_size=32, layers=1, heads=2,
-                   intermediate_size=64, max_length=512, threads=1, seed=3)
-    train_sft(args)
+    assert main(["wm", "sft", "--train", str(train_file), "--out", str(tmp_path / "scratch"),
+                 "--steps", "2", "--batch-size", "2", "--vocab-size", "400", "--hidden-size",
+                 "32", "--layers", "1", "--heads", "2", "--intermediate-size", "64",
+                 "--max-length", "512", "--threads", "1", "--seed", "3"]) == 0
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "scratch")
     item = load_sample()[0]
     prompt = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
@@ -140,27 +247,48 @@ def test_chat_template_without_the_marker_shows_the_whole_system_prompt() -> Non
 
 # --- RL ----------------------------------------------------------------------------------
 
-def test_rl_step_runs_and_updates_the_model(tiny_lm_dir: Path, train_file: Path,
-                                            tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("algorithm, level", [("gspo", "sequence"), ("grpo", "token")])
+def test_gspo_and_grpo_map_to_grpo_config(algorithm: str, level: str) -> None:
+    from trainers.world_model.rl import RLArgs, grpo_config
+
+    config = grpo_config(RLArgs(train="t", model="m", out="o", algorithm=algorithm,
+                                prompts_per_step=3, group_size=4, epochs=2, clip=0.1,
+                                judge='{"name": "x"}', judge_weight=0.3))
+    assert (config.importance_sampling_level, config.loss_type) == (level, "grpo")
+    assert config.scale_rewards == "group" and config.beta == 0.0
+    assert (config.num_generations, config.per_device_train_batch_size) == (4, 12)
+    assert (config.num_iterations, config.epsilon) == (2, 0.1)
+    assert config.reward_weights == pytest.approx([0.7, 0.3])
+    assert config.report_to == ["tensorboard"]
+    assert grpo_config(RLArgs(train="t", model="m", out="o")).reward_weights == [1.0]
+
+
+def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
+        tiny_lm_dir: Path, train_file: Path, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from trainers.world_model import rl
-    from trainers.world_model.rl import RLArgs, train_rl
-
-    rewards = iter([0.0, 1.0, 0.5] * 2)  # a random model's outputs would all score the same
-    monkeypatch.setattr(rl, "hybrid_reward",
-                        lambda text, truth, total, weight: (next(rewards), {"rule": 0.0}))
-
-    args = RLArgs(train=str(train_file), model=str(tiny_lm_dir), out=str(tmp_path / "rl"),
-                  steps=1, prompts_per_step=2, group_size=3, epochs=1, max_new_tokens=8,
-                  max_length=256, lr=1e-2, threads=1)
-    history = train_rl(args).history
-    assert len(history) == 1 and history[0]["reward"] == pytest.approx(0.5)
-    assert history[0]["rule"] == 0.0 and "facts" not in history[0]
+    out = tmp_path / "rl"
+    judge = json.dumps({"name": "wm_test_cycling_judge", "scores": [1, 2]})  # unequal in a group
+    assert main(["wm", "rl", "--train", str(train_file), "--model", str(tiny_lm_dir),
+                 "--out", str(out), "--algorithm", "grpo", "--steps", "2",
+                 "--prompts-per-step", "2", "--group-size", "2", "--epochs", "1",
+                 "--max-new-tokens", "8", "--max-length", "256", "--lr", "1e-2",
+                 "--judge", judge, "--judge-weight", "0.5", "--threads", "1",
+                 "--save-every", "1"]) == 0
+    history = json.loads((out / "rl_args.json").read_text())["history"]
+    assert len(history) == 2
+    for step in history:
+        rule, judged = step["rewards/rule_reward/mean"], step["rewards/judge_reward/mean"]
+        assert step["reward"] == pytest.approx(0.5 * rule + 0.5 * judged)
+        assert 0.0 <= rule <= 1.0 and step["judge/failed"] == 0.0 and "rule/format" in step
+        assert step["frac_reward_zero_std"] < 1.0  # the judge split every group
+    scalars = tensorboard_scalars(out)
+    assert scalars["train/reward"] == pytest.approx([s["reward"] for s in history])
+    assert "train/rule/facts" in scalars
     before = AutoModelForCausalLM.from_pretrained(tiny_lm_dir).state_dict()
-    after = AutoModelForCausalLM.from_pretrained(tmp_path / "rl").state_dict()
+    after = AutoModelForCausalLM.from_pretrained(out).state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
-    assert json.loads((tmp_path / "rl" / "rl_args.json").read_text())["rl"]["steps"] == 1
+    assert all(isinstance(o, str) for o in generate_with_hf_backend(out / "checkpoint-1"))
 
 
 def test_dataclass_flags_round_trip() -> None:
@@ -174,6 +302,8 @@ def test_dataclass_flags_round_trip() -> None:
     assert (built.steps, built.algorithm, built.clip, built.judge) == (3, "grpo", 0.2, "")
     with pytest.raises(SystemExit):
         parser.parse_args(["--model", "m", "--out", "o"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--train", "t", "--model", "m", "--out", "o", "--algorithm", "ppo"])
 
 
 def test_hf_backend_serves_as_world_model_and_judge(tiny_lm_dir: Path) -> None:

@@ -1,14 +1,13 @@
-"""``agentworld wm``: evaluate world models (bench, fidelity), export data, train (sft, rl).
+"""``agentworld wm``: evaluate world models (bench, fidelity) and export training data.
 
 Examples::
 
     agentworld wm fidelity SAMPLE --backend '{"name": "hf", "model": "runs/wm"}'
     agentworld wm bench items/ --backend '{"name": "openai", ...}' --judge '{"name": ...}'
     agentworld wm export --corpus runs/oracle --corpus runs/explore --out data/
-    agentworld wm sft --train data/train.jsonl --out runs/wm
-    agentworld wm rl --train data/train.jsonl --model runs/wm --out runs/wm_rl
 
-``SAMPLE`` names the shipped AgentWorldBench-format sample.
+``SAMPLE`` names the shipped AgentWorldBench-format sample. The training commands (``sft``,
+``rl``) live in the trainers package; the console script adds them.
 """
 
 from __future__ import annotations
@@ -102,25 +101,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    from trainers.world_model.args import dataclass_from_args
-
-    def show(step: int, value: Any) -> None:
-        print(f"step {step}: {value}", flush=True)
-
-    if args.command == "sft":
-        from trainers.world_model.sft import SFTArgs, train_sft
-
-        result = train_sft(dataclass_from_args(SFTArgs, args), log=show)
-        print(f"saved {result.out}: {result.steps} steps, {result.tokens_per_second:.0f} tok/s")
-    else:
-        from trainers.world_model.rl import RLArgs, train_rl
-
-        result = train_rl(dataclass_from_args(RLArgs, args), log=show)
-        print(f"saved {result.out}")
-    return 0
-
-
 def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("items", nargs="+",
                         help="bench JSONL files or folders; SAMPLE for the shipped sample")
@@ -136,12 +116,9 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
 
 
-def add_commands(parser: argparse.ArgumentParser) -> None:
-    """Add the ``wm`` subcommands to the ``agentworld wm`` parser."""
-    from trainers.world_model.args import add_dataclass_args
-    from trainers.world_model.rl import RLArgs
-    from trainers.world_model.sft import SFTArgs
-
+def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    """Add the ``wm`` subcommands to the ``agentworld wm`` parser; return them, so that the
+    console script can add the training commands."""
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     bench = commands.add_parser("bench", help="judge a world model on the five dimensions")
     _add_prediction_flags(bench)
@@ -162,9 +139,4 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         help="share of TASKS held out")
     export.add_argument("--seed", type=int, default=0)
     export.set_defaults(handler=_cmd_export)
-
-    for name, cls, help_text in (("sft", SFTArgs, "next-observation SFT"),
-                                 ("rl", RLArgs, "GSPO/GRPO with the hybrid reward")):
-        command = commands.add_parser(name, help=help_text)
-        add_dataclass_args(command, cls)
-        command.set_defaults(handler=_cmd_train)
+    return commands

@@ -6,8 +6,9 @@
   ``floor`` simulated domain sends its world model: the domain's system prompt, one
   ``### Turn N`` user message per simulated action, one observation message per answer.
 * :func:`simulated_transitions`: steps of ``AgentWorld/*`` episodes. The history is what the
-  env showed; the ground truth is the real observation where the domain has one (``floor``),
-  else the world model's own observation (distillation data, marked as such).
+  env showed; the ground truth is the real observation where the domain has one (``floor``;
+  it asks the env for ``info["real_observation"]`` with ``reveal_reference``), else the world
+  model's own observation (distillation data, marked as such).
 * :func:`split_by_task`: a train/validation split in which no task has items on both sides.
 
 Every item records its origin in ``meta["source"]``: ``kind``, ``task_id``, ``variant`` (or
@@ -17,10 +18,11 @@ simulated steps with reasoning, ``reasoning``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,17 +114,28 @@ def simulated_transitions(env: Any, episodes: int, seed: int = 0,
     """
     rng = np.random.default_rng(seed)
     items: list[BenchItem] = []
-    for number in range(episodes):
-        env.reset(seed=seed + number)
-        truths: list[str | None] = []
-        done = False
-        while not done:
-            _, _, terminated, truncated, info = env.step(policy(env, rng))
-            if info["world_model"]["called"]:
-                truths.append(info.get("real_observation"))
-            done = terminated or truncated
-        items += _episode_items(env.unwrapped.episode, truths)
+    with _revealing(env.unwrapped.config):
+        for number in range(episodes):
+            env.reset(seed=seed + number)
+            truths: list[str | None] = []
+            done = False
+            while not done:
+                _, _, terminated, truncated, info = env.step(policy(env, rng))
+                if info["world_model"]["called"]:
+                    truths.append(info.get("real_observation"))
+                done = terminated or truncated
+            items += _episode_items(env.unwrapped.episode, truths)
     return _numbered(items, start_id)
+
+
+@contextlib.contextmanager
+def _revealing(config: Any) -> Iterator[None]:
+    """Turn the env's ``reveal_reference`` on while the exporter plays, then back."""
+    before, config.reveal_reference = config.reveal_reference, True
+    try:
+        yield
+    finally:
+        config.reveal_reference = before
 
 
 def _episode_items(episode: Any, truths: list[str | None]) -> list[BenchItem]:

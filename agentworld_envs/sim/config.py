@@ -55,9 +55,13 @@ class SimConfig(pydantic.BaseModel):
         decided_tools: Tools whose outcome the real environment decides in every mode (the
             floor domain's ``submit_decision``): the agent sees the real answer, so acceptance
             never rests on the world model, which is not told the acceptance rule.
-        reveal_reference: Put the scenario's hidden fields into the reset info as
-            ``info["reference"]`` (``solution``, ``reference_answer``, ``world``). Off by
-            default: an agent must not be able to read the answer from ``info``.
+        reveal_reference: Put what only the evaluator should know into ``info``: the
+            scenario's hidden fields in the reset info as ``info["reference"]`` (``solution``,
+            ``reference_answer``, ``world``), the real observation of every step of a domain
+            with a real counterpart as ``info["real_observation"]`` (without the flag it is
+            there only when it is the observation the agent got), and the expected values in
+            the labels of ``info["reward_breakdown"]``. Off by default: an agent must not be
+            able to read the answer, or bypass the world model, through ``info``.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True)

@@ -179,6 +179,8 @@ class Episode:
             "world_model": reading.info}
         if real is not None:
             observation, source = self._against_reality(interpretation, reading, real, info)
+            if source == "real" or self.config.reveal_reference:  # else it bypasses the model
+                info["real_observation"] = real.observation
         info["observation_source"] = source
         terminated = interpretation.kind == "finish" or bool(real and real.terminated)
         truncated = not terminated and self.turn >= self.budget
@@ -215,7 +217,6 @@ class Episode:
     def _against_reality(self, interpretation: Interpretation, reading: _Reading,
                          real: RealStep, info: dict[str, Any]) -> tuple[str, str]:
         """Measure fidelity; pick the real observation where the mode or the action asks."""
-        info["real_observation"] = real.observation
         if interpretation.kind == "invalid":
             return real.observation, "real"
         if interpretation.kind != "simulate":
@@ -263,5 +264,6 @@ class Episode:
 
     def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:
         """Put the end-of-episode reward and its breakdown into ``result``."""
-        result.reward, breakdown = settle(self.reward_spec, self.log, judge)
+        result.reward, breakdown = settle(self.reward_spec, self.log, judge,
+                                          reveal=self.config.reveal_reference)
         result.info["reward_breakdown"] = breakdown

@@ -120,10 +120,25 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     return bool(log.real_verdict and log.real_verdict.get("passed"))
 
 
-def run_checks(checks: list[Check], log: EpisodeLog) -> dict[str, bool]:
-    """Each check's result, keyed by its label. No checks means: check ``completed``."""
+def run_checks(checks: list[Check], log: EpisodeLog, *, reveal: bool = True) -> dict[str, bool]:
+    """Each check's result, keyed by its label. No checks means: check ``completed``.
+
+    With ``reveal=False`` a key names only the check's kind (numbered from ``#2`` on repeats),
+    not its value: ``answer_matches``, not ``answer_matches(December 2008)``.
+    """
     checks = checks or [Check(check="completed")]
-    return {check.label: _check(check, log) for check in checks}
+    keys = [check.label for check in checks] if reveal else _numbered(
+        [check.check for check in checks])
+    return {key: _check(check, log) for key, check in zip(keys, checks, strict=True)}
+
+
+def _numbered(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
 
 
 def _clip(text: str, limit: int = _OBSERVATION_LIMIT) -> str:
@@ -178,8 +193,8 @@ def read_judge(outcome: Completion | Fault) -> tuple[float, str]:
     return (score - 1) / 4, ""
 
 
-def settle(spec: RewardSpec, log: EpisodeLog,
-           judge: tuple[float, str] | None) -> tuple[float, dict[str, Any]]:
+def settle(spec: RewardSpec, log: EpisodeLog, judge: tuple[float, str] | None, *,
+           reveal: bool = False) -> tuple[float, dict[str, Any]]:
     """The reward and its breakdown.
 
     Args:
@@ -187,6 +202,8 @@ def settle(spec: RewardSpec, log: EpisodeLog,
         log: The finished episode.
         judge: The judge's reading from :func:`read_judge`; None when no judge was asked.
             An unreadable judge counts as 0.
+        reveal: Key the checks by their full labels, expected values included (see
+            :func:`run_checks`); by default the breakdown, which lands in ``info``, hides them.
 
     Returns:
         The reward, and its breakdown: ``{"kind", "reward"}``, plus ``"rule"`` and ``"checks"``
@@ -197,7 +214,7 @@ def settle(spec: RewardSpec, log: EpisodeLog,
     breakdown: dict[str, Any] = {"kind": spec.kind}
     rule = judged = 0.0
     if spec.kind != "judge":
-        checks = run_checks(spec.checks, log)
+        checks = run_checks(spec.checks, log, reveal=reveal)
         rule = float(all(checks.values()))
         breakdown.update(rule=rule, checks=checks)
     if spec.kind != "rule":

@@ -1,4 +1,4 @@
-"""The hybrid world-model reward: rule checks, combined with the rubric judge.
+"""The hybrid world-model reward: rule checks and the rubric judge, as TRL reward functions.
 
 Rule part (each 0-1, from code, hard to game):
 
@@ -9,11 +9,13 @@ Rule part (each 0-1, from code, hard to game):
   share of the real JSON leaves reproduced (0 for a non-JSON mismatch);
 * ``no_hedging``: no speculative wording in the observation.
 
-The rule score is the weighted mean of the applicable checks. The rubric part is the judge's
-sample total on 0-1 (after the bench's rule caps). The reward is
-``(1 - judge_weight) * rule + judge_weight * judge``; without a judge verdict it is the rule
-score. Whatever the judge says, an output with no closed observation tag gets at most
-``UNCLOSED_CAP`` (the bench's 2.0-of-5 total cap, normalised).
+The rule score is the weighted mean of the applicable checks; an output with no closed
+observation tag gets at most ``UNCLOSED_CAP`` (the bench's 2.0-of-5 total cap, normalised). The
+rubric part is the judge's sample total on 0-1, after the bench's rule caps (so an unclosed
+output's is capped the same way); a sample the judge gave no verdict for scores its rule score.
+:func:`rule_reward` and :func:`make_judge_reward` are TRL ``reward_funcs``; with
+``reward_weights`` ``[1 - w, w]`` the trainer's reward is ``(1 - w) * rule + w * judge``, at
+most ``UNCLOSED_CAP`` for an unclosed output whatever the judge says.
 
 Example:
     >>> truth = '{"status": "ok", "result": 7}'
@@ -25,14 +27,20 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from agentworld_envs.backends import make_backend
 from agentworld_envs.bench.diagnostics import RULE_CAPS, diagnose
 from agentworld_envs.bench.fidelity import step_fidelity
+from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.bench.report import normalise
+from agentworld_envs.bench.run import run_bench
 from agentworld_envs.sim.parsing import parse_world_model_output
 
-__all__ = ["RuleWeights", "UNCLOSED_CAP", "hybrid_reward", "rule_checks", "rule_score"]
+__all__ = ["RuleWeights", "UNCLOSED_CAP", "capped_rule_score", "make_judge_reward",
+           "rule_checks", "rule_reward", "rule_score"]
 
 UNCLOSED_CAP = normalise(RULE_CAPS["unclosed_total_max"]) / 100
 
@@ -75,27 +83,61 @@ def rule_score(checks: dict[str, float], weights: RuleWeights = RuleWeights()) -
     return sum(getattr(weights, k) * v for k, v in applicable.items()) / total_weight
 
 
-def hybrid_reward(output: str, truth: str | None, judge_total: float | None = None,
-                  judge_weight: float = 0.0, weights: RuleWeights = RuleWeights()
-                  ) -> tuple[float, dict[str, float]]:
-    """The reward of one output and its breakdown.
+def capped_rule_score(output: str, truth: str | None,
+                      weights: RuleWeights = RuleWeights()) -> tuple[float, dict[str, float]]:
+    """The rule score of one output (at most ``UNCLOSED_CAP`` when unclosed) and its checks."""
+    checks = rule_checks(output, truth)
+    score = rule_score(checks, weights)
+    return (min(score, UNCLOSED_CAP) if checks["closure"] == 0.0 else score), checks
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    present = [v for v in values if not math.isnan(v)]
+    return sum(present) / len(present) if present else math.nan
+
+
+def rule_reward(completions: Sequence[str], ground_truth: Sequence[str | None],
+                log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float]:
+    """TRL reward function: each completion's capped rule score.
+
+    ``ground_truth`` is the dataset column of the same name; each check's mean over the batch
+    (where it applies) goes to ``log_metric`` as ``rule/<check>``.
+    """
+    scored = [capped_rule_score(c, t) for c, t in zip(completions, ground_truth, strict=True)]
+    if log_metric is not None:
+        for check in scored[0][1] if scored else ():
+            mean = _nanmean([checks[check] for _, checks in scored])
+            if not math.isnan(mean):
+                log_metric(f"rule/{check}", mean)
+    return [score for score, _ in scored]
+
+
+def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem]
+                      ) -> Callable[..., list[float]]:
+    """A TRL reward function: the rubric judge's normalised total of each completion.
 
     Args:
-        output: The world model's raw output.
-        truth: The real observation, where there is one.
-        judge_total: The judge's sample total on the 1-5 scale (None: no verdict).
-        judge_weight: The rubric's share of the reward.
-        weights: The rule checks' weights.
+        judge: The judge backend's config (a name or a dict for ``make_backend``).
+        items: The training items; the dataset's ``item_index`` column points into them.
+
+    All completions of a step are judged in one batched bench run (one retry for an unreadable
+    verdict). A sample left without a verdict scores its rule score, and the share of such
+    samples is logged as ``judge/failed``.
     """
-    checks = rule_checks(output, truth)
-    rule = rule_score(checks, weights)
-    breakdown = {**checks, "rule": rule}
-    reward = rule
-    if judge_total is not None and not math.isnan(judge_total):
-        judged = normalise(judge_total) / 100
-        breakdown["judge"] = judged
-        reward = (1 - judge_weight) * rule + judge_weight * judged
-    if checks["closure"] == 0.0:
-        reward = min(reward, UNCLOSED_CAP)
-    breakdown["reward"] = reward
-    return reward, breakdown
+
+    def judge_reward(completions: Sequence[str], item_index: Sequence[int],
+                     ground_truth: Sequence[str | None],
+                     log_metric: Callable[[str, float], None] | None = None,
+                     **_: Any) -> list[float]:
+        with make_backend(judge) as backend:
+            records = run_bench([items[i] for i in item_index], list(completions), backend,
+                                retries=1).records
+        totals = [record.get("total") for record in records]
+        failed = [total is None or math.isnan(total) for total in totals]
+        if log_metric is not None:
+            log_metric("judge/failed", sum(failed) / max(1, len(failed)))
+        return [capped_rule_score(c, t)[0] if miss else normalise(total) / 100
+                for c, t, total, miss in zip(completions, ground_truth, totals, failed,
+                                             strict=True)]
+
+    return judge_reward

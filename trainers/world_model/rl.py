@@ -1,14 +1,13 @@
-"""RL for a world model: GSPO (or GRPO) with the hybrid rule-and-rubric reward.
+"""RL for a world model on TRL's ``GRPOTrainer``: GSPO (or GRPO) with the hybrid reward.
 
-One step, CleanRL style:
-
-1. draw ``prompts_per_step`` training items; sample ``group_size`` outputs for each;
-2. reward every output (:func:`trainers.world_model.rewards.hybrid_reward`; the rubric judge,
-   when given, scores all outputs of the step in one batched bench run);
-3. advantage = the reward minus its group's mean, over the group's standard deviation;
-4. ``epochs`` updates on the clipped surrogate. GSPO clips the *sequence* importance ratio
-   ``exp(mean_t log(pi/pi_old))`` (length-normalised); GRPO clips each token's ratio and
-   averages over the output's tokens.
+Each step TRL samples ``group_size`` outputs for each of ``prompts_per_step`` training items,
+rewards them with :func:`~trainers.world_model.rewards.rule_reward` (and, with a judge,
+:func:`~trainers.world_model.rewards.make_judge_reward`, weighted ``[1 - w, w]``), normalises
+the rewards within each group (``scale_rewards="group"``) and makes ``epochs`` clipped updates
+on the samples (``num_iterations``). GSPO clips the length-normalised *sequence* importance ratio
+(``importance_sampling_level="sequence"``); GRPO clips each token's ratio and averages over the
+output's tokens (``"token"``); both with ``loss_type="grpo"`` and no KL term. The reward, each
+reward function and each rule check are logged to the console and TensorBoard (``out/runs``).
 
 Example (CLI)::
 
@@ -18,20 +17,20 @@ Example (CLI)::
 from __future__ import annotations
 
 import json
-import random
-import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from agentworld_envs.backends import make_backend
 from agentworld_envs.bench.items import BenchItem, load_items
-from agentworld_envs.bench.run import run_bench
-from trainers.world_model.rewards import hybrid_reward
-from trainers.world_model.scratch import save
-from trainers.world_model.sft import _import_torch, encode, load_model
+from trainers.world_model.rewards import make_judge_reward, rule_reward
+from trainers.world_model.sft import load_model, require_trl
 
-__all__ = ["RLArgs", "RLResult", "train_rl"]
+__all__ = ["IMPORTANCE_SAMPLING", "RLArgs", "RLResult", "grpo_config", "prompt_text",
+           "rl_dataset", "train_rl"]
+
+IMPORTANCE_SAMPLING = {"gspo": "sequence", "grpo": "token"}
+"""Our algorithm name -> TRL's ``importance_sampling_level`` (with ``loss_type="grpo"``)."""
 
 
 @dataclass
@@ -43,27 +42,29 @@ class RLArgs:
         model: The world model to improve (a local causal LM, e.g. an SFT output).
         out: Where the improved model is saved.
         algorithm: gspo (sequence-level ratio) or grpo (token-level ratio).
-        steps: Sampling-and-update rounds.
+        steps: Sampling-and-update rounds (TRL max_steps).
         prompts_per_step: Items per round.
-        group_size: Outputs sampled per item.
-        epochs: Gradient updates per round on the same samples.
+        group_size: Outputs sampled per item (TRL num_generations).
+        epochs: Gradient updates per round on the same samples (TRL num_iterations).
         lr: Learning rate (constant).
-        clip: Ratio clip range: 1 +/- clip.
+        clip: Ratio clip range: 1 +/- clip (TRL epsilon).
         temperature: Sampling temperature.
-        max_new_tokens: Longest output.
+        max_new_tokens: Longest output (TRL max_completion_length).
         max_length: Longest prompt in tokens (oldest tokens dropped).
         judge: Judge backend as JSON (empty: rule reward only).
         judge_weight: The rubric's share of the reward when a judge is given.
-        grad_clip: Gradient-norm clip.
+        grad_clip: Gradient-norm clip (TRL max_grad_norm).
         seed: Seeds item draws and sampling.
         threads: torch CPU threads (0: torch's default).
-        device: Torch device.
+        save_every: Also save a checkpoint to out/checkpoint-N every this many steps (0: only
+            the final model).
+        device: cpu, or an accelerator (TRL places the model; bf16 mixed precision there).
     """
 
     train: str
     model: str
     out: str
-    algorithm: str = "gspo"
+    algorithm: Literal["gspo", "grpo"] = "gspo"
     steps: int = 20
     prompts_per_step: int = 4
     group_size: int = 4
@@ -78,133 +79,77 @@ class RLArgs:
     grad_clip: float = 1.0
     seed: int = 0
     threads: int = 0
+    save_every: int = 0
     device: str = "cpu"
 
 
 @dataclass
 class RLResult:
-    """Mean reward (and its parts) per step."""
+    """What TRL logged at each step: the reward, each reward function's mean, the loss, ..."""
 
     out: str
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def _sample(torch: Any, model: Any, tokenizer: Any, prompts: list[list[int]], args: RLArgs
-            ) -> list[list[int]]:
-    """``group_size`` sampled continuations of each prompt (token ids, EOS kept)."""
-    width = max(len(p) for p in prompts)
-    pad = tokenizer.pad_token_id
-    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=args.device)
-    mask = (torch.arange(width, device=args.device)[None, :]
-            >= torch.tensor([width - len(p) for p in prompts], device=args.device)[:, None])
-    with torch.no_grad():
-        output = model.generate(input_ids=ids, attention_mask=mask.long(), do_sample=True,
-                                temperature=args.temperature, top_p=1.0, top_k=0,
-                                max_new_tokens=args.max_new_tokens,
-                                num_return_sequences=args.group_size, pad_token_id=pad,
-                                eos_token_id=tokenizer.eos_token_id)
-    continuations = []
-    for row in output[:, width:].tolist():
-        cut = row.index(tokenizer.eos_token_id) + 1 if tokenizer.eos_token_id in row else None
-        continuations.append([t for t in row[:cut] if t != pad] or [tokenizer.eos_token_id])
-    return continuations
+def grpo_config(args: RLArgs) -> Any:
+    """TRL's ``GRPOConfig`` for ``args`` (one log line and TensorBoard point per step)."""
+    from trl import GRPOConfig
+
+    if args.algorithm not in IMPORTANCE_SAMPLING:
+        raise ValueError(f"unknown algorithm {args.algorithm!r}: use gspo or grpo")
+    on_cpu = args.device == "cpu"
+    return GRPOConfig(
+        output_dir=args.out, max_steps=args.steps,
+        per_device_train_batch_size=args.prompts_per_step * args.group_size,
+        num_generations=args.group_size, num_iterations=args.epochs,
+        loss_type="grpo", importance_sampling_level=IMPORTANCE_SAMPLING[args.algorithm],
+        scale_rewards="group", beta=0.0, epsilon=args.clip,
+        reward_weights=[1 - args.judge_weight, args.judge_weight] if args.judge else [1.0],
+        learning_rate=args.lr, lr_scheduler_type="constant", max_grad_norm=args.grad_clip,
+        temperature=args.temperature, top_p=1.0, top_k=0,
+        max_completion_length=args.max_new_tokens, seed=args.seed, data_seed=args.seed,
+        logging_steps=1, report_to=["tensorboard"],
+        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every or 500,
+        use_cpu=on_cpu, bf16=not on_cpu, activation_checkpointing=False)
 
 
-def _token_logprobs(torch: Any, model: Any, prompts: list[list[int]],
-                    outputs: list[list[int]], pad: int, device: str) -> tuple[Any, Any]:
-    """Per-token log-probabilities of each output given its prompt, and the output mask."""
-    width = max(len(p) + len(o) for p, o in zip(prompts, outputs, strict=True))
-    ids = torch.full((len(outputs), width), pad, dtype=torch.long, device=device)
-    target = torch.zeros((len(outputs), width), dtype=torch.bool, device=device)
-    attention = torch.zeros((len(outputs), width), dtype=torch.long, device=device)
-    for row, (p, o) in enumerate(zip(prompts, outputs, strict=True)):
-        ids[row, :len(p) + len(o)] = torch.tensor(p + o, device=device)
-        target[row, len(p):len(p) + len(o)] = True
-        attention[row, :len(p) + len(o)] = 1
-    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-    logprobs = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
-    return logprobs, target[:, 1:].float()
+def prompt_text(tokenizer: Any, item: BenchItem, max_length: int) -> str:
+    """The item's chat rendered for generation, cut to its last ``max_length`` tokens."""
+    text = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
+                                         tokenize=False)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer.decode(ids[-max_length:]) if len(ids) > max_length else text
 
 
-def surrogate_loss(torch: Any, new: Any, old: Any, mask: Any, advantages: Any,
-                   algorithm: str, clip: float) -> Any:
-    """The clipped policy-gradient loss (to minimise) of GSPO or GRPO."""
-    lengths = mask.sum(-1).clamp(min=1)
-    if algorithm == "gspo":
-        ratio = torch.exp(((new - old) * mask).sum(-1) / lengths)
-        clipped = ratio.clamp(1 - clip, 1 + clip)
-        return -torch.minimum(ratio * advantages, clipped * advantages).mean()
-    if algorithm == "grpo":
-        ratio = torch.exp(new - old)
-        per_token = torch.minimum(ratio * advantages[:, None],
-                                  ratio.clamp(1 - clip, 1 + clip) * advantages[:, None])
-        return -((per_token * mask).sum(-1) / lengths).mean()
-    raise ValueError(f"unknown algorithm {algorithm!r}: use gspo or grpo")
+def rl_dataset(tokenizer: Any, items: Sequence[BenchItem], max_length: int) -> Any:
+    """One row per item: the rendered ``prompt``, and the ``ground_truth`` and ``item_index``
+    that the reward functions read."""
+    from datasets import Dataset
+
+    return Dataset.from_list([
+        {"prompt": prompt_text(tokenizer, item, max_length), "ground_truth": item.ground_truth,
+         "item_index": index} for index, item in enumerate(items)])
 
 
-def _judge_totals(args: RLArgs, items: list[BenchItem], texts: list[str]) -> list[float | None]:
-    if not args.judge:
-        return [None] * len(texts)
-    with make_backend(json.loads(args.judge)) as judge:
-        records = run_bench(items, texts, judge, retries=1).records
-    return [record.get("total") for record in records]
+def train_rl(args: RLArgs) -> RLResult:
+    """Run TRL's GRPO trainer, save the model to ``args.out`` and return the logged history."""
+    torch = require_trl()
+    from trl import GRPOTrainer
 
-
-def train_rl(args: RLArgs, log: Any = None) -> RLResult:
-    """Run the loop, save the model to ``args.out`` and return the reward history.
-
-    Args:
-        args: The run's settings.
-        log: Called as ``log(step, stats)`` after each step (None: silent).
-    """
-    torch = _import_torch()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
     items = load_items(args.train)
     model, tokenizer = load_model(args.model, args.device)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    result = RLResult(out=args.out)
-    for step in range(args.steps):
-        started = time.perf_counter()
-        chosen = [items[rng.randrange(len(items))] for _ in range(args.prompts_per_step)]
-        prompts = [encode(tokenizer, item, False, args.max_length)[0] for item in chosen]
-        model.eval()
-        outputs = _sample(torch, model, tokenizer, prompts, args)
-        expanded = [item for item in chosen for _ in range(args.group_size)]
-        expanded_prompts = [p for p in prompts for _ in range(args.group_size)]
-        texts = tokenizer.batch_decode(outputs, skip_special_tokens=True)
-        totals = _judge_totals(args, expanded, texts)
-        scored = [hybrid_reward(text, item.ground_truth, total, args.judge_weight)
-                  for text, item, total in zip(texts, expanded, totals, strict=True)]
-        rewards = torch.tensor([r for r, _ in scored], device=args.device).view(
-            args.prompts_per_step, args.group_size)
-        advantages = ((rewards - rewards.mean(1, keepdim=True))
-                      / (rewards.std(1, keepdim=True) + 1e-4)).flatten()
-        pad = tokenizer.pad_token_id
-        with torch.no_grad():
-            old, mask = _token_logprobs(torch, model, expanded_prompts, outputs, pad,
-                                        args.device)
-        model.train()
-        for _ in range(args.epochs):
-            new, _ = _token_logprobs(torch, model, expanded_prompts, outputs, pad, args.device)
-            loss = surrogate_loss(torch, new, old, mask, advantages, args.algorithm, args.clip)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-            optimiser.step()
-        stats = {"step": step, "reward": float(rewards.mean()), "loss": loss.item(),
-                 "seconds": time.perf_counter() - started}
-        for key in ("rule", "facts", "format", "closure", "json", "judge"):
-            values = [b[key] for _, b in scored if key in b and b[key] == b[key]]
-            if values:
-                stats[key] = sum(values) / len(values)
-        result.history.append(stats)
-        if log is not None:
-            log(step, stats)
-    model.eval()
-    save(model, tokenizer, args.out)
+    rewards = [rule_reward] + ([make_judge_reward(json.loads(args.judge), items)]
+                               if args.judge else [])
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_config(args),
+                          train_dataset=rl_dataset(tokenizer, items, args.max_length),
+                          processing_class=tokenizer)
+    trainer.train()
+    trainer.save_model(args.out)
+    result = RLResult(out=args.out, history=[e for e in trainer.state.log_history
+                                             if "reward" in e])
     Path(args.out, "rl_args.json").write_text(json.dumps(
         {"rl": asdict(args), "history": result.history}, indent=2), encoding="utf-8")
     return result

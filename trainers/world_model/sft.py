@@ -1,9 +1,14 @@
-"""Supervised next-observation training of a world model: a small, readable transformers loop.
+"""Supervised next-observation training of a world model, on TRL's ``SFTTrainer``.
 
-Each bench item becomes (chat, target): the loss is next-token cross-entropy on the target
-tokens only (the prompt is masked). The model is either a local pretrained causal LM
-(``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
-trained on the training items. Deterministic for a given seed on a given machine.
+Each bench item becomes one tokenised prompt-completion row: ``input_ids`` and a
+``completion_mask`` over the target tokens; ``completion_only_loss`` makes TRL turn the mask into
+labels, so the loss is next-token cross-entropy on the target only (the prompt is masked). The
+rows are tokenised here rather than by TRL so that a too-long pair keeps its target and the
+prompt's *end* (TRL truncates from the end, which would cut the target off), and so that
+``all_turns`` can mark every observation of a trajectory. The model is a local pretrained
+causal LM (``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a
+tokenizer trained on the training items. TensorBoard logs go to ``out/runs``; checkpoints (with
+``save_every``) to ``out/checkpoint-N``. Deterministic for a given seed on a given machine.
 
 Example (CLI)::
 
@@ -14,9 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +27,12 @@ from typing import Any
 from agentworld_envs.bench.items import BenchItem, load_items
 from agentworld_envs.sim.parsing import clean_response_marker
 from trainers.world_model.examples import target_text
-from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer, save
+from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFTArgs", "SFTResult", "encode", "final_turns", "load_model", "prepare_model",
-           "sft_example", "train_sft"]
+           "require_trl", "sft_config", "sft_dataset", "sft_example", "train_sft"]
 
-_HINT = 'world-model training needs torch and transformers: pip install "agentworld[hf]"'
+_HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
 
 @dataclass
@@ -44,18 +47,20 @@ class SFTArgs:
         all_turns: Also learn the earlier observations of each chat (one sequence per
             trajectory, its last item, with a loss on every assistant turn); otherwise only
             each item's own target.
-        steps: Optimiser steps.
-        batch_size: Sequences per step.
+        steps: Optimiser steps (TRL max_steps).
+        batch_size: Sequences per step (TRL per_device_train_batch_size).
         lr: Peak learning rate (linear warm-up, then cosine decay to a tenth over the step or
             time budget, whichever runs out first).
         warmup: Warm-up steps.
         weight_decay: AdamW weight decay.
-        grad_clip: Gradient-norm clip.
+        grad_clip: Gradient-norm clip (TRL max_grad_norm).
         max_length: Longest sequence in tokens; longer prompts lose their oldest tokens.
         max_minutes: Stop early after this much training time (0: no limit).
         seed: Seeds the model, the data order and torch.
         threads: torch CPU threads (0: torch's default).
-        log_every: Log the loss every this many steps.
+        log_every: Log the loss (console and TensorBoard) every this many steps.
+        save_every: Also save a checkpoint to out/checkpoint-N every this many steps (0: only
+            the final model).
         vocab_size: From scratch: BPE vocabulary size.
         hidden_size: From scratch: model width.
         layers: From scratch: transformer blocks.
@@ -63,7 +68,7 @@ class SFTArgs:
         intermediate_size: From scratch: MLP width.
         section_start: From scratch: where the model's view of the system prompt starts.
         section_end: From scratch: where that view ends.
-        device: Torch device.
+        device: cpu, or an accelerator (TRL places the model; bf16 mixed precision there).
     """
 
     train: str
@@ -82,6 +87,7 @@ class SFTArgs:
     seed: int = 0
     threads: int = 0
     log_every: int = 10
+    save_every: int = 0
     vocab_size: int = ScratchSpec.vocab_size
     hidden_size: int = ScratchSpec.hidden_size
     layers: int = ScratchSpec.layers
@@ -117,10 +123,12 @@ class SFTResult:
         return self.tokens / self.train_seconds if self.train_seconds else math.nan
 
 
-def _import_torch() -> Any:
+def require_trl() -> Any:
+    """Import torch, transformers and TRL (with an install hint); return torch."""
     try:
         import torch
-        import transformers  # noqa: F401 - checked here so the hint covers both
+        import transformers  # noqa: F401 - checked here so the hint covers all three
+        import trl  # noqa: F401
     except ImportError as exc:
         raise ImportError(_HINT) from exc
     return torch
@@ -195,53 +203,13 @@ def final_turns(items: Sequence[BenchItem]) -> list[BenchItem]:
 
 def load_model(path: str, device: str = "cpu") -> tuple[Any, Any]:
     """A local causal LM and its tokenizer."""
-    _import_torch()
+    require_trl()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return AutoModelForCausalLM.from_pretrained(path).to(device), tokenizer
-
-
-def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Shuffled batches of similar lengths: shuffle, sort within windows of 16 batches."""
-    order = list(range(len(lengths)))
-    rng.shuffle(order)
-    window = batch_size * 16
-    batches = []
-    for start in range(0, len(order), window):
-        chunk = sorted(order[start:start + window], key=lambda i: lengths[i])
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(batches)
-    return batches
-
-
-def collate(torch: Any, examples: Sequence[tuple[list[int], list[int]]], pad_id: int
-            ) -> dict[str, Any]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 on padding)."""
-    width = max(len(tokens) for tokens, _ in examples)
-    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(examples), width), -100, dtype=torch.long)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for row, (tokens, targets) in enumerate(examples):
-        ids[row, :len(tokens)] = torch.tensor(tokens)
-        labels[row, :len(tokens)] = torch.tensor(targets)
-        mask[row, :len(tokens)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
-def lr_factor(step: int, progress: float, warmup: int) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to 0.1 as ``progress`` -> 1."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def _progress(step: int, elapsed_s: float, args: SFTArgs) -> float:
-    """How far the run is through its budget: steps, or time when that runs out first."""
-    by_steps = step / max(1, args.steps)
-    return max(by_steps, elapsed_s / (60 * args.max_minutes)) if args.max_minutes else by_steps
 
 
 def prepare_model(args: SFTArgs, items: list[BenchItem]) -> tuple[Any, Any]:
@@ -255,52 +223,61 @@ def prepare_model(args: SFTArgs, items: list[BenchItem]) -> tuple[Any, Any]:
     return build_model(tokenizer, args.spec(), args.seed).to(args.device), tokenizer
 
 
-def train_sft(args: SFTArgs, log: Any = None) -> SFTResult:
+def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs) -> Any:
+    """The tokenised prompt-completion rows (``input_ids``, ``completion_mask``) of ``items``
+    (with ``all_turns``, of their trajectories' last items)."""
+    from datasets import Dataset
+
+    chosen = final_turns(items) if args.all_turns else items
+    rows = []
+    for item in chosen:
+        ids, labels = sft_example(tokenizer, item, args)
+        rows.append({"input_ids": ids, "completion_mask": [int(x != -100) for x in labels]})
+    return Dataset.from_list(rows)
+
+
+def sft_config(args: SFTArgs) -> Any:
+    """TRL's ``SFTConfig`` for ``args``: target-only loss, TensorBoard, checkpoints."""
+    from trl import SFTConfig
+
+    on_cpu = args.device == "cpu"
+    return SFTConfig(
+        output_dir=args.out, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.lr, weight_decay=args.weight_decay, max_grad_norm=args.grad_clip,
+        max_length=args.max_length, completion_only_loss=True,
+        train_sampling_strategy="group_by_length", seed=args.seed, data_seed=args.seed,
+        logging_steps=args.log_every, report_to=["tensorboard"],
+        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every or 500,
+        include_num_input_tokens_seen="non_padding", use_cpu=on_cpu, bf16=not on_cpu,
+        activation_checkpointing=False)
+
+
+def train_sft(args: SFTArgs, log: Callable[[int, float], None] | None = None) -> SFTResult:
     """Train, save the model and tokenizer to ``args.out``, and return what happened.
 
     Args:
         args: The run's settings.
-        log: Called as ``log(step, loss)`` every ``log_every`` steps (None: silent).
+        log: Also called as ``log(step, loss)`` whenever the loss is logged.
     """
-    torch = _import_torch()
+    torch = require_trl()
+    from trainers.world_model.budget import BudgetedSFTTrainer, LossHook, TrainingBudget
+
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     items = load_items(args.train)
     model, tokenizer = prepare_model(args, items)
-    chosen = final_turns(items) if args.all_turns else items
-    examples = [sft_example(tokenizer, item, args) for item in chosen]
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr,
-                                  weight_decay=args.weight_decay)
-    rng = random.Random(args.seed)
-    result = SFTResult(out=args.out, steps=0,
-                       parameters=sum(p.numel() for p in model.parameters()))
-    queue: list[list[int]] = []
-    model.train()
-    started = time.perf_counter()
-    for step in range(args.steps):
-        progress = _progress(step, time.perf_counter() - started, args)
-        if progress >= 1.0:
-            break
-        for group in optimiser.param_groups:
-            group["lr"] = args.lr * lr_factor(step, progress, args.warmup)
-        if not queue:
-            queue = _batches([len(ids) for ids, _ in examples], args.batch_size, rng)
-        batch = collate(torch, [examples[i] for i in queue.pop()], tokenizer.pad_token_id)
-        batch = {k: v.to(args.device) for k, v in batch.items()}
-        loss = model(**batch).loss
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        optimiser.step()
-        result.steps, result.tokens = step + 1, result.tokens + int(batch["attention_mask"].sum())
-        if step % args.log_every == 0 or step == args.steps - 1:
-            result.losses.append((step, loss.item()))
-            if log is not None:
-                log(step, loss.item())
-    result.train_seconds = time.perf_counter() - started
-    model.eval()
-    save(model, tokenizer, args.out)
+    trainer = BudgetedSFTTrainer(
+        model=model, args=sft_config(args), train_dataset=sft_dataset(tokenizer, items, args),
+        processing_class=tokenizer, callbacks=[LossHook(log)] if log else None,
+        budget=TrainingBudget(args.steps, args.max_minutes, args.warmup))
+    metrics = trainer.train().metrics
+    trainer.save_model(args.out)
+    result = SFTResult(
+        out=args.out, steps=trainer.state.global_step,
+        losses=[(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e],
+        train_seconds=metrics["train_runtime"], tokens=int(trainer.state.num_input_tokens_seen),
+        parameters=sum(p.numel() for p in model.parameters()))
     Path(args.out, "training_args.json").write_text(json.dumps(
         {"sft": asdict(args), "steps_done": result.steps, "losses": result.losses,
          "train_seconds": round(result.train_seconds, 2), "tokens": result.tokens,

@@ -1,0 +1,189 @@
+"""Our envs as TRL environments: ``GRPOTrainer(environment_factory=environment_class(env_id))``.
+
+:func:`environment_class` builds, from any env id (``AgentFloor/<ID>-v0``,
+``AgentWorld/<Domain>-v0``), a class TRL can instantiate: ``reset(**row)`` resets the env from
+a dataset row and returns the task prompt, and one method per tool (from the env's tool
+schemas; ``act(action)`` for domains whose actions are not tool calls) plays that call as one
+``env.step``. :func:`environment_reward` is the matching reward function: it plays the final
+answer and returns the verifier's (or simulated env's) reward.
+
+What this adapter cannot keep (TRL runs the tool loop): TRL steps the env once per tool call,
+so a turn with several calls spends several steps of the budget; TRL answers unknown tool names
+itself, so the hallucinated-tool label never fires; and TRL parses the calls, so only the chat
+template's tool-call format reaches the env. :mod:`agentworld_envs.trl.rollout` keeps them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, ClassVar
+
+from agentworld_envs.trl.tool_methods import act_method, tool_method
+
+__all__ = ["EnvSession", "environment_class", "environment_reward", "import_trl", "make_env",
+           "ENDED"]
+
+_HINT = 'the TRL adapters need trl: pip install "agentworld[train]"'
+ENDED = "The episode has ended; no more actions are taken."
+_RESET_OPTION_KEYS = ("variant", "scenario")
+
+
+def import_trl() -> Any:
+    """Import ``trl`` (and its chat-template helpers), or say how to install it."""
+    try:
+        trl = importlib.import_module("trl")
+        importlib.import_module("trl.chat_template_utils")
+    except ImportError as exc:
+        raise ImportError(_HINT) from exc
+    return trl
+
+
+def make_env(env_id: str, make_kwargs: dict[str, Any]) -> Any:
+    """``gym.make(env_id, **make_kwargs)``, registering the AgentFloor envs first if needed."""
+    import gymnasium as gym
+
+    if env_id.startswith("AgentFloor/"):
+        importlib.import_module("floor_tasks")  # registers AgentFloor/<ID>-v0
+    return gym.make(env_id, **make_kwargs)
+
+
+class EnvSession:
+    """One env played by TRL: reset from a dataset row, stepped by the adapter.
+
+    Subclasses made by :func:`environment_class` set :attr:`env_id` and :attr:`make_kwargs`.
+    Only ``reset`` and the tool methods are public: TRL exposes every other public method as a
+    tool.
+
+    Attributes:
+        env: The Gymnasium env.
+        actions: The action strings played since the last reset, one per ``env.step``.
+        tools: The tool schemas of the current episode (from the reset info).
+        done: Whether the episode has ended.
+        reward: The episode's reward (0.0 until it ends).
+        last_info: The info of the last reset or step.
+    """
+
+    env_id: ClassVar[str]
+    make_kwargs: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self) -> None:
+        self.env = make_env(self.env_id, dict(self.make_kwargs))
+        self.actions: list[str] = []
+        self.tools: list[dict[str, Any]] = []
+        self.done, self.reward = True, 0.0
+        self.last_info: dict[str, Any] = {}
+
+    def reset(self, **row: Any) -> str:
+        """Reset the env from a dataset row and return the task prompt.
+
+        The row's ``seed`` seeds the reset; its ``variant`` (AgentFloor) or ``scenario``
+        (AgentWorld) and the entries of its ``options`` dict become reset options. Other
+        columns (``prompt``, ...) are ignored.
+        """
+        options = dict(row.get("options") or {})
+        options.update({k: row[k] for k in _RESET_OPTION_KEYS if row.get(k) is not None})
+        observation, info = self.env.reset(seed=row.get("seed"), options=options or None)
+        self.actions, self.tools = [], list(info.get("tools") or [])
+        self.done, self.reward, self.last_info = False, 0.0, info
+        return observation
+
+    def _step(self, action: str) -> str:
+        """Play one action as one ``env.step``; return the observation."""
+        if self.done:
+            return ENDED
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.actions.append(action)
+        self.done, self.reward, self.last_info = terminated or truncated, float(reward), info
+        if self.done:
+            observation = f"{observation}\n{ENDED}".lstrip("\n")
+        return observation
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        return self._step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False,
+                                     default=str))
+
+    def _finish(self, final_text: str | None) -> float:
+        """Play the final answer if the episode is still open; return the episode's reward.
+
+        An episode still open afterwards (no final text, or text that was a broken tool call)
+        has no verdict and scores 0.0.
+        """
+        if not self.done and final_text is not None:
+            self._step(final_text)
+        return self.reward if self.done else 0.0
+
+
+def _probe_tools(env_id: str, make_kwargs: dict[str, Any],
+                 probe_row: dict[str, Any]) -> list[dict[str, Any]]:
+    session = type("_Probe", (EnvSession,), {"env_id": env_id, "make_kwargs": make_kwargs})()
+    try:
+        session.reset(**probe_row)
+        return session.tools
+    finally:
+        session.env.close()
+
+
+def _class_name(env_id: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in env_id.replace("-v0", "")) + "Env"
+
+
+def environment_class(env_id: str, *, probe_row: dict[str, Any] | None = None,
+                      **make_kwargs: Any) -> type[EnvSession]:
+    """A TRL environment class for an env id, with one method per tool.
+
+    Args:
+        env_id: E.g. ``"AgentFloor/B3-v0"`` or ``"AgentWorld/Search-v0"``.
+        probe_row: The row of the reset that reads the tool schemas (``{"seed": 0}`` by
+            default). Domains whose tools depend on the scenario (MCP) need one class per
+            scenario: pass ``{"scenario": ...}`` here and in the dataset rows, and route rows
+            with TRL's dict ``environment_factory``.
+        **make_kwargs: Passed to ``gym.make`` (e.g. ``max_episode_steps``, ``backend``).
+
+    Returns:
+        A class for ``GRPOTrainer(environment_factory=...)``; pair it with
+        ``reward_funcs=[environment_reward]``. Its instances raise if a reset's tools differ
+        from the ones it was built with.
+    """
+    tools = _probe_tools(env_id, make_kwargs, probe_row or {"seed": 0})
+    names = [t["function"]["name"] for t in tools]
+    if tools:
+        methods = {name: tool_method(t, EnvSession._call_tool) for name, t in zip(names, tools,
+                                                                                     strict=True)}
+    else:
+        methods = {"act": act_method(f"Take one action in {env_id}.", EnvSession._step)}
+
+    def reset(self: EnvSession, **row: Any) -> str:
+        observation = EnvSession.reset(self, **row)
+        offered = [t["function"]["name"] for t in self.tools]
+        if offered != names:
+            raise ValueError(f"{env_id} offers tools {offered} in this episode but the class was "
+                             f"built for {names}; build one class per tool set (probe_row)")
+        return observation
+
+    reset.__doc__ = EnvSession.reset.__doc__
+    return type(_class_name(env_id), (EnvSession,), {
+        "env_id": env_id, "make_kwargs": dict(make_kwargs), "reset": reset, **methods})
+
+
+def _final_text(completion: Any) -> str | None:
+    """The content of a completion's last assistant message; None if it made a tool call."""
+    if isinstance(completion, str):
+        return completion
+    last = completion[-1] if completion else {}
+    if last.get("role") != "assistant" or last.get("tool_calls"):
+        return None
+    return last.get("content") or ""
+
+
+def environment_reward(completions: list[Any], environments: list[EnvSession],
+                       **_: Any) -> list[float]:
+    """Reward function for ``GRPOTrainer``: the env's own reward for each rollout.
+
+    An episode TRL left open gets its last assistant text (the answer without a tool call) as
+    the final turn first, so the verifier scores the whole episode. One that TRL cut short
+    while calling tools (``max_tool_calling_iterations``, ``max_completion_length``) has no
+    verdict and scores 0.0.
+    """
+    return [session._finish(_final_text(completion))
+            for completion, session in zip(completions, environments, strict=True)]

@@ -1,0 +1,74 @@
+"""What TRL's trainers lack for our SFT runs: a step-or-time budget, and a loss hook.
+
+The learning rate warms up linearly over ``warmup`` steps, then decays along a cosine to a tenth
+as the run goes through its budget: ``steps``, or ``minutes`` of training when that runs out
+first (Transformers schedules by steps only, and has no time limit). Imports TRL: load it only
+to train.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from torch.optim.lr_scheduler import LambdaLR
+from transformers import TrainerCallback
+from trl import SFTTrainer
+
+__all__ = ["BudgetedSFTTrainer", "LossHook", "TrainingBudget"]
+
+
+class TrainingBudget(TrainerCallback):
+    """Schedules the learning rate over the budget and stops training when it is spent."""
+
+    def __init__(self, steps: int, minutes: float, warmup: int) -> None:
+        self.steps, self.minutes, self.warmup = steps, minutes, warmup
+        self.started: float | None = None
+
+    def progress(self, step: int) -> float:
+        """How far the run is through its budget (1.0: spent)."""
+        by_steps = step / max(1, self.steps)
+        if not self.minutes or self.started is None:
+            return by_steps
+        return max(by_steps, (time.perf_counter() - self.started) / (60 * self.minutes))
+
+    def lr_factor(self, step: int) -> float:
+        """The learning rate's multiplier at ``step``."""
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, self.progress(step))))
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.started = time.perf_counter()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.progress(state.global_step) >= 1.0:
+            control.should_training_stop = True
+
+
+class LossHook(TrainerCallback):
+    """Calls ``log(step, loss)`` whenever the trainer logs the training loss."""
+
+    def __init__(self, log: Callable[[int, float], None]) -> None:
+        self.log = log
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+               **kwargs: Any) -> None:
+        if logs and "loss" in logs:
+            self.log(state.global_step, float(logs["loss"]))
+
+
+class BudgetedSFTTrainer(SFTTrainer):
+    """TRL's ``SFTTrainer`` with the learning rate scheduled by a :class:`TrainingBudget`."""
+
+    def __init__(self, *args: Any, budget: TrainingBudget, **kwargs: Any) -> None:
+        self.budget = budget
+        super().__init__(*args, **kwargs)
+        self.add_callback(budget)
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        if self.lr_scheduler is None:
+            self.lr_scheduler = LambdaLR(optimizer or self.optimizer, self.budget.lr_factor)
+        return self.lr_scheduler
