@@ -108,14 +108,18 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             "method": method, "n": n, "seed": seed, "shift_only": job["shift_only"],
             "seconds": time.perf_counter() - started, "stages": len(stages),
             "episodes": team.episodes, "curve": curve,
-            "accepted": float(np.sum([r.get("trust_region/accepted_updates", np.nan)
-                                      for r in stages])),
+            "accepted": _total_of(stages, "trust_region/accepted_updates"),
             "updates": len(stages) * n,
             "accepted_kl_q99": _mean_of(stages, "trust_region/accepted_kl_q99"),
             "gains": [_stage_gains(record, n) for record in stages]
             if getattr(args, "exact_gains", False)
             else []})
     return summaries
+
+
+def _total_of(records: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in records if key in r]
+    return float(np.sum(values)) if values else None
 
 
 def _mean_of(records: list[dict[str, Any]], key: str) -> float | None:
@@ -253,37 +257,56 @@ def report(results: list[dict[str, Any]], out: Path, docs: Path | None = None) -
               "", "| method | " + " | ".join(f"n = {n}" for n in sizes)
               + f" | regressed (peak − final > {REGRESSION}) | stages | accepted updates |"
               f" accepted KL q99 (n = {sizes[-1]}) |", "|---|" + "---|" * (len(sizes) + 4)]
-    figure, axes = plt.subplots(1, len(sizes), figsize=(4.3 * len(sizes), 3.8), sharey=True)
     methods = [m for m in METHODS if any(r["method"] == m for r in trained)]
     for method in methods:
         cells, regressed, stages, accepted = [], [], [], []
-        for column, n in enumerate(sizes):
+        for n in sizes:
             runs = [r for r in trained if r["method"] == method and r["n"] == n]
             finals = [r["curve"][-1][1] for r in runs]
             cells.append(f"{np.mean(finals):.3f} ± {np.std(finals):.3f}")
             regressed.append(f"{sum(regressions(r) > REGRESSION for r in runs)}/{len(runs)}")
             stages.append(str(runs[0]["stages"]))
-            shares = [r["accepted"] / r["updates"] for r in runs if np.isfinite(r["accepted"])]
+            shares = [r["accepted"] / r["updates"] for r in runs if r["accepted"] is not None]
             accepted.append(f"{np.mean(shares):.2f}" if shares else "—")
-            grid = np.unique(np.concatenate([[e for e, _ in r["curve"]] for r in runs]))
-            curve = np.mean([np.interp(grid, *zip(*r["curve"], strict=True)) for r in runs],
-                            axis=0)
-            axes[column].plot(np.maximum(grid, 1), curve, "--" if "delta" in method else "-",
-                              label=method)
-            axes[column].set(title=f"n = {n}", xlabel="rollout episodes", xscale="log")
         kl = [r["accepted_kl_q99"] for r in trained if r["method"] == method
               and r["n"] == sizes[-1] and r["accepted_kl_q99"] is not None]
         lines.append(f"| {method} | {' | '.join(cells)} | {', '.join(regressed)} | "
                      f"{', '.join(stages)} | {', '.join(accepted)} | "
                      f"{f'{np.mean(kl):.3f}' if kl else '—'} |")
+    _plot_training(plt, trained, sizes, methods, out, docs)
     initial = {n: np.mean([r["curve"][0][1] for r in trained if r["n"] == n]) for n in sizes}
     lines += ["", "Warm-started teams score " + ", ".join(
         f"{initial[n]:.3f} (n = {n})" for n in sizes) + "; chance is 0.25."]
-    axes[0].set_ylabel("exact team reward")
-    axes[0].legend(fontsize=7)
+    return "\n".join(lines)
+
+
+def _plot_training(plt: Any, trained: list[dict[str, Any]], sizes: list[int],
+                   methods: list[str], out: Path, docs: Path | None) -> None:
+    """Top: exact reward against rollout episodes for the runs of the matched budget. Bottom:
+    against updates per agent, pairing the runs with equal updates."""
+    colours = {m: f"C{k}" for k, m in enumerate(METHODS)}
+    figure, axes = plt.subplots(2, len(sizes), figsize=(4.3 * len(sizes), 7), sharey=True)
+    for column, n in enumerate(sizes):
+        for method in methods:
+            runs = [r for r in trained if r["method"] == method and r["n"] == n]
+            style = "--" if "delta" in method else "-"
+            curves = [np.array(r["curve"], dtype=float) for r in runs]
+            shortest = min(len(c) for c in curves)
+            mean = np.mean([c[:shortest, 1] for c in curves], axis=0)
+            if method != "teamtr_nx_budget":
+                axes[0, column].plot(curves[0][:shortest, 0], mean, style,
+                                     color=colours[method], label=method)
+            if "delta" not in method and method != "stale_sequential":
+                axes[1, column].plot(np.arange(shortest), mean, style, color=colours[method],
+                                     label=method)
+        axes[0, column].set(title=f"n = {n}: matched rollout budget", xlabel="rollout episodes")
+        axes[1, column].set(title=f"n = {n}: equal updates", xlabel="updates per agent (stages)",
+                            xscale="symlog")
+    for row in axes:
+        row[0].set_ylabel("exact team reward (mean over seeds)")
+        row[0].legend(fontsize=7)
     figure.tight_layout()
     _save(figure, "teamtr_evidence_reward.png", out, docs)
-    return "\n".join(lines)
 
 
 def _save(figure: Any, name: str, out: Path, docs: Path | None) -> None:

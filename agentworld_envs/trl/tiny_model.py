@@ -20,22 +20,27 @@ _MARKUP = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response
            "</tool_response>"]
 
 
-def _corpus(extra: Iterable[str]) -> list[str]:
-    """Text the tokenizer is trained on: chat markup, JSON punctuation and ``extra``."""
-    base = ['{"name": "lookup_record", "arguments": {"record_id": "P104"}}',
-            "<|im_start|>user\nTool results:\n<|im_end|>\n<|im_start|>assistant\n",
-            "the record status is active inactive approve reject 0123456789 {} [] : , \""]
-    return base + list(extra)
+def _corpus(template: str, conversations: Iterable[dict[str, Any]]) -> list[str]:
+    """Text the tokenizer is trained on: the conversations rendered with ``template``."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    renderer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()))
+    texts = [renderer.apply_chat_template(c["messages"], tools=c.get("tools"), tokenize=False,
+                                          chat_template=template)
+             + c.get("reply", "") for c in conversations]
+    return [*texts, "0123456789 {} [] : , \" the record status is active inactive"]
 
 
-def build_tiny_chat_model(directory: str | Path, *, corpus: Iterable[str] = (),
-                          hidden_size: int = 64, num_layers: int = 2,
-                          vocab_size: int = 800, seed: int = 0) -> Path:
+def build_tiny_chat_model(directory: str | Path, conversations: Iterable[dict[str, Any]] = (),
+                          *, hidden_size: int = 64, num_layers: int = 2,
+                          vocab_size: int = 1500, seed: int = 0) -> Path:
     """Train a byte-level BPE tokenizer, build a random Qwen2 model and save both.
 
     Args:
         directory: Where to save; created if missing.
-        corpus: Extra text for the tokenizer, e.g. the prompts and solutions it will see.
+        conversations: ``{"messages", "tools", "reply"}`` items (as for :func:`imprint`) whose
+            rendered text the tokenizer is trained on, so that they take few tokens.
         hidden_size: Model width (4 attention heads, 2 key-value heads).
         num_layers: Decoder layers.
         vocab_size: Target BPE vocabulary size.
@@ -54,13 +59,14 @@ def build_tiny_chat_model(directory: str | Path, *, corpus: Iterable[str] = (),
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(_corpus(corpus), trainer=trainers.BpeTrainer(
+    template = chat_template_utils.qwen3_chat_template
+    bpe.train_from_iterator(_corpus(template, conversations), trainer=trainers.BpeTrainer(
         vocab_size=vocab_size, special_tokens=_SPECIAL, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in _MARKUP])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
                                         pad_token="<|endoftext|>")
-    tokenizer.chat_template = chat_template_utils.qwen3_chat_template
+    tokenizer.chat_template = template
     tokenizer.save_pretrained(directory)
     config = Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,

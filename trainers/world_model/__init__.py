@@ -1,7 +1,8 @@
-"""World-model training: next-observation SFT and RL (GSPO/GRPO) with hybrid rewards.
+"""World-model training on TRL: next-observation SFT and RL (GSPO/GRPO) with hybrid rewards.
 
-Modules: :mod:`.examples` (bench items to training pairs), :mod:`.scratch` (a tokenizer and a
-small Qwen2 built from scratch), :mod:`.sft`, :mod:`.rewards` (rule + rubric reward), :mod:`.rl`
-and :mod:`.args` (dataclass args as CLI flags). torch and transformers load only inside the
-functions that train.
+Modules: :mod:`.examples` (bench items to training targets), :mod:`.scratch` (a tokenizer and a
+small Qwen2 built from scratch), :mod:`.sft` (TRL ``SFTTrainer``), :mod:`.budget` (its step-or-
+time schedule), :mod:`.rewards` (rule + rubric reward functions), :mod:`.rl` (TRL
+``GRPOTrainer``), :mod:`.args` (dataclass args as CLI flags) and :mod:`.cli` (``agentworld wm
+sft`` / ``rl``). torch, transformers and TRL load only inside the functions that train.
 """

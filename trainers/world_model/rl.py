@@ -109,7 +109,7 @@ def grpo_config(args: RLArgs) -> Any:
         temperature=args.temperature, top_p=1.0, top_k=0,
         max_completion_length=args.max_new_tokens, seed=args.seed, data_seed=args.seed,
         logging_steps=1, report_to=["tensorboard"],
-        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every or 500,
+        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every,
         use_cpu=on_cpu, bf16=not on_cpu, activation_checkpointing=False)
 
 

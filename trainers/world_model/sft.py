@@ -247,7 +247,7 @@ def sft_config(args: SFTArgs) -> Any:
         max_length=args.max_length, completion_only_loss=True,
         train_sampling_strategy="group_by_length", seed=args.seed, data_seed=args.seed,
         logging_steps=args.log_every, report_to=["tensorboard"],
-        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every or 500,
+        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every,
         include_num_input_tokens_seen="non_padding", use_cpu=on_cpu, bf16=not on_cpu,
         activation_checkpointing=False)
 

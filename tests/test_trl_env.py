@@ -1,0 +1,149 @@
+"""Our envs in TRL's GRPOTrainer: tool schemas, both adapters end to end with a tiny model."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl", reason="the TRL adapters need trl: pip install 'agentworld[train]'")
+
+import floor_tasks  # noqa: E402
+from agentworld_envs.domains import DOMAINS, get_domain  # noqa: E402
+from agentworld_envs.registration import ENV_IDS  # noqa: E402
+from agentworld_envs.trl import (  # noqa: E402
+    TurnRollout,
+    build_tiny_chat_model,
+    environment_class,
+    environment_reward,
+    floor_rows,
+    imprint,
+    solution_examples,
+    turn_environment_class,
+)
+from agentworld_envs.trl.tool_methods import tool_method  # noqa: E402
+
+SYSTEM = "Use the tools, then answer."
+
+
+def _tool_schemas() -> list[tuple[str, dict[str, Any]]]:
+    """Every tool of every floor task and of every domain's built-in and generated scenarios."""
+    from floor_tasks.tools import FloorToolkit
+
+    found = [(t.id, s) for t in floor_tasks.load_tasks() for s in FloorToolkit.schemas(t.tools)]
+    for key in DOMAINS:
+        domain = get_domain(key)
+        scenarios = list(domain.builtin.values())
+        if key in ("search", "mcp"):
+            scenarios += [domain.generate(seed) for seed in range(5)]
+        found += [(f"{key}/{s.id}", tool) for s in scenarios for tool in domain.tools(s)]
+    return found
+
+
+def test_every_tool_schema_passes_get_json_schema() -> None:
+    from transformers.utils import get_json_schema
+
+    schemas = _tool_schemas()
+    assert len({s["function"]["name"] for _, s in schemas}) > 20
+    for where, schema in schemas:
+        rendered = get_json_schema(tool_method(schema, lambda *a: ""))["function"]
+        declared = schema["function"]["parameters"]
+        assert rendered["name"] == schema["function"]["name"], where
+        assert set(rendered["parameters"]["properties"]) == set(declared.get("properties", {}))
+        assert set(rendered["parameters"].get("required", [])) == set(declared.get("required", []))
+
+
+def test_submit_decision_itself_passes_get_json_schema() -> None:
+    from transformers.utils import get_json_schema
+
+    from floor_tasks.tools import FloorToolkit
+
+    assert get_json_schema(FloorToolkit.submit_decision)["function"]["name"] == "submit_decision"
+
+
+@pytest.mark.parametrize("env_id", [floor_tasks.env_id(t) for t in floor_tasks.TASK_IDS]
+                         + [e for e in ENV_IDS if e != "AgentWorld/Floor-v0"])
+def test_environment_class_exposes_each_tool(env_id: str) -> None:
+    from transformers.utils import get_json_schema
+
+    cls = environment_class(env_id)
+    session = cls()
+    session.reset(seed=0)
+    methods = {n for n, _ in inspect.getmembers(cls, inspect.isfunction)
+               if not n.startswith("_") and n != "reset"}
+    assert methods == ({t["function"]["name"] for t in session.tools} or {"act"})
+    for name in methods:
+        get_json_schema(getattr(session, name))
+    session.env.close()
+
+
+def test_tool_methods_pass_calls_to_the_env_unchecked() -> None:
+    session = environment_class("AgentFloor/C3-v0")()
+    session.reset(variant="v0")
+    observation = session.lookup_record(record_id=12)  # wrong type: the env says so
+    assert json.loads(observation)["error"]["type"] == "schema_validation_error"
+    assert session.env.unwrapped.trace.calls[-1]["malformed"] is True
+    session.env.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model imprinted with A1 v0's reference solution, in both tool renderings."""
+    examples = solution_examples(floor_rows(["A1"], system_prompt=SYSTEM)[0])
+    cls = environment_class("AgentFloor/A1-v0")
+    examples += [{**e, "tools": [getattr(cls, t["function"]["name"]) for t in e["tools"]]}
+                 for e in examples]
+    directory = build_tiny_chat_model(tmp_path_factory.mktemp("tiny_trl"), examples)
+    return imprint(directory, examples, steps=80, lr=3e-3)
+
+
+def _train(model: Path, factory: Any, tmp_path: Path, **kwargs: Any) -> tuple[Any, list]:
+    """Two GRPO steps on A1 v0 (the imprinted solution passes) and i1 (it fails)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    seen: list[list[float]] = []
+
+    def reward(completions: list, environments: list, **extra: Any) -> list[float]:
+        seen.append(environment_reward(completions, environments))
+        return seen[-1]
+
+    config = GRPOConfig(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2,
+        max_completion_length=160, temperature=0.5, learning_rate=1e-3, report_to=[],
+        logging_steps=1, save_strategy="no", use_cpu=True, disable_tqdm=True, seed=0)
+    trainer = GRPOTrainer(
+        model=str(model), args=config, processing_class=AutoTokenizer.from_pretrained(model),
+        train_dataset=Dataset.from_list(floor_rows(["A1"], ["v0", "i1"], system_prompt=SYSTEM)),
+        reward_funcs=[reward], environment_factory={"A1": factory}, **kwargs)
+    trainer.train()
+    return trainer, seen
+
+
+def _check_run(trainer: Any, seen: list[list[float]]) -> None:
+    calls = [c for env in trainer.environments for c in env.env.unwrapped.trace.calls]
+    assert any(c["tool_name"] == "lookup_record" and c["status"] == "ok" for c in calls)
+    assert len(seen) == 2 and all(len(r) == 4 for r in seen)
+    assert {r for batch in seen for r in batch} == {0.0, 1.0}  # v0 passes, i1 fails
+    logged = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    assert logged == pytest.approx([sum(r) / 4 for r in seen])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_grpo_through_environment_factory(tiny_model: Path, tmp_path: Path) -> None:
+    trainer, seen = _train(tiny_model, environment_class("AgentFloor/A1-v0"), tmp_path)
+    _check_run(trainer, seen)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_grpo_through_the_turn_level_rollout(tiny_model: Path, tmp_path: Path) -> None:
+    trainer, seen = _train(tiny_model, turn_environment_class("AgentFloor/A1-v0"), tmp_path,
+                           rollout_func=TurnRollout())
+    _check_run(trainer, seen)
+    for env in trainer.environments:  # one env.step per assistant turn, as in the harness
+        turns = [c["turn"] for c in env.env.unwrapped.trace.calls]
+        assert turns == list(range(1, len(turns) + 1)) and env.done
