@@ -15,6 +15,7 @@ EXAMPLES = ROOT / "examples"
 RUN_ONLY = {
     "simulated_rl.py": ["--domain", "search", "--updates", "2", "--num-envs", "2"],
     "teamtr_symbolic.py": ["--total-episodes", "256", "--log-dir", ""],
+    "trl_grpo_floor.py": ["--max-steps", "1", "--output-dir", "out"],
     "world_model_evidence.py": ["--out", "wm", "--minutes", "0.02", "--explore-repeats", "1",
                                 "--eval-items", "4", "--max-tokens", "8"],
 }

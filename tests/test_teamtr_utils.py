@@ -197,7 +197,8 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
     report = (out / "report.md").read_text()
     assert "nan" not in report.lower() and "Log-log slope against n:" in report
     assert all(f"| {method} |" in report for method in evidence.METHODS)
-    results = json.loads((out / "results.json").read_text())
+    results = json.loads((out / "results.json").read_text(),
+                         parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
     assert {(r["method"], r["n"]) for r in results} == {
         (m, n) for m in evidence.METHODS for n in evidence.TEAM_SIZES}
     starts: dict[tuple[int, int], set[float]] = {}

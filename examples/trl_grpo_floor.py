@@ -1,0 +1,138 @@
+"""GRPO on a few AgentFloor tasks with TRL, through the turn-level rollout (or the tool loop).
+
+On CPU by default: the script builds a tiny model, warm-starts it on the tasks' reference
+solutions (so it emits tool calls) and runs a few GRPO steps. On a GPU, with a real local
+model::
+
+    python examples/trl_grpo_floor.py --model /models/Qwen3-1.7B --tasks A1,B3,C3 \\
+        --variants v0,v1,v2,v3 --max-steps 50 --num-generations 8 --max-completion-length 1024
+
+``--adapter tools`` uses ``environment_factory`` tool methods instead (TRL runs the tool loop;
+see docs/trl.md for what that changes).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Args:
+    """Command-line settings (CleanRL style: one flat dataclass)."""
+
+    model: str | None = None
+    """A local model directory; by default a tiny model is built and warm-started."""
+    tasks: str = "A1"
+    """Comma-separated AgentFloor task ids."""
+    variants: str = "v0,i1"
+    """Comma-separated variants per task (rows of the dataset)."""
+    adapter: str = "turns"
+    """``turns`` (TurnRollout, our semantics) or ``tools`` (environment_factory tool loop)."""
+    max_steps: int = 2
+    """GRPO optimiser steps."""
+    num_generations: int = 2
+    """Completions per prompt (the GRPO group)."""
+    per_device_batch: int = 4
+    """Completions per device per step (a multiple of num_generations)."""
+    max_completion_length: int = 160
+    """Tokens of a whole episode (all turns and tool results)."""
+    temperature: float = 0.5
+    learning_rate: float = 1e-3
+    loss_type: str = "grpo"
+    importance_sampling_level: str = "token"
+    """``sequence`` with loss_type ``grpo`` is GSPO."""
+    output_dir: str = "runs/trl_grpo_floor"
+    seed: int = 0
+
+
+def _parse(argv: list[str] | None) -> Args:
+    import argparse
+    import dataclasses
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for field in dataclasses.fields(Args):
+        flag = "--" + field.name.replace("_", "-")
+        kind = {int: int, float: float}.get(type(field.default), str)
+        parser.add_argument(flag, type=kind, default=field.default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+def tiny_model(rows: list[dict], directory: Path) -> str:
+    """Build a tiny model and warm-start it on the rows' reference solutions."""
+    from agentworld_envs.trl import (
+        build_tiny_chat_model,
+        environment_class,
+        imprint,
+        solution_examples,
+    )
+
+    examples = []
+    for row in rows:  # each solution with the env's schemas and with the tool methods
+        tools_class = environment_class(f"AgentFloor/{row['environment']}-v0")
+        for example in solution_examples(row):
+            methods = [getattr(tools_class, t["function"]["name"]) for t in example["tools"]]
+            examples += [example, {**example, "tools": methods}]
+    build_tiny_chat_model(directory, examples)
+    return str(imprint(directory, examples, steps=80, lr=3e-3))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from agentworld_envs.trl import (
+        TurnRollout,
+        environment_class,
+        environment_reward,
+        floor_rows,
+        turn_environment_class,
+    )
+
+    tasks, variants = args.tasks.split(","), args.variants.split(",")
+    rows = floor_rows(tasks, variants, system_prompt=None if args.model else
+                      "Use the tools, then answer.", seed=args.seed)
+    model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")))
+    turns = args.adapter == "turns"
+    make = turn_environment_class if turns else environment_class
+    factory = {t: make(f"AgentFloor/{t}-v0") for t in tasks}
+    config = GRPOConfig(
+        output_dir=args.output_dir, max_steps=args.max_steps,
+        per_device_train_batch_size=args.per_device_batch, num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length, temperature=args.temperature,
+        learning_rate=args.learning_rate, loss_type=args.loss_type,
+        importance_sampling_level=args.importance_sampling_level, scale_rewards="group",
+        report_to=[], logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
+        bf16=bool(args.model) and _cuda(), use_cpu=not _cuda())
+    trainer = GRPOTrainer(
+        model=model, args=config, processing_class=AutoTokenizer.from_pretrained(model),
+        train_dataset=Dataset.from_list(rows), reward_funcs=[environment_reward],
+        environment_factory=factory, rollout_func=TurnRollout() if turns else None)
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    history = [h for h in trainer.state.log_history if "reward" in h]
+    for step, entry in enumerate(history, 1):
+        print(f"step {step}: reward {entry['reward']:.3f} "
+              f"(std {entry['reward_std']:.3f}), completion length "
+              f"{entry['completions/mean_length']:.1f}")
+    tokens = trainer.state.num_input_tokens_seen
+    print(f"{args.max_steps} steps in {seconds:.1f} s: {args.max_steps / seconds:.3f} steps/s, "
+          f"{tokens / seconds:.0f} tokens/s")
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+if __name__ == "__main__":
+    main()
