@@ -19,7 +19,7 @@ from agentworld_envs.backends.replies import REPAIRS_KEY, MalformedReplyError
 from agentworld_envs.protocol.tool_calls import ToolCall
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import run_episode
-from tests.helpers.server import RawOpenAIServer, RawReply, chat_response
+from tests.helpers.server import FakeOpenAIServer, Reply, chat_response
 
 SECRET = "sk-reflected-0123456789abcdef"
 PASSWORD = "hunter2-pw"
@@ -44,7 +44,7 @@ def writable(completion: Completion) -> str:
 
 
 def reply_with(body: dict[str, Any] | str) -> Completion | BackendError:
-    with RawOpenAIServer(lambda hit, req: RawReply(200, body)) as server:
+    with FakeOpenAIServer(lambda hit, req: Reply(200, body)) as server:
         return backend_for(server.base_url).complete_each([ask()])[0]
 
 
@@ -54,8 +54,8 @@ def reply_with(body: dict[str, Any] | str) -> Completion | BackendError:
 def test_a_trickling_reply_is_cut_off_by_the_whole_request_deadline() -> None:
     # 400 bytes, one every 25 ms: 10 s in all, while each read waits far less than timeout_s.
     body = json.dumps(chat_response("x" * 200))
-    trickle = RawReply(200, body + " " * (400 - len(body)), chunk=1, pause_s=0.025)
-    with RawOpenAIServer(lambda hit, req: trickle) as server:
+    trickle = Reply(200, body + " " * (400 - len(body)), chunk=1, pause_s=0.025)
+    with FakeOpenAIServer(lambda hit, req: trickle) as server:
         (outcome,) = backend_for(server.base_url, timeout_s=1.0).complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError)
     assert "timeout after 1 s" in str(outcome) and outcome.attempts == 1
@@ -66,13 +66,13 @@ def test_a_trickling_reply_is_cut_off_by_the_whole_request_deadline() -> None:
 
 def _patient(retry_after: str, wait_s: float):
     """429 with ``Retry-After`` first; later requests get 200 only if they waited ``wait_s``."""
-    def responder(hit: int, body: dict[str, Any]) -> RawReply:
+    def responder(hit: int, body: dict[str, Any]) -> Reply:
         if hit == 1:
-            return RawReply(429, {"error": "slow down"}, headers={"Retry-After": retry_after})
+            return Reply(429, {"error": "slow down"}, headers={"Retry-After": retry_after})
         waited = server.arrivals[-1] - server.arrivals[0]
-        return RawReply(200, chat_response("ok")) if waited >= wait_s else RawReply(
+        return Reply(200, chat_response("ok")) if waited >= wait_s else Reply(
             503, {"error": f"came back after {waited:.2f} s"})
-    server = RawOpenAIServer(responder)
+    server = FakeOpenAIServer(responder)
     return server
 
 
@@ -88,12 +88,12 @@ def test_retry_after_is_honoured(header: str) -> None:
 
 
 def test_retry_after_is_capped() -> None:
-    def responder(hit: int, body: dict[str, Any]) -> RawReply:
+    def responder(hit: int, body: dict[str, Any]) -> Reply:
         if hit == 1:
-            return RawReply(503, "busy", headers={"Retry-After": "86400"})
-        return RawReply(200, chat_response("back"))
+            return Reply(503, "busy", headers={"Retry-After": "86400"})
+        return Reply(200, chat_response("back"))
 
-    with RawOpenAIServer(responder) as server:
+    with FakeOpenAIServer(responder) as server:
         backend = backend_for(server.base_url, max_retries=1, max_retry_after_s=0.05)
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, Completion) and outcome.text == "back"
@@ -103,13 +103,13 @@ def test_retry_after_is_capped() -> None:
 
 
 def test_one_failed_request_in_a_batch_costs_only_its_own_completion() -> None:
-    def picky(hit: int, body: dict[str, Any]) -> RawReply:
+    def picky(hit: int, body: dict[str, Any]) -> Reply:
         if body["messages"][-1]["content"] == "bad":
-            return RawReply(400, {"error": "no"})
-        return RawReply(200, chat_response("re: " + body["messages"][-1]["content"]))
+            return Reply(400, {"error": "no"})
+        return Reply(200, chat_response("re: " + body["messages"][-1]["content"]))
 
     prompts = ["a", "b", "bad", "c", "d"]
-    with RawOpenAIServer(picky) as server:
+    with FakeOpenAIServer(picky) as server:
         backend = backend_for(server.base_url, concurrency=3)
         outcomes = backend.complete_each([ask(p) for p in prompts])
         with pytest.raises(BackendError, match="400"):
@@ -122,11 +122,11 @@ def test_one_failed_request_in_a_batch_costs_only_its_own_completion() -> None:
 def test_a_recording_keeps_the_completions_and_reports_the_failure(tmp_path) -> None:
     from agentworld_envs.backends.replay import RecordingBackend
 
-    def picky(hit: int, body: dict[str, Any]) -> RawReply:
+    def picky(hit: int, body: dict[str, Any]) -> Reply:
         bad = body["messages"][-1]["content"] == "bad"
-        return RawReply(503 if bad else 200, "down" if bad else chat_response("ok"))
+        return Reply(503 if bad else 200, "down" if bad else chat_response("ok"))
 
-    with RawOpenAIServer(picky) as server:
+    with FakeOpenAIServer(picky) as server:
         recording = RecordingBackend(backend_for(server.base_url), tmp_path / "cache.jsonl")
         outcomes = recording.complete_each([ask("a"), ask("bad"), ask("b")])
         recording.close()
@@ -141,7 +141,7 @@ def test_a_batch_sent_from_inside_a_running_event_loop() -> None:
     async def inside_a_loop(backend: OpenAIBackend) -> list:
         return backend.complete([ask("a"), ask("b")])
 
-    with RawOpenAIServer(lambda hit, req: RawReply(200, chat_response("ok"))) as server:
+    with FakeOpenAIServer(lambda hit, req: Reply(200, chat_response("ok"))) as server:
         completions = asyncio.run(inside_a_loop(backend_for(server.base_url)))
     assert [c.text for c in completions] == ["ok", "ok"]
 
@@ -214,7 +214,7 @@ def test_lone_surrogates_in_tool_arguments_are_replaced(arguments: str) -> None:
 
 
 def test_a_surrogate_in_the_request_is_sent_escaped_not_a_crash() -> None:
-    with RawOpenAIServer(lambda hit, req: RawReply(200, chat_response("ok"))) as server:
+    with FakeOpenAIServer(lambda hit, req: Reply(200, chat_response("ok"))) as server:
         (outcome,) = backend_for(server.base_url).complete_each([ask("agent text \ud800")])
     assert outcome.text == "ok" and server.bodies[0]["messages"][0]["content"].endswith("\ud800")
 
@@ -222,14 +222,14 @@ def test_a_surrogate_in_the_request_is_sent_escaped_not_a_crash() -> None:
 # --- secrets ---------------------------------------------------------------------------------
 
 
-def reflecting_server() -> RawOpenAIServer:
+def reflecting_server() -> FakeOpenAIServer:
     """A server that echoes the credentials it was sent, in the content and elsewhere."""
-    def responder(hit: int, body: dict[str, Any]) -> RawReply:
+    def responder(hit: int, body: dict[str, Any]) -> Reply:
         auth = server.headers[hit - 1].get("authorization", "")
         reply = chat_response(f"your credentials: {auth}")
         reply["echo"] = {"auth": auth, auth: "as a key"}
-        return RawReply(200, reply)
-    server = RawOpenAIServer(responder)
+        return Reply(200, reply)
+    server = FakeOpenAIServer(responder)
     return server
 
 
@@ -258,7 +258,7 @@ def test_credentials_in_the_base_url_are_sent_but_never_shown() -> None:
 
 
 def test_credentials_in_the_base_url_stay_out_of_errors() -> None:
-    with RawOpenAIServer(lambda hit, req: RawReply(500, f"bad {PASSWORD}")) as server:
+    with FakeOpenAIServer(lambda hit, req: Reply(500, f"bad {PASSWORD}")) as server:
         url = server.base_url.replace("://", f"://alice:{PASSWORD}@")
         (outcome,) = backend_for(url).complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError)

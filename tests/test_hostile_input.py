@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 import floor_tasks
 import team_envs
 from agentworld_envs.backends import Completion
-from agentworld_envs.bench.fidelity import step_fidelity
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
 from agentworld_envs.domains.android import DOMAIN as ANDROID
 from agentworld_envs.domains.base import strip_fence
@@ -28,6 +27,7 @@ from agentworld_envs.domains.web import DOMAIN as WEB
 from agentworld_envs.protocol import bounded_json, parse_action
 from agentworld_envs.protocol.tool_calls import MAX_ERRORS
 from agentworld_envs.registration import ENV_IDS as WORLD_IDS
+from agentworld_envs.sim.fidelity import step_fidelity
 from agentworld_envs.sim.parsing import parse_world_model_output
 from agentworld_envs.sim.rewards import read_judge
 from floor_tasks.env import FloorEnv

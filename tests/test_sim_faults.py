@@ -210,15 +210,15 @@ def test_step_never_raises_on_agent_text(domain: str, actions: list[str]) -> Non
 
 
 def test_one_failed_request_faults_only_its_sub_env() -> None:
-    from tests.helpers.server import RawOpenAIServer, RawReply, chat_response
+    from tests.helpers.server import FakeOpenAIServer, Reply, chat_response
 
-    def picky(hit: int, body: dict) -> RawReply:
+    def picky(hit: int, body: dict) -> Reply:
         if "FAILME" in json.dumps(body["messages"]):
-            return RawReply(400, {"error": "rejected"})
-        return RawReply(200, chat_response("<predicted_observation>found it"
+            return Reply(400, {"error": "rejected"})
+        return Reply(200, chat_response("<predicted_observation>found it"
                                            "</predicted_observation>"))
 
-    with RawOpenAIServer(picky) as server:
+    with FakeOpenAIServer(picky) as server:
         envs = gym.make_vec(env_id("search"), num_envs=3, backend={
             "name": "openai", "model": "fake", "base_url": server.base_url,
             "api_key_env": None, "max_retries": 0})

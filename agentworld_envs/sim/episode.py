@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.backends import ChatRequest, Completion
-from agentworld_envs.bench.fidelity import step_fidelity
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.controls import fired_controls
+from agentworld_envs.sim.fidelity import step_fidelity
 from agentworld_envs.sim.model_client import Fault
 from agentworld_envs.sim.parsing import parse_world_model_output
 from agentworld_envs.sim.prompting import observation_turn, user_turn

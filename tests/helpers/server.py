@@ -98,11 +98,16 @@ Responder = Callable[[int, dict[str, Any]], "Reply"]
 
 @dataclass
 class Reply:
-    """What the fake server answers: a status, a JSON (or text) body and a delay."""
+    """What the fake server answers: a status, extra headers, and a JSON (or text) body, sent
+    after ``delay_s``, ``chunk`` bytes at a time with ``pause_s`` between chunks (a trickle)."""
 
     status: int = 200
     body: dict[str, Any] | str = field(default_factory=dict)
     delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    chunk: int = 0
+    """Bytes per write; 0 writes the body at once."""
+    pause_s: float = 0.0
 
 
 def chat_response(
@@ -132,8 +137,11 @@ def chat_response(
 class FakeOpenAIServer:
     """A scripted OpenAI-style server on loopback (stdlib ``http.server``), for fault tests.
 
-    ``responder(hit_number, request_json)`` decides each reply; hit numbers start at 1. The
-    server records every request body and its headers, and the most requests in flight at once.
+    ``responder(hit_number, request_json)`` decides each :class:`Reply`; hit numbers start at 1.
+    It scripts what a real server does wrong: errors, delays, slow trickles, ``Retry-After`` and
+    other headers, bodies that are not valid for the API; a trickle stops when the client hangs
+    up. The server records every request body, its headers and arrival time, and the most
+    requests in flight at once.
 
     Args:
         responder: Builds the reply to each POST.
@@ -143,6 +151,7 @@ class FakeOpenAIServer:
         self.responder = responder
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.arrivals: list[float] = []
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -154,6 +163,7 @@ class FakeOpenAIServer:
                 with fake._lock:
                     fake.bodies.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    fake.arrivals.append(time.monotonic())
                     hit = len(fake.bodies)
                     fake._in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
@@ -161,12 +171,18 @@ class FakeOpenAIServer:
                     reply = fake.responder(hit, body)
                     time.sleep(reply.delay_s)
                     data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                    payload = data.encode("utf-8")
+                    payload = data.encode("utf-8", "surrogatepass")
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    step = reply.chunk or len(payload) or 1
+                    for start in range(0, len(payload), step):
+                        self.wfile.write(payload[start:start + step])
+                        self.wfile.flush()
+                        time.sleep(reply.pause_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
                 finally:
@@ -195,90 +211,6 @@ class FakeOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def __enter__(self) -> FakeOpenAIServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-@dataclass
-class RawReply:
-    """A reply written as given: status, extra headers, and a body sent ``chunk`` bytes at a
-    time with ``pause_s`` between chunks (a trickling server)."""
-
-    status: int = 200
-    body: dict[str, Any] | str = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    chunk: int = 0
-    """Bytes per write; 0 writes the body at once."""
-    pause_s: float = 0.0
-
-
-class RawOpenAIServer:
-    """A loopback server whose ``responder(hit_number, request_json)`` returns a :class:`RawReply`.
-
-    For faults :class:`FakeOpenAIServer` cannot script: slow trickles, ``Retry-After`` and other
-    headers, bodies that are not valid for the API. A trickle stops when the client hangs up, and
-    the whole server stops on exit. Records request bodies, headers and arrival times.
-    """
-
-    def __init__(self, responder: Callable[[int, dict[str, Any]], RawReply]) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.arrivals: list[float] = []
-        lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                with lock:
-                    fake.bodies.append(body)
-                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    fake.arrivals.append(time.monotonic())
-                    hit = len(fake.bodies)
-                reply = responder(hit, body)
-                text = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                payload = text.encode("utf-8", "surrogatepass")
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    step = reply.chunk or len(payload) or 1
-                    for start in range(0, len(payload), step):
-                        self.wfile.write(payload[start:start + step])
-                        self.wfile.flush()
-                        time.sleep(reply.pause_s)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Stay quiet."""
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def hits(self) -> int:
-        """How many POSTs arrived."""
-        return len(self.bodies)
-
-    @property
-    def base_url(self) -> str:
-        """The server's base URL, with ``/v1``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> RawOpenAIServer:
         self._thread.start()
         return self
 

@@ -33,10 +33,10 @@ from typing import Any
 
 from agentworld_envs.backends import make_backend
 from agentworld_envs.bench.diagnostics import RULE_CAPS, diagnose
-from agentworld_envs.bench.fidelity import step_fidelity
 from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.bench.report import normalise
 from agentworld_envs.bench.run import run_bench
+from agentworld_envs.sim.fidelity import step_fidelity
 from agentworld_envs.sim.parsing import parse_world_model_output
 
 __all__ = ["RuleWeights", "UNCLOSED_CAP", "capped_rule_score", "make_judge_reward",

@@ -1,0 +1,170 @@
+"""Judge-free fidelity: how closely a predicted observation agrees with the real one.
+
+Three measures per step:
+
+* ``exact``: the two agree exactly: as JSON values when both are JSON (so key order and
+  spacing do not matter), otherwise as text after trimming and normalising line ends.
+* ``structural``: JSON-structural agreement, the Jaccard overlap of the two documents' skeletons
+  (every ``(path, type)`` pair, list positions included).
+* ``values``: the share of the real document's leaves (``(path, value)`` pairs) that the
+  prediction reproduces.
+
+Both are ``nan`` when the real observation is not JSON, and 0 when it is but the prediction
+is not.
+
+JSON here is one JSON document, a fenced ```` ```json ```` block, or JSON Lines (one value per
+non-empty line, read as a list), which is how the AgentFloor tools answer.
+
+Example:
+    >>> f = step_fidelity('{"status": "ok", "result": {"id": "P1", "price": 9}}',
+    ...                   '{"result": {"price": 12, "id": "P1"}, "status": "ok"}')
+    >>> f.exact, f.structural, round(f.values, 2)
+    (False, 1.0, 0.67)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agentworld_envs.protocol import bounded_json
+from agentworld_envs.sim.parsing import clean_response_marker
+
+__all__ = ["Fidelity", "parse_json_observation", "skeleton", "step_fidelity", "summarise"]
+
+_FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```$", re.DOTALL)
+_NOT_JSON = object()
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Agreement between one predicted and one real observation."""
+
+    exact: bool
+    structural: float
+    values: float
+    predicted_json: bool
+    real_json: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict for ``info`` and reports; ``nan`` measures are left out."""
+        return {k: v for k, v in asdict(self).items()
+                if not (isinstance(v, float) and math.isnan(v))}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fidelity:
+        """Rebuild from :meth:`to_dict`'s form (a missing measure is ``nan``)."""
+        return cls(exact=bool(data["exact"]), structural=float(data.get("structural", math.nan)),
+                   values=float(data.get("values", math.nan)),
+                   predicted_json=bool(data["predicted_json"]), real_json=bool(data["real_json"]))
+
+
+def _normal_text(text: str) -> str:
+    text = clean_response_marker(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
+
+
+def parse_json_observation(text: str) -> Any:
+    """The observation as a JSON value, or the module's ``_NOT_JSON`` sentinel.
+
+    Accepts one document, one fenced json block, or JSON Lines (returned as a list).
+    """
+    text = _normal_text(text)
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        return _NOT_JSON
+    try:
+        return bounded_json.loads(text)
+    except bounded_json.JSONError:
+        pass
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < 2:
+        return _NOT_JSON
+    try:
+        return [bounded_json.loads(line) for line in lines]
+    except bounded_json.JSONError:
+        return _NOT_JSON
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if value is None:
+        return "null"
+    return {str: "string", list: "array", dict: "object"}[type(value)]
+
+
+def _walk(value: Any, path: str = "$") -> Iterable[tuple[str, Any]]:
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{path}[{index}]")
+
+
+def skeleton(value: Any) -> set[tuple[str, str]]:
+    """Every ``(path, type)`` pair of a JSON value, e.g. ``("$.result.id", "string")``."""
+    return {(path, _type_name(item)) for path, item in _walk(value)}
+
+
+def _leaves(value: Any) -> dict[str, Any]:
+    return {path: item for path, item in _walk(value) if not isinstance(item, dict | list)}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return _type_name(a) == _type_name(b) and a == b
+
+
+def step_fidelity(predicted: str, real: str) -> Fidelity:
+    """Agreement of one predicted observation with the real one (see the module docstring)."""
+    pred_value, real_value = parse_json_observation(predicted), parse_json_observation(real)
+    predicted_json, real_json = pred_value is not _NOT_JSON, real_value is not _NOT_JSON
+    if not (predicted_json and real_json):
+        missing = 0.0 if real_json else math.nan
+        return Fidelity(exact=_normal_text(predicted) == _normal_text(real), structural=missing,
+                        values=missing, predicted_json=predicted_json, real_json=real_json)
+    pred_shape, real_shape = skeleton(pred_value), skeleton(real_value)
+    structural = len(pred_shape & real_shape) / len(pred_shape | real_shape)
+    real_leaves, pred_leaves = _leaves(real_value), _leaves(pred_value)
+    matched = sum(1 for path, item in real_leaves.items()
+                  if path in pred_leaves and _same(pred_leaves[path], item))
+    values = matched / len(real_leaves) if real_leaves else float(not pred_leaves)
+    return Fidelity(exact=_same_document(pred_value, real_value), structural=structural,
+                    values=values, predicted_json=True, real_json=True)
+
+
+def _same_document(a: Any, b: Any) -> bool:
+    canonical = [json.dumps(v, sort_keys=True, ensure_ascii=False) for v in (a, b)]
+    return canonical[0] == canonical[1]
+
+
+def summarise(fidelities: Iterable[Fidelity]) -> dict[str, float]:
+    """Means over steps: ``exact`` rate, and ``structural``/``values`` over steps whose real
+    observation is JSON.
+
+    Returns ``{"steps", "exact", "structural", "values", "json_steps"}`` (``nan`` for a mean
+    over no steps).
+    """
+    items = list(fidelities)
+    json_items = [f for f in items if f.real_json]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    return {
+        "steps": float(len(items)),
+        "exact": mean([float(f.exact) for f in items]),
+        "structural": mean([f.structural for f in json_items]),
+        "values": mean([f.values for f in json_items]),
+        "json_steps": float(len(json_items)),
+    }
