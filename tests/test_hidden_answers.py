@@ -127,14 +127,26 @@ def test_the_floor_world_model_is_never_told_the_acceptance_rule() -> None:
             assert str(rule) not in prompt and "accepts a submission only" not in prompt
 
 
-def test_the_reference_answer_never_reaches_the_world_model_prompt() -> None:
+def test_the_reference_answer_reaches_the_world_model_only_as_searchs_simulation_instruction(
+        ) -> None:
+    """As in the release: search's first turn names it; no other domain and no system prompt."""
     for key in DOMAINS:
         domain = get_domain(key)
         for scenario in domain.builtin.values():
             prompt = domain.system_prompt(scenario, fictional=scenario.fictional)
+            turn = domain.user_message(scenario, 1, "{}", "json", scenario.initial_state,
+                                       scenario.fictional)
             assert "the correct answer to the agent's task is" not in prompt
-    eiffel = get_domain("search").builtin["search-eiffel-opening-year"]  # no world notes
-    assert "1889" not in get_domain("search").system_prompt(eiffel, fictional=False)
+            if scenario.reference_answer is not None and scenario.reference_answer not in (
+                    scenario.world or ""):
+                assert scenario.reference_answer not in prompt
+                labelled = f"\nReference Answer: {scenario.reference_answer}\n" in turn
+                assert labelled is (key == "search"), scenario.id
+    search = get_domain("search")
+    eiffel = search.builtin["search-eiffel-opening-year"]  # no world notes
+    assert "1889" not in search.system_prompt(eiffel, fictional=False)
+    later = search.user_message(eiffel, 2, "{}", "json", None, False)
+    assert "1889" not in later  # only the first turn carries it (the history keeps it)
 
 
 ACCEPTED = ('{"tool_name": "submit_decision", "call_id": "C3_submit_decision_1", "status": "ok", '
@@ -192,7 +204,7 @@ def test_the_real_observation_stays_out_of_info_unless_shown_or_asked() -> None:
     for env in (hidden, revealed):
         env.reset(seed=0, options={"scenario": "C3"})
     _, _, _, _, info = hidden.step(action)
-    assert info["observation_source"] == "world_model" and "real_observation" not in info
+    assert info["observation_source"] == "placeholder" and "real_observation" not in info
     assert "fidelity" in info  # still measured
     real = FloorEnv("C3", variant="v0")
     real.reset(seed=0)

@@ -52,3 +52,14 @@ def test_fidelity_report_counts_only_steps_the_world_model_answered() -> None:
     report = fidelity_report({"name": "scripted"}, ["A01/v0", "A1/v0"])
     assert report["scenarios"]["A01/v0"]["steps"] == 0  # a final answer needs no model
     assert report["scenarios"]["A1/v0"]["steps"] == 1
+
+
+def test_request_shows_the_world_model_request_for_a_prompt_directory(
+        capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    (tmp_path / "terminal").mkdir()
+    (tmp_path / "terminal" / "system_prompt.txt").write_text("MY TERMINAL PROMPT")
+    out = json.loads(run(capsys, "request", "terminal", "[]", "--scenario",
+                         "terminal-vim-save-quit", "--prompts", str(tmp_path)))
+    assert out["messages"][0] == {"role": "system", "content": "MY TERMINAL PROMPT"}
+    assert out["messages"][1]["content"].endswith("**Action:**\n```json\n[]\n```")
+    assert out["sampling"]["top_k"] == 20 and out["sampling"]["max_tokens"] == 32768

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.registration import ENV_IDS, env_id
 
-SAMPLING = {"max_tokens": 8, "temperature": 0.7}
+SAMPLING = {"max_tokens": 8, "temperature": 0.7, "top_k": None}  # transformers serve: no top_k
 
 
 def play(envs: gym.vector.VectorEnv, turns: int) -> list:

@@ -104,9 +104,11 @@ def test_the_chat_is_real_multi_turn_history() -> None:
     assert second.messages[:2] == first.messages
     assert second.messages[2]["content"] == (
         "**Environment Observation:**\n[1] https://a.example\nTitle: A")
-    assert second.messages[3]["content"].startswith("### Turn 2\n\n**Action:**\n```json\n")
+    assert second.messages[3]["content"].startswith("### Turn 2\n**Action:**\n```json\n")
     assert "web_extractor" in second.messages[3]["content"]
-    assert first.sampling.temperature == 0.6 and first.sampling.seed != second.sampling.seed
+    assert (first.sampling.temperature, first.sampling.top_p, first.sampling.top_k,
+            first.sampling.max_tokens) == (0.6, 0.95, 20, 32768)
+    assert first.sampling.seed != second.sampling.seed
     assert first.tools is None
 
 
@@ -128,8 +130,6 @@ def test_state_domains_show_the_current_state_and_os_repeats_the_task() -> None:
 
 @pytest.mark.parametrize(("domain", "scenario", "action", "ending", "answer"), [
     ("mcp", "mcp-github-open-bugs", "There are 7.", "final_answer", "There are 7."),
-    ("terminal", "terminal-vim-save-quit", "[]", "task_complete", ""),
-    ("terminal", "terminal-vim-save-quit", "```json\n[]\n```", "task_complete", ""),
     ("web", "web-wiki-capital", "send_msg_to_user('Serra Vane')", "message", "Serra Vane"),
     ("web", "web-delete-admin-infeasible", 'report_infeasible(reason="not allowed")',
      "infeasible", "not allowed"),
@@ -150,6 +150,19 @@ def test_episodes_end_through_each_domains_interface(domain, scenario, action, e
     assert (info["termination"], info["answer"]) == (ending, answer)
     assert not backend.batches  # ending needs no world-model call
     assert "reward_breakdown" in info
+
+
+@pytest.mark.parametrize("action", ["[]", "```json\n[]\n```"])
+def test_the_world_model_confirms_terminal_completion_and_the_env_ends_it(action) -> None:
+    backend = scripted({"match": "\\[\\]", "reply": "root@8b8b8b:/app# \nTask complete."})
+    env = make("terminal", backend=backend)
+    env.reset(seed=0, options={"scenario": "terminal-vim-save-quit"})
+    obs, _, terminated, truncated, info = env.step(action)
+    assert obs == "root@8b8b8b:/app# \nTask complete."  # the model's screen, not ours
+    assert (terminated, truncated, info["termination"]) == (True, False, "task_complete")
+    assert info["world_model"]["called"] and info["observation_source"] == "world_model"
+    [request] = requests_of(backend)
+    assert request.messages[-1]["content"].endswith("**Action:**\n```json\n[]\n```")
 
 
 @pytest.mark.parametrize(("domain", "scenario", "action"), [
@@ -256,21 +269,26 @@ def test_controls_fire_on_their_turns_and_tools_and_by_seeded_chance() -> None:
     assert any("Answer in French." in c for c in fired[1])  # env-level control, turn 2
     assert not any("French" in c for c in (*fired[0], *fired[2]))
     for controls, text in zip(fired, texts, strict=True):
-        assert all(f"**Simulation Control:** {c}" in text for c in controls)
+        assert all(f"\nControl (this turn only; never mention it): {c}" in text
+                   for c in controls)
+        assert ("\nControl (" in text) == bool(controls)
     assert play(3) == fired
     chance = [any("outdated snapshot" in c for c in cs) for seed in range(8) for cs in play(seed)]
     assert 0 < sum(chance) < len(chance)
 
 
 def test_fictional_mode_can_be_forced_either_way() -> None:
-    env = make("search", fictional=True)
-    _, info = env.reset(seed=0, options={"scenario": "search-eiffel-opening-year"})
-    assert info["fictional"] and "This world is fictional" in env.unwrapped.episode.messages[0][
-        "content"]
-    env = make("search", fictional=False)
-    _, info = env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
-    assert not info["fictional"]
-    assert "fictional" not in env.unwrapped.episode.messages[0]["content"]
+    for fictional, scenario in [(True, "search-eiffel-opening-year"),
+                                (False, "search-lighthouse-keeper")]:
+        backend = scripted()
+        env = make("search", backend=backend, fictional=fictional)
+        _, info = env.reset(seed=0, options={"scenario": scenario})
+        env.step(SEARCH_CALL)
+        [request] = requests_of(backend)
+        system, turn = request.messages[0]["content"], request.messages[-1]["content"]
+        assert info["fictional"] is fictional
+        assert ("Fictional World: This world is fictional" in turn) is fictional
+        assert "This world is fictional" not in system  # nothing episode-specific there
 
 
 def test_render_observation_space_and_candidate_actions() -> None:

@@ -33,8 +33,9 @@ def replying(text: str, **rule) -> dict:
 @pytest.mark.parametrize(("reply", "observation", "flags"), [
     ("", NO_OUTPUT, {"empty", "no_output"}),
     ("<predicted_observation>half a result", "half a result", {"unclosed_tag"}),
-    ("\x00\x7f garbage ☕ \ud800", "\x00\x7f garbage ☕ \ud800", {"no_tag"}),
-    ("<think>I will think forever", NO_OUTPUT, {"broken_think", "no_tag", "no_output"}),
+    ("\x00\x7f garbage ☕ \ud800", "\x00\x7f garbage ☕ \ud800", set()),  # search asks no tag
+    ("<think>I will think forever", NO_OUTPUT, {"broken_think", "no_output"}),
+    ("<predicted_observation></predicted_observation>", "", set()),  # empty, as the release
 ])
 def test_bad_output_in_a_tool_domain_yields_a_flagged_observation(reply, observation,
                                                                   flags) -> None:
@@ -127,8 +128,10 @@ def test_faults_in_the_vector_env_affect_the_batch_not_the_process() -> None:
     obs, rewards, terminated, truncated, infos = envs.step([WAIT, "[]", WAIT])
     faults, reported = infos["world_model"]["fault"], infos["world_model"]["_fault"]
     assert [faults[i] for i in (0, 2)] == ["backend_error"] * 2 and not reported[1]
-    assert terminated.tolist() == [False, True, False]
-    assert not infos["final_info"]["world_model"]["called"][1]  # "[]" needs no model
+    assert terminated.tolist() == [False, True, False]  # "[]" ends the episode all the same
+    final = infos["final_info"]  # sub-env 1 was reset in the step; its step info is here
+    assert final["world_model"]["fault"][1] == "backend_error"
+    assert final["observation_source"][1] == "fallback"
 
 
 @pytest.fixture

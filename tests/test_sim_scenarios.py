@@ -11,7 +11,9 @@ import pytest
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.domains import DOMAINS, generate_scenario, get_domain
 from agentworld_envs.registration import env_id, make
+from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.scenario import Control, Scenario
+from agentworld_envs.sim.scripted import ScriptedBackend
 
 HANDWRITTEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
 NO_OP = {"mcp": "I don't know.", "search": "I don't know.", "swe": "Done.", "floor": "Done.",
@@ -120,29 +122,39 @@ def test_tools_given_in_short_form_are_normalised_and_scenario_tools_override_de
 
 
 @pytest.mark.parametrize("domain", list(DOMAINS))
-def test_system_prompts_fill_every_slot(domain: str) -> None:
+def test_builtin_system_prompts_fill_every_slot_and_hold_nothing_of_the_episode(
+        domain: str) -> None:
     handler = get_domain(domain)
     scenario = handler.resolve("C3") if domain == "floor" else next(iter(handler.builtin.values()))
-    for slot in ("{tool_definitions}", "{demonstrations}", "{environment}"):
-        assert slot in handler.template
+    template = PromptSet.builtin().system_prompt(domain)
+    slots = ("{tool_definitions}", "{demonstrations}") + (
+        ("{environment}",) if domain == "floor" else ())
+    assert all(slot in template for slot in slots)
     prompt = handler.system_prompt(scenario, fictional=True)
     assert not re.search(r"\{(tool_definitions|demonstrations|environment)\}", prompt)
-    assert scenario.instruction in prompt and "This world is fictional" in prompt
-    assert "<predicted_observation>" in prompt and "Simulation Control" in prompt
-    assert "Example 1" in prompt
+    assert ("<predicted_observation>" in prompt) is handler.uses_tags
+    assert handler.catalog.demonstrations[0].observation in prompt
     if handler.tools(scenario):
         assert all(t["function"]["name"] in prompt for t in handler.tools(scenario))
     else:
         assert handler.catalog.action_space.splitlines()[0] in prompt
-    assert "This world is fictional" not in handler.system_prompt(scenario, fictional=False)
+    if domain == "floor":  # its trained layout: the task and world notes in the system prompt
+        assert scenario.instruction in prompt and "This world is fictional" in prompt
+    else:
+        assert scenario.instruction not in prompt and "This world is fictional" not in prompt
+        assert "Simulation Instruction" in prompt
 
 
 def test_world_notes_and_reference_answer_reach_the_world_model_not_the_agent() -> None:
-    env = make("search")
+    backend = ScriptedBackend(keep_requests=True)
+    env = make("search", backend=backend)
     obs, info = env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
-    system = env.unwrapped.episode.messages[0]["content"]
-    assert "Maren Holt" in system and "Abel Ruske" in system
-    assert "Maren Holt" not in obs
+    env.step('{"name": "web_search", "arguments": {"queries": ["Corran Point"]}}')
+    [[request]] = backend.batches
+    system, first_turn = request.messages[0]["content"], request.messages[1]["content"]
+    instruction = first_turn.split("**Simulation Instruction:**\n", 1)[1].split("\n\n**")[0]
+    assert "Maren Holt" in instruction and "Abel Ruske" in instruction
+    assert "Maren Holt" not in system and "Maren Holt" not in obs
     assert info["candidate_actions"] == env.unwrapped.candidate_actions()
     assert [t["function"]["name"] for t in info["tools"]] == [
         "web_search", "web_extractor", "dict_memory"]

@@ -34,8 +34,8 @@ def test_every_step_is_one_batched_backend_call() -> None:
     for _ in range(3):
         envs.step([wait] * 5)
     assert [len(batch) for batch in backend.batches] == [5, 5, 5]
-    envs.step([wait, "[]", "not json", wait, "[]"])  # endings and invalid actions skip the model
-    assert len(backend.batches[-1]) == 2
+    envs.step([wait, "[]", "not json", wait, "[]"])  # invalid actions skip the model
+    assert len(backend.batches[-1]) == 4  # the terminal's completion is the model's to show
 
 
 def test_sub_envs_are_isolated() -> None:

@@ -104,50 +104,48 @@ def test_shipped_sample_is_valid_and_has_two_domains() -> None:
                for i in floor)
 
 
-# --- judge parsing ------------------------------------------------------------------------
+# --- judge parsing (every tolerance, one case each: tests/test_bench_compat.py) -------------
 
 @pytest.mark.parametrize("text", [
     verdict(SCORES),
     "<think>maybe <final_evaluation>{\"scores\": {\"format\": 1}}</final_evaluation></think>"
     + verdict(SCORES),
+    "<think>" + verdict(SCORES),
     "```json\n" + json.dumps({"scores": SCORES}) + "\n```",
     "<final_evaluation>{'scores': {'format': 5, 'factuality': 4, 'consistency': 3, "
     "'realism': 2, 'quality': 1,},}</final_evaluation>",
-    "Scores -> format: 5, factuality: 4, consistency: 3, realism: 2, quality: 1",
     "reasoning...</think>" + verdict(SCORES),
-    '{"format": 5, "factuality": 4, "consistency": 3, "realism": 2, "quality": 1}',
     '{"draft": 1} then ' + json.dumps({"scores": SCORES}) + " done",
 ])
 def test_judge_parser_reads_broken_and_wrapped_output(text: str) -> None:
-    assert parse_judge_output(text) == {k: float(v) for k, v in SCORES.items()}
+    assert parse_judge_output(text).scores == SCORES
 
 
 @pytest.mark.parametrize("text", [
-    "", "<think>" + verdict(SCORES), verdict({**SCORES, "quality": 9}),
-    verdict({k: v for k, v in SCORES.items() if k != "realism"}), "no scores here",
+    "", "no scores here", json.dumps(SCORES),
+    "Scores -> format: 5, factuality: 4, consistency: 3, realism: 2, quality: 1",
 ])
-def test_judge_parser_refuses_incomplete_or_out_of_range(text: str) -> None:
+def test_judge_parser_refuses_what_the_release_refuses(text: str) -> None:
     with pytest.raises(JudgeParseError):
         parse_judge_output(text)
 
 
-def test_judge_retries_only_unreadable_items_with_new_seeds() -> None:
-    seen: list[tuple[str, int | None, float]] = []
+def test_judge_retries_only_unreadable_items_with_the_same_request() -> None:
+    seen: list[ChatRequest] = []
 
     def answer(request: ChatRequest) -> str:
+        seen.append(request)
         text = request.messages[-1]["content"]
-        seen.append((text, request.sampling.seed, request.sampling.temperature))
-        attempt = sum(1 for t, _, _ in seen if t == text)
+        attempt = sum(1 for r in seen if r.messages[-1]["content"] == text)
         return verdict(SCORES) if text == "good" or attempt == 3 else "garbled"
 
     requests = [ChatRequest([{"role": "user", "content": c}]) for c in ("good", "late")]
-    results = judge_outputs(FnBackend(answer), requests, retries=3)
-    assert results[0].scores is not None and results[0].attempts == 1
-    assert results[1].scores is not None and results[1].attempts == 3
-    late = [(seed, temp) for t, seed, temp in seen if t == "late"]
-    assert len({seed for seed, _ in late}) == 3 and late[1][1] > 0
-    failed = judge_outputs(FnBackend(lambda r: "garbled"), requests[:1], retries=2)[0]
-    assert failed.scores is None and failed.attempts == 3 and "no complete set" in failed.error
+    results = judge_outputs(FnBackend(answer), requests, attempts=3)
+    assert results[0].verdict is not None and results[0].attempts == 1
+    assert results[1].verdict is not None and results[1].attempts == 3
+    assert [r for r in seen if r.messages[-1]["content"] == "late"] == [requests[1]] * 3
+    failed = judge_outputs(FnBackend(lambda r: "garbled"), requests[:1], attempts=3)[0]
+    assert failed.verdict is None and failed.attempts == 3 and "no JSON object" in failed.error
 
 
 def test_judge_backend_errors_become_failed_samples() -> None:
@@ -155,8 +153,10 @@ def test_judge_backend_errors_become_failed_samples() -> None:
         def complete(self, requests):
             raise BackendError("down")
 
-    result = judge_outputs(Broken(), [ChatRequest([{"role": "user", "content": "x"}])], 1)[0]
-    assert result.scores is None and "down" in result.error
+    result = judge_outputs(Broken(), [ChatRequest([{"role": "user", "content": "x"}])], 2,
+                           error_delay_s=0)[0]
+    assert result.verdict is None and "down" in result.error
+    assert result.reason == "judge backend error" and result.attempts == 2
 
 
 # --- diagnostics and rules -------------------------------------------------------------
@@ -182,14 +182,14 @@ def test_diagnostics_count_tags_hedging_and_empty_output() -> None:
 def test_both_overall_figures_on_a_hand_made_example() -> None:
     # Domain "a": one perfect sample (100). Domain "b": three samples at total 2 (25) and one
     # sample whose verdict never parses (failed, excluded).
-    items = [item("a", 0)] + [item("b", i) for i in range(4)]
+    items = [item("a", 0, "A")] + [item("b", i, f"B{i}") for i in range(4)]
     outputs = ["<predicted_observation>x</predicted_observation>"] * 5
 
     def judge(request: ChatRequest) -> str:
         text = request.messages[-1]["content"]
-        if "## Domain\na" in text:
+        if "```\nA\n```" in text:
             return verdict({k: 5 for k in SCORES})
-        if "act 1" in text and request.sampling.seed in (3, 3 + 7919, 3 + 2 * 7919):
+        if "```\nB3\n```" in text:
             return "unreadable"
         return verdict({k: 2 for k in SCORES})
 
@@ -199,19 +199,27 @@ def test_both_overall_figures_on_a_hand_made_example() -> None:
     assert report.macro["total"] == pytest.approx(62.5)          # (100 + 25) / 2
     assert report.weighted["total"] == pytest.approx(43.75)      # (100 + 3 * 25) / 4
     assert report.failed == {"b": 1} and report.counts == {"a": 1, "b": 3}
+    assert report.failure_reasons == {"judge output: no JSON object": 1}
     table = report.markdown()
     assert f"| **{MACRO_LABEL}** | 4 | 1 | 62.50" in table
     assert f"| **{WEIGHTED_LABEL}** | 4 | 1 | 43.75" in table
+    assert "judge output: no JSON object: 1" in table
 
 
-def test_bench_applies_rule_caps_and_skips_missing_generations() -> None:
-    items = [item("a", 0), item("a", 1)]
+def test_rule_caps_are_opt_in_and_missing_generations_are_never_judged() -> None:
+    items = [item("a", 0), item("a", 1), item("a", 2)]
     judge = FnBackend(lambda r: verdict({k: 5 for k in SCORES}))
-    result = run_bench(items, ["<predicted_observation>unclosed", None], judge)
-    assert result.records[0]["total"] == 2.0 and result.records[0]["rules"] == ["no_end_tag"]
-    assert result.records[1]["error"] == "no generation"
-    assert result.report.domains["a"]["total"] == normalise(2.0) == 25.0
+    outputs = ["<predicted_observation>unclosed", None, ""]
+    plain = run_bench(items, outputs, judge)
+    assert plain.records[0]["total"] == 5.0 and "rules" not in plain.records[0]
+    assert plain.report.domains["a"]["total"] == 100.0 and plain.capped is None
+    assert [r["reason"] for r in plain.records[1:]] == ["No model generation"] * 2
     assert judge.batches == [1]
+    capped = run_bench(items, outputs, judge, rule_caps=True)
+    assert capped.records[0]["capped_total"] == 2.0 and capped.records[0]["rules"] == \
+        ["no_end_tag"]
+    assert capped.report == plain.report
+    assert capped.capped is not None and capped.capped.domains["a"]["total"] == normalise(2.0)
 
 
 def test_fidelity_of_a_perfect_oracle_is_one_and_of_an_empty_model_zero() -> None:
@@ -251,3 +259,6 @@ def test_predict_passes_batches_and_position_seeds() -> None:
 
     outputs = predict(backend, [item("a", i) for i in range(5)], SamplingParams(seed=10), 2)
     assert outputs == ["x"] * 5 and backend.batches == [2, 2, 1] and seeds == list(range(10, 15))
+    seeds.clear()
+    predict(backend, [item("a", i) for i in range(2)], SamplingParams(), 2)
+    assert seeds == [None, None]  # no seed unless asked, as the release sends none

@@ -13,6 +13,7 @@ import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import Backend, ChatRequest, Completion
 from agentworld_envs.bench.cli import add_commands
 from agentworld_envs.bench.items import load_items
+from agentworld_envs.bench.report import MACRO_LABEL, WEIGHTED_LABEL
 from agentworld_envs.bench.sample import load_sample
 from agentworld_envs.bench.transitions import (
     corpus_transitions,
@@ -126,7 +127,6 @@ def test_fidelity_command_on_the_sample_with_saved_predictions(tmp_path, capsys)
                               "--out", str(tmp_path / "report")])
     assert args.handler(args) == 0
     out = capsys.readouterr().out
-    assert "| **Overall (macro mean over domains)** |" in out
-    assert "Overall (sample-weighted mean)" in out
+    assert f"| **{MACRO_LABEL}** |" in out and f"| **{WEIGHTED_LABEL}** |" in out
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["overall_weighted"]["exact"] == 100.0

@@ -37,6 +37,8 @@ class SamplingParams:
 
     temperature: float = 0.0
     top_p: float = 1.0
+    top_k: int | None = None
+    """Sample from the k likeliest tokens; None leaves it to the server (not sent)."""
     max_tokens: int = 512
     seed: int | None = None
     stop: tuple[str, ...] = ()

@@ -257,6 +257,8 @@ class OpenAIBackend(Backend):
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
+        if sampling.top_k is not None:  # a top-level extra field, as vLLM and SGLang read it
+            payload["top_k"] = sampling.top_k
         if sampling.seed is not None:
             payload["seed"] = sampling.seed
         if sampling.stop:

@@ -3,7 +3,8 @@
 Examples::
 
     agentworld wm fidelity SAMPLE --backend '{"name": "hf", "model": "runs/wm"}'
-    agentworld wm bench items/ --backend '{"name": "openai", ...}' --judge '{"name": ...}'
+    agentworld wm bench items/ --prompts prompts/ --backend '{"name": "openai", ...}' \\
+        --judge '{"name": ...}'
     agentworld wm export --corpus runs/oracle --corpus runs/explore --out data/
 
 ``SAMPLE`` names the shipped AgentWorldBench-format sample. The training commands (``sft``,
@@ -61,7 +62,7 @@ def _write(out: str, result: Any) -> None:
         for record in result.records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     (folder / "report.json").write_text(json.dumps(result.to_dict(), indent=2))
-    (folder / "report.md").write_text(result.report.markdown() + "\n")
+    (folder / "report.md").write_text(result.markdown() + "\n")
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:
@@ -71,21 +72,29 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     result = score_fidelity(items, _outputs(args, items))
     if args.out:
         _write(args.out, result)
-    print(result.report.markdown())
+    print(result.markdown())
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from agentworld_envs.bench.judge import JudgePrompts
     from agentworld_envs.bench.run import run_bench
+    from agentworld_envs.sim.prompt_sets import PromptSetError
 
+    try:  # a bad prompt directory fails before any model call
+        prompts = JudgePrompts.load(args.prompts)
+    except PromptSetError as exc:
+        raise SystemExit(str(exc)) from None
     items = _items(args.items)
     outputs = _outputs(args, items)
-    sampling = SamplingParams(temperature=0.0, max_tokens=args.judge_max_tokens, seed=args.seed)
+    sampling = SamplingParams(temperature=args.judge_temperature,
+                              max_tokens=args.judge_max_tokens)
     with make_backend(_backend_config(args.judge)) as judge:
-        result = run_bench(items, outputs, judge, sampling, args.retries, args.batch_size)
+        result = run_bench(items, outputs, judge, sampling, max(0, args.max_retries - 1),
+                           args.batch_size, prompts=prompts, rule_caps=args.rule_caps)
     if args.out:
         _write(args.out, result)
-    print(result.report.markdown())
+    print(result.markdown())
     return 0
 
 
@@ -109,9 +118,12 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                              '"model": "runs/wm"}\'')
     parser.add_argument("--predictions", default="",
                         help="reuse the outputs of an earlier run's records.jsonl")
-    parser.add_argument("--max-tokens", type=int, default=2048)
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-tokens", type=int, default=32768,
+                        help="world model's new tokens (default: AgentWorld's eval.py)")
+    parser.add_argument("--temperature", type=float, default=0.6,
+                        help="world model's temperature (default: AgentWorld's eval.py)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="per-item seeds from this one (default: no seed, as eval.py)")
     parser.add_argument("--batch-size", type=int, default=32, help="requests per backend call")
     parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
 
@@ -120,11 +132,18 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     """Add the ``wm`` subcommands to the ``agentworld wm`` parser; return them, so that the
     console script can add the training commands."""
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    bench = commands.add_parser("bench", help="judge a world model on the five dimensions")
+    bench = commands.add_parser("bench", help="judge a world model as AgentWorldBench does")
     _add_prediction_flags(bench)
     bench.add_argument("--judge", required=True, help="judge backend: a name or JSON")
-    bench.add_argument("--retries", type=int, default=3, help="re-asks for unreadable verdicts")
-    bench.add_argument("--judge-max-tokens", type=int, default=2048)
+    bench.add_argument("--prompts", default=None,
+                       help="prompt directory in the release's layout for the judge's texts "
+                            "(default: $AGENTWORLD_PROMPTS, else the built-in set)")
+    bench.add_argument("--max-retries", type=int, default=3,
+                       help="judge attempts per sample, as eval.py's --max-retries")
+    bench.add_argument("--judge-max-tokens", type=int, default=32768)
+    bench.add_argument("--judge-temperature", type=float, default=0.6)
+    bench.add_argument("--rule-caps", action="store_true",
+                       help="also report our rule-capped scores, beside the compatible ones")
     bench.set_defaults(handler=_cmd_bench)
 
     fidelity = commands.add_parser("fidelity", help="judge-free fidelity (exact, structural)")

@@ -55,6 +55,11 @@ class BenchItem:
         return f"{self.task}/{self.id}"
 
     @property
+    def domain(self) -> str:
+        """The domain: ``task`` after its last ``/``, as the release reads it."""
+        return self.task.rsplit("/", 1)[-1]
+
+    @property
     def ground_truth(self) -> str:
         """The evaluated turn's real observation, without the response marker."""
         return clean_response_marker(self.response[self.turn_idx - 1]).strip("\n")
@@ -70,9 +75,9 @@ class BenchItem:
         return list(zip(self.prompt[:k], self.response[:k], strict=True))
 
     def messages(self) -> list[dict[str, str]]:
-        """The world model's chat: system, each earlier turn as user + assistant, the current
-        user turn (AgentWorld's multi-turn layout)."""
-        chat = [{"role": "system", "content": self.system_str}]
+        """The world model's chat: system (left out when empty), each earlier turn as user +
+        assistant, the current user turn (AgentWorld's multi-turn layout)."""
+        chat = [{"role": "system", "content": self.system_str}] if self.system_str else []
         for user, observation in self.history():
             chat += [{"role": "user", "content": user},
                      {"role": "assistant", "content": observation}]

@@ -10,7 +10,7 @@ The user message is the release's ``JUDGE_USER_PROMPT`` layout, stripped::
     <instructions>
 
 the parts a blank line apart (no context on turn 1), the prediction read by
-:func:`~agentworld_envs.bench.release_text.parse_model_output` and both observations with their
+:func:`~agentworld_envs.sim.parsing.parse_model_output` and both observations with their
 marker cut. Nothing is truncated and no diagnostics are sent.
 
 Where the texts come from (:class:`JudgePrompts`): with a release-layout prompt directory, the
@@ -35,7 +35,7 @@ from agentworld_envs.bench.judge_parser import (
     JudgeVerdict,
     parse_judge_output,
 )
-from agentworld_envs.bench.release_text import cut_response_marker, parse_model_output
+from agentworld_envs.sim.parsing import clean_response_marker, parse_model_output
 from agentworld_envs.sim.prompt_sets import PromptSet, PromptSetError, resolve_prompt_set
 
 __all__ = ["DIMENSIONS", "INSTRUCTIONS_FILE", "JUDGE_SAMPLING", "JUDGE_SYSTEM", "JudgeParseError",
@@ -105,7 +105,7 @@ class JudgePrompts:
 
 
 def _fenced(title: str, text: str) -> str:
-    return f"**{title}:**\n```\n{cut_response_marker(text)}\n```"
+    return f"**{title}:**\n```\n{clean_response_marker(text)}\n```"
 
 
 def judge_user_message(item: BenchItem, output: str, instructions: str) -> str:
@@ -123,17 +123,19 @@ def judge_request(item: BenchItem, output: str, prompts: JudgePrompts,
                   sampling: SamplingParams = JUDGE_SAMPLING) -> ChatRequest:
     """The judge's chat for one item and one raw world-model output."""
     return ChatRequest(messages=[
-        {"role": "system", "content": prompts.system(item.task)},
+        {"role": "system", "content": prompts.system(item.domain)},
         {"role": "user", "content": judge_user_message(item, output, prompts.instructions)}],
         sampling=sampling)
 
 
 @dataclass(frozen=True)
 class JudgeResult:
-    """The judge's reading of one item: its verdict (None when it failed), attempts, error."""
+    """The judge's reading of one item: its verdict (None when it failed), attempts, and for a
+    failure its ``reason`` (a short category, for summaries), ``error`` and last raw reply."""
 
     verdict: JudgeVerdict | None
     attempts: int
+    reason: str = ""
     error: str = ""
     raw: str = ""
 
@@ -148,7 +150,7 @@ def judge_outputs(judge: Backend, requests: Sequence[ChatRequest], attempts: int
     """
     results: list[JudgeResult | None] = [None] * len(requests)
     pending = list(range(len(requests)))
-    last: dict[int, tuple[str, str]] = {}
+    last: dict[int, tuple[str, str, str]] = {}
     for attempt in range(1, attempts + 1):
         if not pending:
             break
@@ -159,19 +161,19 @@ def judge_outputs(judge: Backend, requests: Sequence[ChatRequest], attempts: int
             answers = judge.complete_each([requests[i] for i in chunk])
             for i, answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, BackendError):
-                    last[i], errored = (f"judge backend error: {answer}"[:300], ""), True
+                    last[i] = ("judge backend error", str(answer)[:300], "")
+                    errored = True
                     still.append(i)
                     continue
                 try:
                     results[i] = JudgeResult(parse_judge_output(answer.text), attempt,
                                              raw=answer.text)
                 except JudgeParseError as exc:
-                    last[i] = (str(exc), answer.text)
+                    last[i] = (str(exc), str(exc), answer.text)
                     still.append(i)
         pending = still
         if errored and pending and attempt < attempts:
             time.sleep(error_delay_s)
     for i in pending:
-        error, raw = last[i]
-        results[i] = JudgeResult(None, attempts, error, raw)
+        results[i] = JudgeResult(None, attempts, *last[i])
     return results  # type: ignore[return-value]

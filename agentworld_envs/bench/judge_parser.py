@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld_envs.bench.release_text import last_block, remove_thinking
 from agentworld_envs.protocol import bounded_json
+from agentworld_envs.sim.parsing import last_tagged_block, strip_thinking
 
 __all__ = ["DIMENSIONS", "JudgeParseError", "JudgeVerdict", "parse_judge_output"]
 
@@ -145,8 +145,8 @@ def parse_judge_output(text: str) -> JudgeVerdict:
     """
     if not text or not text.strip():
         raise JudgeParseError("judge output: empty")
-    cleaned = remove_thinking(text, stop_tag=JUDGE_TAG)
-    block = last_block(cleaned, JUDGE_TAG)
+    cleaned = strip_thinking(text, stop_tag=JUDGE_TAG)
+    block = last_tagged_block(cleaned, JUDGE_TAG)[0]
     candidate = _candidate(cleaned if block is None else block)
     if candidate is None:
         raise JudgeParseError("judge output: no JSON object")

@@ -15,14 +15,15 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["MACRO_LABEL", "WEIGHTED_LABEL", "DomainReport", "domain_report", "normalise"]
 
-MACRO_LABEL = "Overall (macro mean over domains)"
-WEIGHTED_LABEL = "Overall (sample-weighted mean)"
+MACRO_LABEL = "Overall (macro mean of domains, as the AgentWorld README reports)"
+WEIGHTED_LABEL = "Overall (sample-weighted, as AgentWorld's eval.py prints)"
 
 
 def normalise(score: float) -> float:
@@ -48,6 +49,8 @@ class DomainReport:
     macro: dict[str, float]
     weighted: dict[str, float]
     failed: dict[str, int] = field(default_factory=dict)
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+    """How many samples failed for each reason (no generation, an unreadable verdict...)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data; ``nan`` becomes None."""
@@ -55,6 +58,7 @@ class DomainReport:
             return {k: None if math.isnan(v) else round(v, 4) for k, v in values.items()}
 
         return {"metrics": list(self.metrics), "counts": self.counts, "failed": self.failed,
+                "failure_reasons": self.failure_reasons,
                 "domains": {d: clean(v) for d, v in self.domains.items()},
                 "overall_macro": clean(self.macro), "overall_weighted": clean(self.weighted)}
 
@@ -72,27 +76,29 @@ class DomainReport:
         total, failed = sum(self.counts.values()), sum(self.failed.values())
         lines.append(f"| **{MACRO_LABEL}** | {total} | {failed} | {cells(self.macro)} |")
         lines.append(f"| **{WEIGHTED_LABEL}** | {total} | {failed} | {cells(self.weighted)} |")
+        if self.failure_reasons:
+            lines.append("\nFailed samples (excluded from every mean): " + "; ".join(
+                f"{reason}: {count}" for reason, count in self.failure_reasons.items()))
         return "\n".join(lines)
 
 
 def domain_report(rows: Sequence[tuple[str, dict[str, float]]], metrics: Sequence[str],
-                  failed: Sequence[str] = ()) -> DomainReport:
+                  failed: Sequence[tuple[str, str]] = ()) -> DomainReport:
     """Aggregate per-sample metrics.
 
     Args:
         rows: ``(domain, {metric: value})`` per scored sample.
         metrics: The metrics to report, in column order.
-        failed: The domain of each failed sample (excluded from every mean, but counted).
+        failed: ``(domain, reason)`` per failed sample (excluded from every mean, but counted).
     """
-    by_domain: dict[str, list[dict[str, float]]] = {domain: [] for domain in failed}
+    by_domain: dict[str, list[dict[str, float]]] = {domain: [] for domain, _ in failed}
     for domain, values in rows:
         by_domain.setdefault(domain, []).append(values)
     domains = {d: {m: _mean(v.get(m, math.nan) for v in samples) for m in metrics}
                for d, samples in sorted(by_domain.items())}
     macro = {m: _mean(values[m] for values in domains.values()) for m in metrics}  # nan skipped
     weighted = {m: _mean(v.get(m, math.nan) for _, v in rows) for m in metrics}
-    failures: dict[str, int] = {}
-    for domain in failed:
-        failures[domain] = failures.get(domain, 0) + 1
     counts = {d: len(samples) for d, samples in sorted(by_domain.items())}
-    return DomainReport(tuple(metrics), domains, counts, macro, weighted, failures)
+    return DomainReport(tuple(metrics), domains, counts, macro, weighted,
+                        dict(Counter(domain for domain, _ in failed)),
+                        dict(Counter(reason for _, reason in failed).most_common()))

@@ -3,11 +3,15 @@
 Both scorers take the same items (AgentWorldBench JSONL) and the same predictions, and report
 per domain with both Overall figures (:mod:`agentworld_envs.bench.report`).
 
-* :func:`run_bench`: the five judge dimensions, normalised to 0-100, after the rule caps of
-  :mod:`agentworld_envs.bench.diagnostics`; the sample total is the mean of its dimensions.
-  A sample without a generation or without a readable verdict is failed and excluded.
+* :func:`run_bench`: the five judge dimensions scored as AgentWorldBench scores them
+  (``eval.py`` ``aggregate_scores``): a sample without a generation, or whose verdict is still
+  unreadable after its attempts, is failed and excluded (its reason counted in the summary);
+  every mean leaves out values equal to 0 (a total of 0, a dimension not given), and keeps
+  negative ones; a domain's score is ``(mean - 1) / 4 * 100``. Our rule caps
+  (:mod:`agentworld_envs.bench.diagnostics`) are opt-in (``rule_caps``) and reported in a second
+  table, never folded into the compatible one.
 * :func:`score_fidelity`: exact, JSON-structural and value agreement with the ground truth
-  (:func:`agentworld_envs.bench.fidelity.step_fidelity`), as 0-100.
+  (:func:`agentworld_envs.sim.fidelity.step_fidelity`), as 0-100.
 """
 
 from __future__ import annotations
@@ -19,50 +23,69 @@ from typing import Any
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, SamplingParams
 from agentworld_envs.bench.diagnostics import apply_rules, diagnose
-from agentworld_envs.bench.fidelity import step_fidelity
 from agentworld_envs.bench.items import BenchItem
-from agentworld_envs.bench.judge import DIMENSIONS, judge_outputs, judge_request
+from agentworld_envs.bench.judge import (
+    DIMENSIONS,
+    JUDGE_SAMPLING,
+    JudgePrompts,
+    judge_outputs,
+    judge_request,
+)
 from agentworld_envs.bench.report import DomainReport, domain_report, normalise
-from agentworld_envs.sim.parsing import parse_world_model_output
+from agentworld_envs.sim.fidelity import step_fidelity
+from agentworld_envs.sim.parsing import (
+    clean_response_marker,
+    parse_model_output,
+    parse_world_model_output,
+)
+from agentworld_envs.sim.prompt_sets import PromptSet
 
-__all__ = ["BenchResult", "FIDELITY_METRICS", "JUDGE_METRICS", "predict", "run_bench",
-           "score_fidelity"]
+__all__ = ["BenchResult", "FIDELITY_METRICS", "JUDGE_METRICS", "NO_GENERATION", "predict",
+           "run_bench", "score_fidelity"]
 
 JUDGE_METRICS = ("total", *DIMENSIONS)
 FIDELITY_METRICS = ("exact", "structural", "values")
+NO_GENERATION = "No model generation"
+RULE_CAPS_NOTE = ("With our rule caps (`--rule-caps`; not comparable with AgentWorldBench "
+                  "figures):")
 
 
 def predict(world_model: Backend, items: Sequence[BenchItem], sampling: SamplingParams,
             batch_size: int = 32) -> list[str | None]:
     """The world model's raw output for every item, ``batch_size`` requests per call.
 
-    Each request's seed is ``sampling.seed`` plus the item's position, so results do not depend
-    on the batch size. A batch whose call raises :class:`BackendError` gets None (no
-    generation) for each of its items.
+    With a ``sampling.seed``, each request's seed is it plus the item's position, so results do
+    not depend on the batch size; without one (the release sends none) no seed is sent. A
+    request the backend fails gets None (no generation).
     """
-    base = sampling.seed or 0
-    requests = [ChatRequest(item.messages(), sampling=replace(sampling, seed=base + i))
+    requests = [ChatRequest(item.messages(), sampling=sampling if sampling.seed is None
+                            else replace(sampling, seed=sampling.seed + i))
                 for i, item in enumerate(items)]
     outputs: list[str | None] = []
     for start in range(0, len(requests), batch_size):
-        chunk = requests[start:start + batch_size]
-        try:
-            outputs += [c.text for c in world_model.complete(chunk)]
-        except BackendError:
-            outputs += [None] * len(chunk)
+        answers = world_model.complete_each(requests[start:start + batch_size])
+        outputs += [None if isinstance(a, BackendError) else a.text for a in answers]
     return outputs
 
 
 @dataclass(frozen=True)
 class BenchResult:
-    """Per-item records and the report."""
+    """Per-item records, the report, and (with rule caps) the rule-capped report beside it."""
 
     records: list[dict[str, Any]]
     report: DomainReport
+    capped: DomainReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as plain data."""
-        return self.report.to_dict()
+        """The report as plain data, the rule-capped one under ``rule_capped``."""
+        data = self.report.to_dict()
+        return data if self.capped is None else {**data, "rule_capped": self.capped.to_dict()}
+
+    def markdown(self) -> str:
+        """The report's table, then the rule-capped one, if any."""
+        if self.capped is None:
+            return self.report.markdown()
+        return f"{self.report.markdown()}\n\n{RULE_CAPS_NOTE}\n\n{self.capped.markdown()}"
 
 
 def score_fidelity(items: Sequence[BenchItem], outputs: Sequence[str | None]) -> BenchResult:
@@ -84,49 +107,70 @@ def score_fidelity(items: Sequence[BenchItem], outputs: Sequence[str | None]) ->
 
 
 def run_bench(items: Sequence[BenchItem], outputs: Sequence[str | None], judge: Backend,
-              sampling: SamplingParams | None = None, retries: int = 3, batch_size: int = 32,
-              require_tags: bool = True) -> BenchResult:
-    """Judge raw outputs on the five dimensions and report them per domain.
+              sampling: SamplingParams = JUDGE_SAMPLING, retries: int = 2, batch_size: int = 32,
+              *, prompts: str | PromptSet | JudgePrompts | None = None, rule_caps: bool = False,
+              require_tags: bool = True, error_delay_s: float = 2.0) -> BenchResult:
+    """Judge raw outputs on the five dimensions and report them as AgentWorldBench does.
 
     Args:
         items: The bench items.
-        outputs: The world model's raw output per item (None: no generation, a failed sample).
+        outputs: The world model's raw output per item (None or ``""``: no generation).
         judge: Any backend.
-        sampling: The judge's sampling (default: greedy, 2048 tokens, seed 0).
-        retries: Extra attempts for an unreadable verdict.
+        sampling: The judge's sampling (default: the release's, 32,768 tokens at 0.6).
+        retries: Attempts after the first for an unreadable verdict (the release makes 3).
         batch_size: Judge requests per backend call.
-        require_tags: Cap the total of outputs with no closing ``</predicted_observation>``.
+        prompts: The judge's prompt set (a directory, a :class:`PromptSet`, loaded
+            :class:`JudgePrompts`, or None for ``$AGENTWORLD_PROMPTS`` or the built-in set).
+        rule_caps: Also score with our rule caps, in ``BenchResult.capped``.
+        require_tags: With ``rule_caps``, cap the total of outputs with no closing tag.
+        error_delay_s: Wait before re-asking after a backend error.
     """
-    sampling = sampling or SamplingParams(temperature=0.0, max_tokens=2048, seed=0)
-    generated = [i for i, output in enumerate(outputs) if output is not None]
-    diagnostics = {i: diagnose(outputs[i]) for i in generated}
-    predictions = {i: parse_world_model_output(outputs[i]).observation for i in generated}
-    requests = [judge_request(items[i], predictions[i], diagnostics[i],
-                              replace(sampling, seed=(sampling.seed or 0) + i))
-                for i in generated]
-    verdicts = dict(zip(generated, judge_outputs(judge, requests, retries, batch_size),
-                        strict=True))
-    rows, failed, records = [], [], []
+    loaded = prompts if isinstance(prompts, JudgePrompts) else JudgePrompts.load(prompts)
+    generated = [i for i, output in enumerate(outputs) if output]
+    requests = [judge_request(items[i], outputs[i], loaded, sampling) for i in generated]
+    verdicts = dict(zip(generated, judge_outputs(judge, requests, retries + 1, batch_size,
+                                                 error_delay_s), strict=True))
+    rows, capped_rows, failed, records = [], [], [], []
     for i, item in enumerate(items):
-        record: dict[str, Any] = {"key": item.key, "task": item.task, "output": outputs[i]}
-        verdict = verdicts.get(i)
-        if verdict is None or verdict.scores is None:
-            failed.append(item.task)
-            record["error"] = "no generation" if verdict is None else verdict.error
-        else:
-            scores, cap, fired = apply_rules(verdict.scores, diagnostics[i], require_tags)
-            total = _sample_total(scores, cap)
-            values = {"total": normalise(total), **{d: normalise(scores[d]) for d in DIMENSIONS}}
-            rows.append((item.task, values))
-            record.update(judge_scores=verdict.scores, scores=scores, rules=fired,
-                          total=total, attempts=verdict.attempts,
-                          diagnostics=diagnostics[i].to_dict())
+        output = outputs[i]
+        record: dict[str, Any] = {"key": item.key, "task": item.task, "output": output}
+        result = verdicts.get(i)
+        if result is None or result.verdict is None:
+            reason = NO_GENERATION if result is None else result.reason
+            failed.append((item.domain, reason))
+            record.update(failed=True, reason=reason,
+                          error=reason if result is None else result.error)
+            if result is not None:
+                record.update(attempts=result.attempts, judge_raw=result.raw)
+            records.append(record)
+            continue
+        verdict = result.verdict
+        rows.append((item.domain, _normalised(verdict.total, verdict.scores)))
+        record.update(failed=False, prediction=clean_response_marker(parse_model_output(output)),
+                      scores=verdict.scores, total=verdict.total, attempts=result.attempts,
+                      strengths=verdict.strengths, weaknesses=verdict.weaknesses)
+        if rule_caps:
+            diagnostics = diagnose(output)
+            scores, cap, fired = apply_rules(
+                {d: float(s) for d, s in verdict.scores.items()}, diagnostics, require_tags)
+            total = _capped_total(scores, cap)
+            capped_rows.append((item.domain, _normalised(total, scores)))
+            record.update(capped_scores=scores, capped_total=total, rules=fired,
+                          diagnostics=diagnostics.to_dict())
         records.append(record)
-    return BenchResult(records, domain_report(rows, JUDGE_METRICS, failed))
+    report = domain_report(rows, JUDGE_METRICS, failed)
+    capped = domain_report(capped_rows, JUDGE_METRICS, failed) if rule_caps else None
+    return BenchResult(records, report, capped)
 
 
-def _sample_total(scores: dict[str, float], cap: float | None) -> float:
-    """Mean of the dimension scores above 0, capped by the rules."""
+def _normalised(total: float, scores: dict[str, float]) -> dict[str, float]:
+    """A sample's row on 0-100; a 0 (not given) is ``nan``, so that every mean leaves it out."""
+    values = {"total": total, **scores}
+    return {k: math.nan if v == 0 or math.isnan(v) else normalise(v) for k, v in values.items()}
+
+
+def _capped_total(scores: dict[str, float], cap: float | None) -> float:
+    """Mean of the dimension scores above 0, capped by the rules (``nan`` when none is)."""
     positive = [s for s in scores.values() if s > 0]
     total = sum(positive) / len(positive) if positive else math.nan
     return total if cap is None else min(total, cap)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.bench.items import BenchItem
-from agentworld_envs.sim.prompting import observation_turn, user_turn
+from agentworld_envs.sim.prompting import observation_turn
 
 __all__ = ["corpus_transitions", "record_transitions", "simulated_transitions",
            "split_by_task", "task_of"]
@@ -63,11 +63,12 @@ def record_transitions(record: dict[str, Any]) -> list[BenchItem]:
     env.reset(seed=record.get("seed", 0))
     prompts: list[str] = []
     truths: list[str] = []
-    for turn, action in enumerate(record["actions"], start=1):
+    for action in record["actions"]:
         observation = env.step(action)[0]
         reading = DOMAIN.interpret(action, scenario, None)
         if reading.kind == "simulate":
-            prompts.append(user_turn(turn, reading.action_text, reading.language))
+            prompts.append(DOMAIN.user_message(scenario, len(prompts) + 1, reading.action_text,
+                                               reading.language, None, scenario.fictional))
             truths.append(observation_turn(observation))
     replayed = [(c["call_id"], c["status"]) for c in env.trace.calls]
     recorded = [(c["call_id"], c["status"]) for c in record.get("call_log", [])]

@@ -73,6 +73,7 @@ class AndroidDomain(StateDomain):
     """UI actions on a simulated Android screen."""
 
     key = "android"
+    task_turns = "first"
     action_hint = (
         'Send one JSON action, e.g. {"action_type": "click", "index": 3}, '
         '{"action_type": "input_text", "text": "hello", "index": 5}, '
@@ -97,7 +98,7 @@ class AndroidDomain(StateDomain):
             return finish(ending, state)
         if action["action_type"] == "answer":
             return finish("answer", state, answer=action["text"])
-        return simulate(json.dumps(action, ensure_ascii=False), "json")
+        return simulate(json.dumps(action, indent=2, ensure_ascii=False), "json")
 
 
 DOMAIN = AndroidDomain()

@@ -1,9 +1,11 @@
 """What every simulated domain provides, and the two families of domains.
 
-A domain owns its world-model system prompt (package data ``prompts/<key>.txt``, with the slots
-``{tool_definitions}``, ``{demonstrations}`` and ``{environment}``), its hand-written scenarios
-and demonstrations (package data ``scenarios/<key>.yaml``), the agent-facing task prompt, and
-how an action is read (:meth:`Domain.interpret`), including how the episode ends.
+A domain owns its hand-written scenarios and demonstrations (package data
+``scenarios/<key>.yaml``), the agent-facing task prompt, how an action is read
+(:meth:`Domain.interpret`, including how the episode ends) and how its turns are laid out for
+the world model (:meth:`Domain.user_message`, the release's wire layout). Its system prompt
+comes from a prompt set (:mod:`agentworld_envs.sim.prompt_sets`): the built-in one (package data
+``prompts/<key>.txt``) or a directory in the release's layout.
 
 * :class:`ToolDomain` (mcp, search, swe, floor): the agent calls tools by JSON; text with no
   tool call is the final answer.
@@ -16,8 +18,9 @@ from __future__ import annotations
 import abc
 import functools
 import json
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pydantic
 import yaml
@@ -25,7 +28,13 @@ import yaml
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.protocol.bounded_json import unfence
 from agentworld_envs.protocol.tool_calls import parse_action
-from agentworld_envs.sim.prompting import environment_notes, fill_template, render_demonstrations
+from agentworld_envs.sim.prompt_sets import PromptSet
+from agentworld_envs.sim.prompting import (
+    fill_template,
+    render_demonstrations,
+    simulation_instruction,
+    user_turn,
+)
 from agentworld_envs.sim.reality import Reality
 from agentworld_envs.sim.scenario import Demonstration, DomainKey, Scenario, normalise_tool
 from agentworld_envs.sim.termination import Interpretation, finish, invalid, simulate
@@ -34,6 +43,13 @@ __all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain", "strip_fence"]
 
 strip_fence = unfence
 """The inside of a text that is one fenced code block; other text unchanged."""
+
+Turns = Literal["never", "first", "every"]
+"""On which world-model turns a section appears (``first``: the episode's first request)."""
+
+
+def _shown(turns: Turns, first: bool) -> bool:
+    return turns == "every" or (turns == "first" and first)
 
 
 class Catalog(pydantic.BaseModel):
@@ -59,9 +75,14 @@ class Domain(abc.ABC):
     language: ClassVar[str] = "json"
     """Code-fence language of actions in the world model's prompt."""
     shows_state: ClassVar[bool] = False
-    """Whether each turn shows the world model the current state (screen or tree)."""
-    task_in_turn: ClassVar[bool] = False
-    """Whether each turn repeats the task instruction to the world model."""
+    """Whether the domain has a state (screen or tree) that the world model redraws."""
+    state_turns: ClassVar[Turns] = "never"
+    """Turns that carry ``**Current State:**``."""
+    task_turns: ClassVar[Turns] = "never"
+    """Turns that carry ``**Task Instruction:**`` (elsewhere the task is context in the first
+    turn's Simulation Instruction)."""
+    uses_tags: ClassVar[bool] = False
+    """Whether the domain's prompts ask for a ``<predicted_observation>`` block."""
     action_hint: ClassVar[str]
     """How to act, as told to the agent at reset."""
 
@@ -75,12 +96,6 @@ class Domain(abc.ABC):
         """The domain's package data."""
         path = resources.files("agentworld_envs.domains") / "scenarios" / f"{self.key}.yaml"
         return Catalog.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-
-    @functools.cached_property
-    def template(self) -> str:
-        """The world model's system-prompt template."""
-        path = resources.files("agentworld_envs.domains") / "prompts" / f"{self.key}.txt"
-        return path.read_text(encoding="utf-8")
 
     @functools.cached_property
     def builtin(self) -> dict[str, Scenario]:
@@ -121,15 +136,34 @@ class Domain(abc.ABC):
     def tool_definitions(self, scenario: Scenario) -> str:
         """The ``{tool_definitions}`` slot: tool schemas, or the action space."""
 
-    def system_prompt(self, scenario: Scenario, fictional: bool) -> str:
-        """The world model's system prompt for one scenario."""
+    def system_prompt(self, scenario: Scenario, fictional: bool,
+                      prompts: PromptSet | None = None) -> str:
+        """The world model's system message: the prompt set's template, placeholders filled.
+
+        Nothing about the episode is written here beyond the tools and the demonstrations: the
+        task, the world notes and the controls travel in the user turns.
+        """
         demos = [*self.catalog.demonstrations, *scenario.demonstrations]
         return fill_template(
-            self.template,
+            (prompts or PromptSet.builtin()).system_prompt(self.key),
             tool_definitions=self.tool_definitions(scenario),
             demonstrations=render_demonstrations(demos, self.language),
-            environment=environment_notes(scenario, fictional),
         )
+
+    def user_message(self, scenario: Scenario, turn: int, action_text: str, language: str,
+                     state: str | None, fictional: bool, controls: Sequence[str] = ()) -> str:
+        """The world model's user turn ``turn`` (1 for the episode's first request)."""
+        first = turn == 1
+        task = scenario.instruction if _shown(self.task_turns, first) else None
+        notes = self.simulation_notes(scenario, fictional) if first else {}
+        return user_turn(turn, action_text, language,
+                         state=state if _shown(self.state_turns, first) else None, task=task,
+                         instruction=simulation_instruction(**notes, controls=controls))
+
+    def simulation_notes(self, scenario: Scenario, fictional: bool) -> dict[str, Any]:
+        """What the first turn's Simulation Instruction says about the world."""
+        task = None if self.task_turns != "never" else scenario.instruction
+        return {"task": task, "world": scenario.world, "fictional": fictional}
 
     @abc.abstractmethod
     def agent_prompt(self, scenario: Scenario) -> str:
@@ -220,6 +254,8 @@ class StateDomain(Domain):
     """A domain whose state is a screen or tree that the world model redraws."""
 
     shows_state: ClassVar[bool] = True
+    state_turns: ClassVar[Turns] = "every"
+    uses_tags: ClassVar[bool] = True
 
     def check(self, scenario: Scenario) -> None:
         """A state scenario needs its initial state."""

@@ -21,7 +21,7 @@ class DesktopDomain(StateDomain):
 
     key = "os"
     language = "python"
-    task_in_turn = True
+    task_turns = "every"
     action_hint = (
         "Send Python code that drives the desktop, e.g. pyautogui.click(640, 360) or "
         "pyautogui.hotkey('ctrl', 's'). Send DONE when the task is complete, FAIL if it cannot "

@@ -5,6 +5,11 @@ each simulated step is measured against the true observation (:mod:`agentworld_e
 fidelity`), hybrid mode can fall back to the real tool, and the reward is the real verifier's
 verdict. Scenario ids are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
 
+The floor domain keeps the chat layout its shipped world model (``agentworld_envs/models/
+floor_wm``) was trained on: the database and the task in the system prompt's ``{environment}``
+slot, demonstrations as ``Example N`` blocks, controls as ``**Simulation Control:**`` lines
+after the action. It is ours, not a release domain, so no release layout applies to it.
+
 The world model sees the tools' database, never the rule that accepts a submission: whether a
 ``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
 the agent sees the real answer. Candidate actions are the task's gold steps among the
@@ -14,13 +19,16 @@ distractors of :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
 from agentworld_envs.domains.base import ToolDomain
+from agentworld_envs.sim.prompt_sets import PromptSet
+from agentworld_envs.sim.prompting import environment_notes, fence, fill_template
 from agentworld_envs.sim.reality import Reality, RealStep
-from agentworld_envs.sim.scenario import Check, FloorRef, RewardSpec, Scenario
+from agentworld_envs.sim.scenario import Check, Demonstration, FloorRef, RewardSpec, Scenario
 from floor_tasks import load_tasks, solution
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
@@ -57,6 +65,15 @@ def _world_notes(task: Task) -> str:
     return "\n".join(notes)
 
 
+def _demonstrations(demos: Sequence[Demonstration]) -> str:
+    """The ``{demonstrations}`` slot in the floor model's trained layout."""
+    if not demos:
+        return "(no demonstrations for this environment)"
+    return "\n\n".join(
+        f"Example {n}\nAction:\n{fence(d.action, 'json')}\nOutput:\n<predicted_observation>\n"
+        f"{d.observation}\n</predicted_observation>" for n, d in enumerate(demos, start=1))
+
+
 def _scenario(task: Task, variant_name: str) -> Scenario:
     variant = task.variant(variant_name)
     gold = solution(task.id, variant_name)
@@ -73,6 +90,24 @@ class FloorDomain(ToolDomain):
     """AgentFloor tasks with simulated tools."""
 
     key = "floor"
+    uses_tags = True
+
+    def system_prompt(self, scenario: Scenario, fictional: bool,
+                      prompts: PromptSet | None = None) -> str:
+        """Our floor prompt with the tools, the demonstrations and the world notes."""
+        return fill_template(
+            PromptSet.builtin().system_prompt(self.key),
+            tool_definitions=self.tool_definitions(scenario),
+            demonstrations=_demonstrations([*self.catalog.demonstrations,
+                                            *scenario.demonstrations]),
+            environment=environment_notes(scenario, fictional))
+
+    def user_message(self, scenario: Scenario, turn: int, action_text: str, language: str,
+                     state: str | None, fictional: bool, controls: Sequence[str] = ()) -> str:
+        """The heading, a blank line, the action, then one line per control."""
+        parts = [f"### Turn {turn}", f"**Action:**\n{fence(action_text, language)}"]
+        parts.extend(f"**Simulation Control:** {text}" for text in controls)
+        return "\n\n".join(parts)
 
     @functools.cached_property
     def builtin(self) -> dict[str, Scenario]:

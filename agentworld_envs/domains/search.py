@@ -7,6 +7,8 @@ with its reference answer (:mod:`agentworld_envs.domains.generators.search_world
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.domains.generators.search_worlds import search_world_scenario
 from agentworld_envs.sim.scenario import Scenario
@@ -18,6 +20,12 @@ class SearchDomain(ToolDomain):
     """Searches, page extractions and memory operations; a final answer ends the episode."""
 
     key = "search"
+
+    def simulation_notes(self, scenario: Scenario, fictional: bool) -> dict[str, Any]:
+        """The release's Simulation Instruction: the target query and its reference answer."""
+        return {"target_query": scenario.instruction,
+                "reference_answer": scenario.reference_answer,
+                "world": scenario.world, "fictional": fictional}
 
     def generate(self, seed: int) -> Scenario:
         """A fictional world with a question and its reference answer."""

@@ -1,7 +1,9 @@
 """Terminal: a tmux session; the agent sends keystrokes and reads the next screen.
 
 An action is a JSON array of ``{"keystrokes": str, "duration": float}`` objects (a single object
-is accepted too); ``""`` keystrokes wait; ``[]`` declares the task complete and ends the episode.
+is accepted too); ``""`` keystrokes wait; ``[]`` declares the task complete: as in the release,
+the world model shows the completion confirmation, and the env ends the episode.
+The world model sees the screen on the first turn only, then the history.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import JSONError, loads
-from agentworld_envs.sim.termination import Interpretation, finish, simulate
+from agentworld_envs.sim.termination import Interpretation, simulate
 
-__all__ = ["COMPLETION_SCREEN", "DOMAIN", "TerminalDomain"]
+__all__ = ["DOMAIN", "TerminalDomain"]
 
-COMPLETION_SCREEN = "Task marked as complete."
 _MAX_DURATION_S = 600.0
 
 
@@ -32,6 +33,8 @@ class TerminalDomain(StateDomain):
     """Keystrokes into a simulated terminal."""
 
     key = "terminal"
+    state_turns = "first"
+    uses_tags = False
     action_hint = (
         'Send a JSON array of {"keystrokes": "<text>", "duration": <seconds>} objects, e.g. '
         '[{"keystrokes": "ls -la\\n", "duration": 1}]. Send [] when the task is complete.')
@@ -47,7 +50,7 @@ class TerminalDomain(StateDomain):
         if not isinstance(data, list):
             return self.reject("the action must be a JSON array", state)
         if not data:
-            return finish("task_complete", COMPLETION_SCREEN)
+            return simulate("[]", "json", ending="task_complete")
         commands = []
         for item in data:
             if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
@@ -57,7 +60,7 @@ class TerminalDomain(StateDomain):
                 return self.reject(f'"duration" must be a number of seconds in '
                                    f"[0, {_MAX_DURATION_S:g}]", state)
             commands.append({"keystrokes": item["keystrokes"], "duration": duration})
-        return simulate(json.dumps(commands, ensure_ascii=False), "json")
+        return simulate(json.dumps(commands, indent=2, ensure_ascii=False), "json")
 
 
 DOMAIN = TerminalDomain()

@@ -86,6 +86,7 @@ class WebDomain(StateDomain):
 
     key = "web"
     language = "python"
+    task_turns = "first"
     action_hint = (
         "Send one browser action as a Python call, e.g. click('a51'), fill('b12', 'text'), "
         "scroll(0, 300), goto('http://...'), go_back(). End with send_msg_to_user('answer') "
@@ -101,8 +102,7 @@ class WebDomain(StateDomain):
             return finish("message", state, answer=str(arguments["text"]))
         if name == "report_infeasible":
             return finish("infeasible", state, answer=str(arguments["reason"]))
-        rendered = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-        return simulate(f"{name}({rendered})", "python")
+        return simulate(text, "python")  # verbatim, as the agent wrote it
 
 
 DOMAIN = WebDomain()

@@ -1,4 +1,8 @@
-"""``agentworld sim``: list domains and scenarios, generate scenarios, measure world-model fidelity.
+"""``agentworld sim``: list domains and scenarios, generate scenarios, show the world model's
+request, measure world-model fidelity.
+
+``request`` prints, as JSON, the request that one action sends to the world model (messages and
+sampling), so that a prompt set (``--prompts DIR``) can be checked against the release's layout.
 
 ``fidelity`` plays the AgentFloor reference solutions through ``AgentWorld/Floor-v0`` with a
 world-model backend, all task variants as one vector env (one batched call per turn), and
@@ -10,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import warnings
 from typing import Any
 
 __all__ = ["add_commands"]
@@ -50,8 +55,36 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def first_request(domain: str, action: str, scenario: str | None = None,
+                  prompts: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """The world-model request that ``action`` sends first in an episode (no model is called)."""
+    import numpy as np
+
+    from agentworld_envs.sim.config import SimConfig
+    from agentworld_envs.sim.simulator import Simulator
+
+    with warnings.catch_warnings():  # no model is called: the placeholder warning is moot
+        warnings.simplefilter("ignore", UserWarning)
+        sim = Simulator(SimConfig(domain=domain, prompts=prompts))
+    episode = sim.episode(np.random.default_rng(seed), {"scenario": scenario},
+                          sim.domain.max_steps)
+    request = episode.begin(action)
+    sim.close()
+    if request is None:
+        raise ValueError("this action needs no world-model call: it is invalid or ends the "
+                         "episode")
+    return request.to_dict()
+
+
+def _cmd_request(args: argparse.Namespace) -> int:
+    print(json.dumps(first_request(args.domain, args.action, args.scenario, args.prompts,
+                                   args.seed), indent=2, ensure_ascii=False))
+    return 0
+
+
 def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str = "simulated",
-                    seed: int = 0, sampling: dict[str, Any] | None = None) -> dict[str, Any]:
+                    seed: int = 0, sampling: dict[str, Any] | None = None,
+                    prompts: str | None = None) -> dict[str, Any]:
     """Play each floor scenario's reference solution; summarise fidelity per task and overall.
 
     Args:
@@ -60,16 +93,18 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
         mode: ``simulated`` or ``hybrid``.
         seed: Reset seed (sub-env i gets ``seed + i``).
         sampling: World-model sampling fields.
+        prompts: The prompt set (the floor domain always uses its own prompt).
 
     Returns:
         ``{"overall": summary, "scenarios": {id: summary}}``, each summary from
-        :func:`agentworld_envs.bench.fidelity.summarise`.
+        :func:`agentworld_envs.sim.fidelity.summarise`.
     """
-    from agentworld_envs.bench.fidelity import Fidelity, summarise
+    from agentworld_envs.sim.fidelity import Fidelity, summarise
     from agentworld_envs.sim.vector import AgentWorldVectorEnv
 
     envs = AgentWorldVectorEnv("floor", num_envs=len(scenario_ids), autoreset_mode="disabled",
-                               backend=backend, mode=mode, sampling=sampling or {})
+                               backend=backend, mode=mode, sampling=sampling or {},
+                               prompts=prompts)
     envs.reset(seed=seed, options={"scenario": scenario_ids})
     plans = [episode.scenario.solution_actions for episode in envs.episodes]
     for turn in range(max(len(plan) for plan in plans)):
@@ -103,7 +138,7 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
 
     scenarios = _floor_scenarios(args.tasks, args.variants)
     report = fidelity_report(parse_backend_arg(args.backend), scenarios, args.mode, args.seed,
-                             {"max_tokens": args.max_tokens})
+                             {"max_tokens": args.max_tokens}, args.prompts)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -112,6 +147,13 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
         print(f"{name:<10} {int(summary['steps']):>5} {_number(summary['exact']):>7} "
               f"{_number(summary['structural']):>7} {_number(summary['values']):>7}")
     return 0
+
+
+def _prompts_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prompts", metavar="DIR", default=None,
+                        help="a prompt directory in the release's layout (<domain>/"
+                             "system_prompt.txt), or 'builtin'; default: $AGENTWORLD_PROMPTS, "
+                             "else the built-in prompts")
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +173,15 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--count", type=int, default=1)
     generate.set_defaults(handler=_cmd_generate)
 
+    request = commands.add_parser(
+        "request", help="the world-model request one action sends (JSON), without a model")
+    request.add_argument("domain")
+    request.add_argument("action", help="the agent's action, e.g. a JSON tool call")
+    request.add_argument("--scenario", help="a scenario id (default: drawn from --seed)")
+    request.add_argument("--seed", type=int, default=0)
+    _prompts_option(request)
+    request.set_defaults(handler=_cmd_request)
+
     fidelity = commands.add_parser(
         "fidelity", help="world-model fidelity against the real AgentFloor tools")
     fidelity.add_argument("--backend", default="scripted",
@@ -141,4 +192,5 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--seed", type=int, default=0)
     fidelity.add_argument("--max-tokens", type=int, default=8192)
     fidelity.add_argument("--json", action="store_true")
+    _prompts_option(fidelity)
     fidelity.set_defaults(handler=_cmd_fidelity)

@@ -6,20 +6,25 @@ at the call site may ``backend`` or ``judge_backend`` be a live backend object.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
+from agentworld_envs.sim.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.sim.scenario import Control, DomainKey, Scenario
 
-__all__ = ["DEFAULT_BACKEND", "SimConfig"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING"]
 
 DEFAULT_BACKEND = "scripted"
 """The default backend: deterministic placeholders, not a world model (see ``sim.scripted``)."""
-WORLD_MODEL_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "max_tokens": 8192}
+WORLD_MODEL_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_tokens": 32768}
+"""The Qwen-AgentWorld model card's sampling (thinking on; about 4.3K tokens a step)."""
 JUDGE_SAMPLING = {"temperature": 0.0, "max_tokens": 2048}
+CALL_TIMEOUT_S = 3600.0
+"""Default wait for one batched world-model call: 32,768 tokens at ~10 tokens/s, with room."""
 
 BackendConfig = str | dict[str, Any] | Backend
 
@@ -32,8 +37,12 @@ class SimConfig(pydantic.BaseModel):
             ``os`` or ``floor``).
         backend: The world model: a backend name or config for ``make_backend`` (``openai``,
             ``hf``, ``vllm``, ``replay``, ``scripted``), or a live backend at the call site.
-        sampling: World-model ``SamplingParams`` fields over the defaults (temperature 0.6,
-            top_p 0.95, max_tokens 8192). The seed is always drawn from the env's ``np_random``.
+        sampling: World-model ``SamplingParams`` fields over the model card's defaults
+            (temperature 0.6, top_p 0.95, top_k 20, max_tokens 32768; ``top_k: None`` sends
+            none, for servers that reject it). The seed is always drawn from ``np_random``.
+        prompts: The prompt set of the world model's system message: None (the
+            ``AGENTWORLD_PROMPTS`` variable, else the built-in set), ``"builtin"``, or a
+            directory laid out as the release's ``prompts/`` folder.
         judge_backend: The rubric judge's backend; None uses the world model's.
         judge_sampling: Judge ``SamplingParams`` fields (defaults: temperature 0,
             max_tokens 2048).
@@ -45,7 +54,12 @@ class SimConfig(pydantic.BaseModel):
         fictional: Forces fictional-world mode on or off; None follows each scenario.
         record_path: Records every model call to this JSONL request cache (and serves repeats
             from it), so a run can be replayed with ``{"name": "replay", "path": ...}``.
-        timeout_s: Longest wait for one batched model call; None waits forever.
+        timeout_s: Longest wait for one batched model call (default one hour, sized for long
+            thinking); None waits forever. An ``openai`` backend given by name or config
+            without its own ``timeout_s`` gets this one per attempt, instead of its 120 s.
+        on_fault: ``report`` (default): a world-model fault (dead server, timeout, error) gives
+            a flagged fallback observation and a warning; ``raise``: the step raises
+            :class:`~agentworld_envs.sim.model_client.WorldModelFault` after finishing.
         max_observation_chars: World-model observations are cut to this length (flagged).
         max_action_chars: Longer actions are rejected as invalid without a model call.
         mode: ``simulated`` or ``hybrid``, for domains with a real counterpart (``floor``): in
@@ -68,6 +82,7 @@ class SimConfig(pydantic.BaseModel):
     domain: DomainKey
     backend: BackendConfig = DEFAULT_BACKEND
     sampling: dict[str, Any] = {}
+    prompts: str | None = None
     judge_backend: BackendConfig | None = None
     judge_sampling: dict[str, Any] = {}
     reward: Literal["rule", "judge", "hybrid"] | None = None
@@ -75,7 +90,8 @@ class SimConfig(pydantic.BaseModel):
     controls: list[Control] = []
     fictional: bool | None = None
     record_path: str | None = None
-    timeout_s: float | None = pydantic.Field(600.0, gt=0)
+    timeout_s: float | None = pydantic.Field(CALL_TIMEOUT_S, gt=0)
+    on_fault: Literal["report", "raise"] = "report"
     max_observation_chars: int = pydantic.Field(65536, ge=64, le=OBSERVATION_MAX_LENGTH // 2)
     max_action_chars: int = pydantic.Field(65536, ge=1)
     mode: Literal["simulated", "hybrid"] = "simulated"
@@ -91,6 +107,27 @@ class SimConfig(pydantic.BaseModel):
             raise ValueError(f"unsupported sampling fields {sorted(unknown)} (the seed always "
                              "comes from the env's np_random)")
         return value
+
+    @pydantic.field_validator("prompts", mode="before")
+    @classmethod
+    def _prompt_set_exists(cls, value: Any) -> Any:
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if value is None or isinstance(value, str):
+            resolve_prompt_set(value)  # a missing directory fails at make time
+        return value
+
+    def prompt_set(self) -> PromptSet:
+        """The prompt set the ``prompts`` setting names."""
+        return resolve_prompt_set(self.prompts)
+
+    def world_model_backend(self) -> BackendConfig:
+        """The backend config, an ``openai`` one given the call timeout if it sets none."""
+        config = {"name": self.backend} if isinstance(self.backend, str) else self.backend
+        if (isinstance(config, dict) and config.get("name") == "openai"
+                and "timeout_s" not in config and self.timeout_s is not None):
+            return {**config, "timeout_s": self.timeout_s}
+        return self.backend
 
     def world_model_params(self) -> SamplingParams:
         """World-model sampling parameters, without a seed."""

@@ -5,10 +5,16 @@ A step has two halves so that many episodes can share one batched model call:
 action needs no model: a final answer, an invalid action); :meth:`Episode.complete` turns the
 completion, or a fault, into the observation. When the episode has ended,
 :meth:`Episode.settle` computes the reward from the verifier and, where asked, the judge.
+
+``info["observation_source"]`` says where the agent's observation came from: ``world_model``,
+``placeholder`` (the ``scripted`` stand-in), ``fallback`` (the world model failed, gave
+nothing, or was cut off by the token limit: the observation is the domain's fallback),
+``local`` (an invalid or locally answered action) or ``real`` (a real counterpart).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,15 +27,18 @@ from agentworld_envs.sim.controls import fired_controls
 from agentworld_envs.sim.fidelity import step_fidelity
 from agentworld_envs.sim.model_client import Fault
 from agentworld_envs.sim.parsing import parse_world_model_output
-from agentworld_envs.sim.prompting import observation_turn, user_turn
+from agentworld_envs.sim.prompt_sets import PromptSet
+from agentworld_envs.sim.prompting import observation_turn
 from agentworld_envs.sim.reality import RealStep
 from agentworld_envs.sim.rewards import EpisodeLog, judge_request, settle
 from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.sim.scripted import PLACEHOLDER_RAW
 from agentworld_envs.sim.termination import STEP_BUDGET, Interpretation
 
 __all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
 
 ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
+LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
 _SEED_BOUND = 2**31 - 1
 
 
@@ -60,7 +69,11 @@ class _Reading:
     observation: str
     info: dict[str, Any]
     raw: str = ""
-    usable: bool = True
+    source: str = "world_model"
+
+    @property
+    def usable(self) -> bool:
+        return self.source != "fallback"
 
 
 def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
@@ -72,13 +85,18 @@ def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
     return action.encode("utf-8", "replace").decode("utf-8"), None
 
 
+_UNUSABLE = ("fault", "no_output", "length_limit")
+"""Flags whose step gets the domain's fallback observation."""
+
+
 def _model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
-                finish_reason: str = "", output_tokens: int = 0,
+                fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
                 diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
     """``info["world_model"]``: whether the model was asked, and what went wrong."""
-    ok = called and not fault and "no_output" not in flags
+    ok = called and not set(_UNUSABLE) & set(flags)
     info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
-            "finish_reason": finish_reason, "output_tokens": output_tokens}
+            "fault_message": fault_message, "finish_reason": finish_reason,
+            "output_tokens": output_tokens}
     if diagnostics is not None:
         info["diagnostics"] = diagnostics
     return info
@@ -93,10 +111,13 @@ class Episode:
         config: The env's settings.
         rng: The env's (or sub-env's) ``np_random``: every random draw comes from it.
         budget: The step budget; the episode is truncated after this many steps.
+        prompts: The prompt set of the system message (default: the built-in one).
+        identity: What ``info["world_model"]`` names: backend, model, prompt set.
     """
 
     def __init__(self, domain: Domain, scenario: Scenario, config: SimConfig,
-                 rng: np.random.Generator, budget: int) -> None:
+                 rng: np.random.Generator, budget: int, prompts: PromptSet | None = None,
+                 identity: dict[str, Any] | None = None) -> None:
         self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
         self.budget = budget
         self.candidates = [scenario.candidate_actions[int(i)]
@@ -107,10 +128,16 @@ class Episode:
         self.fictional = scenario.fictional if config.fictional is None else config.fictional
         self.controls = [*scenario.controls, *config.controls]
         self.sampling = config.world_model_params()
-        self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": domain.system_prompt(scenario, self.fictional)}]
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": domain.system_prompt(
+            scenario, self.fictional, prompts)}]
+        self.identity = identity or {}
+        self.counts: Counter[str] = Counter()
+        """Steps of this episode by problem: ``fault``, ``no_output``, ``length_limit``,
+        ``placeholder``."""
         self.state = scenario.initial_state if domain.shows_state else None
         self.turn = 0
+        self.model_turns = 0
+        """World-model requests sent (the ``### Turn N`` of the next is one more)."""
         self.ended = False
         self.log = EpisodeLog(scenario)
         self.transcript: list[dict[str, Any]] = []
@@ -149,11 +176,9 @@ class Episode:
         if interpretation.kind == "simulate":
             controls = tuple(fired_controls(self.controls, self.turn, interpretation.tools,
                                             self.rng))
-            content = user_turn(
-                self.turn, interpretation.action_text, interpretation.language,
-                state=self.state,
-                task=self.scenario.instruction if self.domain.task_in_turn else None,
-                controls=controls)
+            content = self.domain.user_message(
+                self.scenario, self.model_turns + 1, interpretation.action_text,
+                interpretation.language, self.state, self.fictional, controls)
             seed = int(self.rng.integers(0, _SEED_BOUND))
             request = ChatRequest([*self.messages, {"role": "user", "content": content}],
                                   sampling=replace(self.sampling, seed=seed))
@@ -169,10 +194,12 @@ class Episode:
         interpretation, real = pending.interpretation, pending.real
         if interpretation.kind == "simulate":
             reading = self._read(outcome)
+            self.counts.update(f for f in (*_UNUSABLE, "placeholder")
+                               if f in reading.info["flags"] or f == reading.source)
         else:
-            reading = _Reading(interpretation.observation, _model_info(False))
-        observation, source = reading.observation, (
-            "world_model" if interpretation.kind == "simulate" else "local")
+            reading = _Reading(interpretation.observation, _model_info(False), source="local")
+        reading.info.update(self.identity, counts=dict(self.counts))
+        observation, source = reading.observation, reading.source
         info: dict[str, Any] = {
             "turn": self.turn, "invalid_action": interpretation.kind == "invalid",
             "action_error": interpretation.error or "", "controls": pending.controls,
@@ -182,7 +209,8 @@ class Episode:
             if source == "real" or self.config.reveal_reference:  # else it bypasses the model
                 info["real_observation"] = real.observation
         info["observation_source"] = source
-        terminated = interpretation.kind == "finish" or bool(real and real.terminated)
+        terminated = (interpretation.kind != "invalid" and interpretation.ending is not None) \
+            or bool(real and real.terminated)
         truncated = not terminated and self.turn >= self.budget
         self._record(pending, observation, reading, info.get("fidelity"))
         result = StepResult(observation, 0.0, terminated, truncated, info,
@@ -203,16 +231,22 @@ class Episode:
                 "backend_error", f"the backend returned {type(outcome).__name__}, "
                                  "not a completion with text")
             return _Reading(self.domain.fallback_observation(self.state, fault.message),
-                            _model_info(True, ("fault",), fault.kind), usable=False)
-        parsed = parse_world_model_output(outcome.text, self.config.max_observation_chars)
+                            _model_info(True, ("fault",), fault.kind, fault.message),
+                            source="fallback")
+        parsed = parse_world_model_output(outcome.text, self.config.max_observation_chars,
+                                          expect_tag=self.domain.uses_tags)
         flags = parsed.flags + (("length_limit",) if outcome.finish_reason == "length" else ())
-        observation = parsed.observation
-        usable = "no_output" not in flags
-        if not usable and self.domain.shows_state:
-            observation = self.domain.fallback_observation(self.state, "no output")
-        info = _model_info(True, flags, "", outcome.finish_reason,
+        info = _model_info(True, flags, "", "", outcome.finish_reason,
                            outcome.usage.output_tokens, parsed.diagnostics)
-        return _Reading(observation, info, outcome.text, usable)
+        if "length_limit" in flags:  # a cut-off answer is never passed off as an observation
+            return _Reading(self.domain.fallback_observation(self.state, LENGTH_LIMIT), info,
+                            outcome.text, "fallback")
+        if "no_output" in flags:
+            observation = (self.domain.fallback_observation(self.state, "no output")
+                           if self.domain.shows_state else parsed.observation)
+            return _Reading(observation, info, outcome.text, "fallback")
+        source = "placeholder" if outcome.raw == PLACEHOLDER_RAW else "world_model"
+        return _Reading(parsed.observation, info, outcome.text, source)
 
     def _against_reality(self, interpretation: Interpretation, reading: _Reading,
                          real: RealStep, info: dict[str, Any]) -> tuple[str, str]:
@@ -220,7 +254,7 @@ class Episode:
         if interpretation.kind == "invalid":
             return real.observation, "real"
         if interpretation.kind != "simulate":
-            return reading.observation, "local"
+            return reading.observation, reading.source
         fidelity = step_fidelity(reading.observation, real.observation)
         info["fidelity"] = fidelity.to_dict()
         unusable = not reading.usable or (fidelity.real_json and not fidelity.predicted_json)
@@ -229,12 +263,13 @@ class Episode:
             return real.observation, "real"
         if self.config.mode == "hybrid" and (unusable or tools & set(self.config.real_tools)):
             return real.observation, "real"
-        return reading.observation, "world_model"
+        return reading.observation, reading.source
 
     def _record(self, pending: _Pending, observation: str, reading: _Reading,
                 fidelity: dict[str, Any] | None) -> None:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
+            self.model_turns += 1
             self.messages += [pending.request.messages[-1],
                               {"role": "assistant", "content": observation_turn(observation)}]
             if self.domain.shows_state:
@@ -242,7 +277,7 @@ class Episode:
         self.log.actions.append(pending.action)
         self.log.observations.append(observation)
         self.log.tools_called.extend(interpretation.tools)
-        if interpretation.kind == "finish":
+        if interpretation.ending is not None:
             self.log.answer = interpretation.answer
         self.transcript.append({
             "turn": self.turn, "action": pending.action, "kind": interpretation.kind,

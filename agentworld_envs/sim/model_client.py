@@ -17,7 +17,7 @@ from typing import Any, Literal
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
 from agentworld_envs.backends.replay import RecordingBackend
 
-__all__ = ["Fault", "ModelClient"]
+__all__ = ["Fault", "ModelClient", "WorldModelFault", "model_identity"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,25 @@ class Fault:
 
     kind: Literal["timeout", "backend_error"]
     message: str
+
+
+class WorldModelFault(RuntimeError):
+    """Raised by a step of an env made with ``on_fault="raise"`` when the world model failed.
+
+    The step itself has finished (its fallback observation is in the episode's history);
+    ``results`` holds every sub-env's step result and ``faults`` the indices that failed.
+    """
+
+    def __init__(self, message: str, results: list[Any], faults: list[int]) -> None:
+        super().__init__(message)
+        self.results, self.faults = results, faults
+
+
+def model_identity(description: dict[str, Any]) -> dict[str, Any]:
+    """``{"backend", "model"}`` of a backend description, seen through a recording wrapper."""
+    inner = description.get("inner", description)
+    return {"backend": inner.get("name"), "model": inner.get("model"),
+            **({"recorded_to": description["path"]} if "inner" in description else {})}
 
 
 def _backend_fault(exc: BaseException) -> Fault:

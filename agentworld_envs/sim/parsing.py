@@ -1,24 +1,29 @@
 """Read a world model's raw output: drop the reasoning, keep the predicted observation.
 
-The rules follow the AgentWorld output parser:
+The release's reading (Qwen-AgentWorld ``eval/lwm_eval_utils/output_parser.py``), exactly:
 
-1. Reasoning is removed robustly (case-insensitive, nested and repeated blocks merged): a
-   paired ``<think>...</think>`` block goes; an orphan ``</think>`` removes everything from the
-   start through the tag; an orphan ``<think>`` removes text up to the next
-   ``<predicted_observation>`` tag, or to the end.
-2. The observation is the LAST ``<predicted_observation>`` block: the text between the last
-   opening tag and the next closing tag, or everything after it when it is unclosed. This
-   defeats fake tags written while reasoning.
-3. With no tag the cleaned text is the observation; empty output becomes ``"No output"``.
+1. Reasoning goes (tags ``<think>`` / ``</think>``, any case): each ``<think>`` is paired with
+   the next free ``</think>`` and the range removed; an orphan ``</think>`` removes everything
+   from the start through the tag; an orphan ``<think>`` removes up to the first
+   ``<predicted_observation>`` after it, or to the end. The ranges are merged, the rest stripped.
+2. Empty raw output gives ``"No output"``. Otherwise the observation is the text after the LAST
+   ``<predicted_observation>`` up to the next closing tag (or the end when unclosed), stripped:
+   an empty block gives ``""``. With no tag it is the cleaned text, or ``"No output"`` if blank.
+3. :func:`clean_response_marker` cuts a leading ``**Environment Observation:**`` (else every
+   occurrence) and strips; the env applies it to the observation, as the release's judge does.
 
-Whatever the input, :func:`parse_world_model_output` returns an observation and says in
-``flags`` what was wrong with the output.
+:func:`parse_world_model_output` returns that reading, with two robustness rules of ours that
+are flagged whenever they change it: tags with inner whitespace (``<think >``,
+``<predicted_observation >``) count as tags (``lenient_tag``), and a stray closing tag in
+untagged output is dropped (``stray_close_tag``). Over-long observations are cut
+(``over_long``). It never raises and runs in linear time.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "WorldModelOutput",
     "clean_response_marker",
     "last_tagged_block",
+    "parse_model_output",
     "parse_world_model_output",
     "strip_thinking",
 ]
@@ -37,10 +43,24 @@ RESPONSE_MARKER = "**Environment Observation:**"
 NO_OUTPUT = "No output"
 TRUNCATION_NOTE = "\n...[observation truncated]"
 
-_THINK = re.compile(r"<(/?)think\s*>", re.IGNORECASE)
-_OPEN = re.compile(rf"<{OBSERVATION_TAG}\s*>", re.IGNORECASE)
-_CLOSE = re.compile(rf"</{OBSERVATION_TAG}\s*>", re.IGNORECASE)
-_MARKER = re.compile(r"^\s*" + re.escape(RESPONSE_MARKER) + r"[ \t]*\n?")
+
+@dataclass(frozen=True)
+class _Tags:
+    """The tag patterns of one reading: the release's exact tags, or ours with whitespace."""
+
+    think: re.Pattern[str]
+    open: re.Pattern[str]
+    close: re.Pattern[str]
+
+    @classmethod
+    def of(cls, space: str) -> _Tags:
+        return cls(re.compile(rf"<(/?)think{space}>", re.IGNORECASE),
+                   re.compile(rf"<{OBSERVATION_TAG}{space}>", re.IGNORECASE),
+                   re.compile(rf"</{OBSERVATION_TAG}{space}>", re.IGNORECASE))
+
+
+_RELEASE = _Tags.of("")
+_LENIENT = _Tags.of(r"\s*")
 
 
 @dataclass(frozen=True)
@@ -48,15 +68,19 @@ class WorldModelOutput:
     """The observation read from one world-model output, with what was wrong with it.
 
     Attributes:
-        observation: The predicted observation (never empty: ``"No output"`` at worst).
-        flags: Problems found, from ``empty``, ``broken_think``, ``no_tag``, ``unclosed_tag``,
-            ``no_output`` and ``over_long``.
+        observation: The predicted observation, response marker cut (``""`` for an empty
+            block; ``"No output"`` when nothing was produced).
+        flags: From ``empty``, ``broken_think``, ``no_tag``, ``unclosed_tag``, ``no_output``
+            (nothing usable), ``lenient_tag`` and ``stray_close_tag`` (our robustness changed
+            the release's reading) and ``over_long`` (cut to the limit).
+        release_observation: What the release's parser and marker cleaning give, exactly.
         diagnostics: Rule-computed counts: ``start_tags``, ``end_tags``, ``raw_chars`` and
             ``observation_chars``.
     """
 
     observation: str
     flags: tuple[str, ...] = ()
+    release_observation: str = ""
     diagnostics: dict[str, int] = field(default_factory=dict)
 
 
@@ -70,39 +94,26 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _think_ranges(text: str) -> tuple[list[tuple[int, int]], bool]:
-    """Ranges of reasoning to remove, and whether any think tag was unbalanced."""
+def _think_ranges(text: str, tags: _Tags, stop: re.Pattern[str]) -> tuple[
+        list[tuple[int, int]], bool]:
+    """Merged ranges of reasoning to remove, and whether any think tag was an orphan."""
     ranges: list[tuple[int, int]] = []
-    opened: list[int] = []
-    broken = False
-    for match in _THINK.finditer(text):
+    pending: deque[int] = deque()  # each open takes the next free close: first come, first paired
+    orphans: list[int] = []
+    for match in tags.think.finditer(text):
         if not match.group(1):
-            opened.append(match.start())
-        elif opened:
-            ranges.append((opened.pop(), match.end()))
+            pending.append(match.start())
+        elif pending:
+            ranges.append((pending.popleft(), match.end()))
         else:
             ranges.append((0, match.end()))
-            broken = True
-    if opened:
-        broken = True
-        tags = [m.start() for m in _OPEN.finditer(text, opened[0])]
-        for start in opened:  # each runs to the first observation tag after it, or the end
-            following = bisect.bisect_left(tags, start)
-            ranges.append((start, tags[following] if following < len(tags) else len(text)))
-    return _merge(ranges), broken
-
-
-def strip_thinking(text: str) -> str:
-    """Remove every reasoning block from ``text``, even when its tags are broken.
-
-    Example:
-        >>> strip_thinking("<think>plan</think>ls output")
-        'ls output'
-        >>> strip_thinking("half a thought</think>the screen")
-        'the screen'
-    """
-    ranges, _ = _think_ranges(text)
-    return _remove(text, ranges)
+            orphans.append(match.start())
+    if pending:
+        stops = [m.start() for m in stop.finditer(text, pending[0])]
+        for start in pending:  # to the first observation tag after it, or to the end
+            following = bisect.bisect_left(stops, start)
+            ranges.append((start, stops[following] if following < len(stops) else len(text)))
+    return _merge(ranges), bool(pending or orphans)
 
 
 def _remove(text: str, ranges: list[tuple[int, int]]) -> str:
@@ -114,30 +125,93 @@ def _remove(text: str, ranges: list[tuple[int, int]]) -> str:
     return "".join(kept)
 
 
+def strip_thinking(text: str, stop_tag: str = OBSERVATION_TAG) -> str:
+    """Remove every reasoning block as the release does, and strip the rest.
+
+    ``stop_tag`` is where an orphan ``<think>`` stops (the judge's parser uses
+    ``final_evaluation``).
+
+    Example:
+        >>> strip_thinking("<think>plan</think> ls output")
+        'ls output'
+        >>> strip_thinking("half a thought</think>the screen")
+        'the screen'
+    """
+    stop = re.compile(rf"<{re.escape(stop_tag)}>", re.IGNORECASE)
+    return _remove(text, _think_ranges(text, _RELEASE, stop)[0]).strip()
+
+
 def last_tagged_block(text: str, tag: str) -> tuple[str | None, bool]:
-    """The text of the last ``<tag>`` block, and whether it was closed.
+    """The text of the last ``<tag>`` block (exact tag, any case), and whether it was closed.
 
     Returns ``(None, False)`` when no opening tag exists; an unclosed block runs to the end.
     """
-    opens = list(re.finditer(rf"<{tag}\s*>", text, re.IGNORECASE))
-    if not opens:
+    return _last_block(text, re.compile(rf"<{re.escape(tag)}>", re.IGNORECASE),
+                       re.compile(rf"</{re.escape(tag)}>", re.IGNORECASE))
+
+
+def _last_block(text: str, open_tag: re.Pattern[str],
+                close_tag: re.Pattern[str]) -> tuple[str | None, bool]:
+    last = None
+    for last in open_tag.finditer(text):  # noqa: B007 - the last match is wanted
+        pass
+    if last is None:
         return None, False
-    start = opens[-1].end()
-    close = re.compile(rf"</{tag}\s*>", re.IGNORECASE).search(text, start)
-    return text[start : close.start() if close else len(text)], close is not None
+    close = close_tag.search(text, last.end())
+    return text[last.end(): close.start() if close else len(text)], close is not None
 
 
 def clean_response_marker(text: str) -> str:
-    """Drop a leading ``**Environment Observation:**`` marker."""
-    return _MARKER.sub("", text, count=1)
+    """Cut a leading ``**Environment Observation:**`` (else every occurrence); strip."""
+    text = text.strip()
+    if text.startswith(RESPONSE_MARKER):
+        return text[len(RESPONSE_MARKER):].strip()
+    return text.replace(RESPONSE_MARKER, "").strip()
 
 
-def parse_world_model_output(text: str, max_chars: int = 65536) -> WorldModelOutput:
+@dataclass(frozen=True)
+class _Reading:
+    text: str
+    tagged: bool
+    closed: bool
+    broken_think: bool
+    without_stray_close: str
+    """``text`` with stray closing tags dropped (equal to it when the output is tagged)."""
+
+
+def _read(text: str, tags: _Tags) -> _Reading:
+    if not text:
+        return _Reading(NO_OUTPUT, False, False, False, NO_OUTPUT)
+    ranges, broken = _think_ranges(text, tags, tags.open)
+    cleaned = _remove(text, ranges).strip()
+    body, closed = _last_block(cleaned, tags.open, tags.close)
+    if body is not None:
+        return _Reading(body.strip(), True, closed, broken, body.strip())
+    without = tags.close.sub("", cleaned).strip()
+    return _Reading(cleaned or NO_OUTPUT, False, False, broken, without or NO_OUTPUT)
+
+
+def parse_model_output(text: str) -> str:
+    """The release's ``parse_model_output``, exactly (no marker cleaning).
+
+    Example:
+        >>> parse_model_output("<think>x</think><predicted_observation></predicted_observation>")
+        ''
+        >>> parse_model_output("")
+        'No output'
+    """
+    return _read(text, _RELEASE).text
+
+
+def parse_world_model_output(text: str, max_chars: int = 65536,
+                             expect_tag: bool = True) -> WorldModelOutput:
     """Read the predicted observation from a world model's raw output.
 
     Args:
         text: The raw completion text.
         max_chars: Longest observation kept; longer ones are cut and flagged ``over_long``.
+        expect_tag: Whether the prompt asked for a ``<predicted_observation>`` block (else an
+            untagged output is not flagged ``no_tag``).
 
     Example:
         >>> out = parse_world_model_output(
@@ -146,31 +220,31 @@ def parse_world_model_output(text: str, max_chars: int = 65536) -> WorldModelOut
         >>> out.observation, out.flags
         ('real', ())
     """
+    release = clean_response_marker(parse_model_output(text))
     flags: list[str] = []
     if not text.strip():
         flags.append("empty")
-    ranges, broken = _think_ranges(text)
-    if broken:
+    reading = _read(text, _LENIENT)
+    observation = clean_response_marker(reading.without_stray_close)
+    if reading.broken_think:
         flags.append("broken_think")
-    cleaned = _remove(text, ranges)
-    body, closed = last_tagged_block(cleaned, OBSERVATION_TAG)
-    if body is None:
-        if text.strip():
-            flags.append("no_tag")
-        body = _CLOSE.sub("", cleaned)
-    elif not closed:
+    if not reading.tagged and text.strip() and expect_tag:
+        flags.append("no_tag")
+    elif reading.tagged and not reading.closed:
         flags.append("unclosed_tag")
-    observation = clean_response_marker(body.strip("\n")).strip("\n").rstrip()
-    if not observation.strip():
+    if clean_response_marker(reading.text) != release:
+        flags.append("lenient_tag")
+    if reading.without_stray_close != reading.text:
+        flags.append("stray_close_tag")
+    if observation == NO_OUTPUT and not reading.tagged:
         flags.append("no_output")
-        observation = NO_OUTPUT
     elif len(observation) > max_chars:
         flags.append("over_long")
         observation = observation[: max(0, max_chars - len(TRUNCATION_NOTE))] + TRUNCATION_NOTE
     diagnostics = {
-        "start_tags": len(_OPEN.findall(text)),
-        "end_tags": len(_CLOSE.findall(text)),
+        "start_tags": len(_LENIENT.open.findall(text)),
+        "end_tags": len(_LENIENT.close.findall(text)),
         "raw_chars": len(text),
         "observation_chars": len(observation),
     }
-    return WorldModelOutput(observation, tuple(flags), diagnostics)
+    return WorldModelOutput(observation, tuple(flags), release, diagnostics)

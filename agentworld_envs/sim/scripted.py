@@ -27,9 +27,12 @@ import pydantic
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
 
-__all__ = ["PLACEHOLDER_PREFIX", "ScriptedBackend", "ScriptedRule"]
+__all__ = ["PLACEHOLDER_PREFIX", "PLACEHOLDER_RAW", "ScriptedBackend", "ScriptedRule"]
 
 PLACEHOLDER_PREFIX = "[scripted placeholder: no world model attached]"
+PLACEHOLDER_RAW = {"source": "placeholder"}
+"""``Completion.raw`` of a placeholder answer (rule replies have none), so that the env can say
+``observation_source: "placeholder"``."""
 
 
 class ScriptedRule(pydantic.BaseModel):
@@ -101,7 +104,7 @@ class ScriptedBackend(Backend):
             text = _last_user_text(request)
             rule = next((r for r in self.rules if re.search(r.match, text)), None)
             if rule is None:
-                completions.append(Completion(text=_placeholder(request)))
+                completions.append(Completion(text=_placeholder(request), raw=PLACEHOLDER_RAW))
                 continue
             if rule.delay_s:
                 time.sleep(rule.delay_s)

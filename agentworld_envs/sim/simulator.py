@@ -3,10 +3,14 @@
 :meth:`Simulator.step` advances any number of episodes with ONE world-model call (every
 episode that needs the model contributes its request to the batch), then one judge call for
 the episodes that ended and ask for a judge.
+
+Making a simulator on the ``scripted`` placeholder warns once per process; a world-model fault
+warns at every step that has one, and raises :class:`WorldModelFault` with ``on_fault="raise"``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,13 +19,23 @@ import numpy as np
 from agentworld_envs.domains import get_domain
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode, StepResult
-from agentworld_envs.sim.model_client import ModelClient
+from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
 from agentworld_envs.sim.rewards import read_judge
 from agentworld_envs.sim.scenario import Scenario
 
 __all__ = ["Simulator"]
 
 _SEED_BOUND = 2**31 - 1
+_warned_placeholder = False
+
+
+def _warn_placeholder_once() -> None:
+    global _warned_placeholder
+    if not _warned_placeholder:
+        _warned_placeholder = True
+        warnings.warn("this AgentWorld env runs on the 'scripted' backend: its observations are "
+                      "placeholders, not a world model's (observation_source 'placeholder'); "
+                      "pass backend=... to attach one", UserWarning, stacklevel=4)
 
 
 class Simulator:
@@ -35,7 +49,14 @@ class Simulator:
         self.config = config
         self.domain = get_domain(config.domain)
         self._pool = self._scenario_pool()
-        self.world_model = ModelClient(config.backend, config.record_path, config.timeout_s)
+        self.prompts = config.prompt_set()
+        self.world_model = ModelClient(config.world_model_backend(), config.record_path,
+                                       config.timeout_s)
+        self.identity = {**model_identity(self.world_model.describe()),
+                         "prompts": self.prompts.describe()}
+        """``info["world_model"]`` names: backend, model and prompt set."""
+        if self.identity["backend"] == "scripted":
+            _warn_placeholder_once()
         self.judge = self.world_model if config.judge_backend is None else ModelClient(
             config.judge_backend, config.record_path, config.timeout_s)
 
@@ -64,7 +85,8 @@ class Simulator:
         """Start an episode with at most ``limit`` steps (fewer when the scenario says so)."""
         scenario = self.pick(rng, options)
         budget = min(limit, scenario.max_steps or limit)
-        return Episode(self.domain, scenario, self.config, rng, budget)
+        return Episode(self.domain, scenario, self.config, rng, budget, self.prompts,
+                       self.identity)
 
     def step(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[StepResult]:
         """Advance every episode by its action: one world-model call, then one judge call."""
@@ -81,7 +103,20 @@ class Simulator:
         for i in finished:
             verdict = verdicts.get(i)
             episodes[i].settle(results[i], None if verdict is None else read_judge(verdict))
+        faults = [i for i, result in enumerate(results)
+                  if result.info.get("world_model", {}).get("fault")]
+        if faults:
+            self._report(faults, results)
         return results
+
+    def _report(self, faults: list[int], results: list[StepResult]) -> None:
+        model = results[faults[0]].info["world_model"]
+        message = (f"the world model ({self.identity['backend']}) failed on {len(faults)} of "
+                   f"{len(results)} episode(s): {model['fault']}: {model['fault_message']}; "
+                   "the agent got a fallback observation (observation_source 'fallback')")
+        if self.config.on_fault == "raise":
+            raise WorldModelFault(message, results, faults)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
     def close(self) -> None:
         """Close the model clients."""

@@ -4,7 +4,9 @@ The world model predicts only the next observation; it never says that an episod
 Episodes end through each domain's own interface, read from the action itself: a final answer
 in the tool domains, an empty keystroke list in the terminal, ``send_msg_to_user`` or
 ``report_infeasible`` on the web, a ``status`` action on Android, ``DONE`` or ``FAIL`` on the
-desktop. The step budget truncates the rest.
+desktop. The step budget truncates the rest. An ending action is answered locally, except where
+the release has the world model answer it (the terminal's ``[]``: ``simulate`` with an
+``ending``): the env still decides that the episode is over.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Interpretation:
         action_text: The action as the world model sees it (``simulate``).
         language: Code-fence language of ``action_text`` (``json`` or ``python``).
         tools: Tools the action calls, for controls and checks.
-        ending: Why the episode ends (``finish``), e.g. ``final_answer`` or ``infeasible``.
+        ending: Why the episode ends (``finish``, or a ``simulate`` that ends it), e.g.
+            ``final_answer`` or ``infeasible``.
         answer: The agent's answer or message to the user (``finish``), if any.
         observation: What the agent sees without asking the world model (``finish``, ``invalid``).
         error: What was wrong with the action (``invalid``).
@@ -56,10 +59,11 @@ class Interpretation:
     error: str | None = None
 
 
-def simulate(action_text: str, language: str = "json",
-             tools: tuple[str, ...] = ()) -> Interpretation:
-    """An action the world model must answer."""
-    return Interpretation("simulate", action_text=action_text, language=language, tools=tools)
+def simulate(action_text: str, language: str = "json", tools: tuple[str, ...] = (),
+             ending: str | None = None) -> Interpretation:
+    """An action the world model must answer; with ``ending``, the episode ends after it."""
+    return Interpretation("simulate", action_text=action_text, language=language, tools=tools,
+                          ending=ending)
 
 
 def finish(ending: str, observation: str, answer: str | None = None) -> Interpretation:

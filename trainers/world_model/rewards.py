@@ -131,8 +131,8 @@ def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem]
                      **_: Any) -> list[float]:
         with make_backend(judge) as backend:
             records = run_bench([items[i] for i in item_index], list(completions), backend,
-                                retries=1).records
-        totals = [record.get("total") for record in records]
+                                retries=1, rule_caps=True).records
+        totals = [record.get("capped_total") for record in records]
         failed = [total is None or math.isnan(total) for total in totals]
         if log_metric is not None:
             log_metric("judge/failed", sum(failed) / max(1, len(failed)))
