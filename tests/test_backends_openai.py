@@ -98,6 +98,15 @@ def test_transformers_serve_rejects_unknown_model_without_retrying(
 # --- payload and parsing ---------------------------------------------------------------------
 
 
+def test_unset_top_p_and_top_k_are_left_to_the_server() -> None:
+    """The release's evaluation sends neither, so the served model's generation config applies."""
+    with FakeOpenAIServer(ok) as server, backend_for(server.base_url) as backend:
+        backend.complete([ChatRequest([{"role": "user", "content": "hi"}],
+                                      sampling=SamplingParams(temperature=0.6, top_p=None))])
+    assert "top_p" not in server.bodies[0] and "top_k" not in server.bodies[0]
+    assert server.bodies[0]["temperature"] == 0.6
+
+
 def test_payload_carries_sampling_tools_and_extra() -> None:
     with FakeOpenAIServer(ok) as server, backend_for(server.base_url) as backend:
         sampling = SamplingParams(

@@ -36,7 +36,8 @@ class SamplingParams:
     """How to sample. Defaults are the deterministic settings used for evaluation."""
 
     temperature: float = 0.0
-    top_p: float = 1.0
+    top_p: float | None = 1.0
+    """Nucleus sampling; None leaves it to the server (not sent; 1.0 in-process)."""
     top_k: int | None = None
     """Sample from the k likeliest tokens; None leaves it to the server (not sent)."""
     max_tokens: int = 512

@@ -219,7 +219,8 @@ class HFBackend(Backend):
         if sampling.temperature > 0:
             generators = [_generator(torch, self.device, r.sampling.seed) for r in requests]
             processors.append(
-                _GumbelSampler(torch, generators, sampling.temperature, sampling.top_p)
+                _GumbelSampler(torch, generators, sampling.temperature,
+                               1.0 if sampling.top_p is None else sampling.top_p)
             )
         start = time.perf_counter()
         with torch.inference_mode():

@@ -254,9 +254,10 @@ class OpenAIBackend(Backend):
             "model": model,
             "messages": request.messages,
             "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
+        if sampling.top_p is not None:
+            payload["top_p"] = sampling.top_p
         if sampling.top_k is not None:  # a top-level extra field, as vLLM and SGLang read it
             payload["top_k"] = sampling.top_k
         if sampling.seed is not None:

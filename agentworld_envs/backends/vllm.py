@@ -107,7 +107,7 @@ class VLLMBackend(Backend):
         extra = {k: v for k, v in sampling.extra.items() if k != "chat_template_kwargs"}
         return self._vllm.SamplingParams(
             temperature=sampling.temperature,
-            top_p=sampling.top_p,
+            top_p=1.0 if sampling.top_p is None else sampling.top_p,
             max_tokens=sampling.max_tokens,
             seed=sampling.seed,
             stop=list(sampling.stop) or None,

@@ -49,8 +49,8 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
         if missing:
             raise SystemExit(f"{args.predictions} has no prediction for {missing[:5]}")
         return [saved[item.key] for item in items]
-    sampling = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens,
-                              seed=args.seed)
+    sampling = SamplingParams(temperature=args.temperature, top_p=None,
+                              max_tokens=args.max_tokens, seed=args.seed)
     with make_backend(_backend_config(args.backend)) as backend:
         return predict(backend, items, sampling, args.batch_size)
 
@@ -87,7 +87,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise SystemExit(str(exc)) from None
     items = _items(args.items)
     outputs = _outputs(args, items)
-    sampling = SamplingParams(temperature=args.judge_temperature,
+    sampling = SamplingParams(temperature=args.judge_temperature, top_p=None,
                               max_tokens=args.judge_max_tokens)
     with make_backend(_backend_config(args.judge)) as judge:
         result = run_bench(items, outputs, judge, sampling, max(0, args.max_retries - 1),

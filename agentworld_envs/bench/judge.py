@@ -43,7 +43,7 @@ __all__ = ["DIMENSIONS", "INSTRUCTIONS_FILE", "JUDGE_SAMPLING", "JUDGE_SYSTEM", 
            "judge_user_message", "parse_judge_output"]
 
 INSTRUCTIONS_FILE = "judge_user_instructions.txt"
-JUDGE_SAMPLING = SamplingParams(temperature=0.6, max_tokens=32768)
+JUDGE_SAMPLING = SamplingParams(temperature=0.6, top_p=None, max_tokens=32768)
 """The release's judge sampling: 32,768 tokens at temperature 0.6, no seed."""
 
 JUDGE_SYSTEM = """\
