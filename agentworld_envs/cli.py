@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from agentworld_envs.cli_errors import Interrupted, UsageError
 
 __all__ = ["main"]
 
 # Command groups, imported only when used: name -> (module, help).
 GROUPS = {
-    "floor": ("floor_tasks.harness.cli", "AgentFloor tasks: list, run, sweep, report, compare"),
-    "sim": ("agentworld_envs.sim.cli", "Simulated envs: list, scenarios, generate, fidelity"),
+    "floor": ("floor_tasks.harness.cli",
+              "AgentFloor tasks: list, run, sweep, report, compare, rescore"),
+    "sim": ("agentworld_envs.sim.cli",
+            "Simulated envs: list, scenarios, generate, request, fidelity"),
     "wm": ("agentworld_envs.bench.cli", "World models: bench, fidelity, export, sft, rl"),
     "team": ("trainers.cli", "Shared-context teams: list and play team envs, train TeamTR"),
 }
@@ -22,10 +28,19 @@ subcommands that the group's own ``add_commands`` returns (the world-model train
 live with the trainers, so the bench package never imports them)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (a :class:`UsageError`), not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see: {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser, with one sub-parser per command group."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentworld", description="Environments for training and testing LLM agents.")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of its one-line summary")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
     for name, (module, help_text) in GROUPS.items():
         commands = importlib.import_module(module).add_commands(groups.add_parser(
@@ -35,10 +50,72 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Expected errors of other packages, by "module:class" (matched along the exception's MRO, so
+# that reporting them imports nothing): exit status and message prefix.
+_EXPECTED = {
+    "floor_tasks.harness.corpus_io:CorruptCorpusError": (2, "corrupt corpus: "),
+    "floor_tasks.harness.sweep_config:SweepConfigError": (2, ""),
+    "agentworld_envs.sim.prompt_sets:PromptSetError": (2, ""),
+    "trainers.common.args:ConfigError": (2, ""),
+    "agentworld_envs.backends.base:BackendError": (1, "backend failed: "),
+}
+
+
+def _expected(exc: BaseException) -> tuple[int, str] | None:
+    """Exit status and report of an expected error; None for anything else (a bug)."""
+    if isinstance(exc, Interrupted):
+        return 130, f"interrupted: {exc}"
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "interrupted"
+    if isinstance(exc, UsageError):
+        return 2, f"error: {exc}"
+    for cls in type(exc).__mro__:
+        known = _EXPECTED.get(f"{cls.__module__}:{cls.__qualname__}")
+        if known:
+            return known[0], f"error: {known[1]}{exc}"
+    if isinstance(exc, FileNotFoundError):
+        return 2, f"error: no such file or directory: {exc.filename} (check the path)"
+    if isinstance(exc, OSError):
+        return 1, f"error: {exc}"
+    return None
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush after a broken pipe
+    (``agentworld sim list | head -1``) is silent."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured or replaced (tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run the CLI; returns the exit status.
+
+    Expected errors become one line on stderr (``agentworld: error: ...``), exit status 2
+    (usage) or 1 (failure); Ctrl-C exits 130; a broken stdout pipe ends quietly. With
+    ``--debug`` the traceback is shown instead.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        args.argv = argv  # for commands that print how to resume them
+        status = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a broken pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except (Exception, KeyboardInterrupt) as exc:
+        expected = _expected(exc)
+        if expected is None or "--debug" in argv:
+            raise
+        message = "; ".join(line.strip() for line in expected[1].splitlines() if line.strip())
+        print(f"agentworld: {message}", file=sys.stderr)
+        return expected[0]
 
 
 if __name__ == "__main__":

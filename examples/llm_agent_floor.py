@@ -2,7 +2,9 @@
 
 The loop is the plain Gymnasium one: the prompt comes from ``reset``, each model reply is one
 ``step`` (tool calls or a final answer), and tool results go back to the model as the next user
-turn. Serve a model first, e.g. ``vllm serve Qwen/Qwen3-1.7B`` or ``transformers serve``, then::
+turn. Serve a model first, e.g. ``vllm serve Qwen/Qwen3-1.7B``, or a local directory offline
+with ``transformers serve /path/to/model`` (then pass ``--model /path/to/model``: requests must
+name the model by its path), then::
 
     python examples/llm_agent_floor.py --base-url http://127.0.0.1:8000/v1 \\
         --model Qwen/Qwen3-1.7B --tasks A1,B3,C3

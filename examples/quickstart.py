@@ -1,6 +1,6 @@
 """Play one AgentFloor task by hand with ``gym.make``, then run the oracle over a tier.
 
-Run: ``python examples/quickstart.py``
+Quick check (CPU, seconds): ``python examples/quickstart.py``
 """
 
 import gymnasium as gym

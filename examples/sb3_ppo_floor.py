@@ -12,6 +12,9 @@ the exact success rate over variants. The curves go to ``--plot``.
 Run (needs the ``rl`` and ``plot`` extras)::
 
     python examples/sb3_ppo_floor.py --tasks B2,C4,D2,E5 --timesteps 16384 --plot curves.png
+
+Quick check (CPU, seconds; too short to learn): ``python examples/sb3_ppo_floor.py
+--tasks A02,B2 --timesteps 256 --eval-every 256 --plot curves.png``
 """
 
 from __future__ import annotations

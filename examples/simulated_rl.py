@@ -9,6 +9,9 @@ Run offline (the default ``scripted`` backend: placeholder observations, real ru
 
     python examples/simulated_rl.py --domain search --updates 40
 
+Quick check (CPU, seconds): ``python examples/simulated_rl.py --domain search --updates 2
+--num-envs 2``
+
 or against a world-model server (vLLM, SGLang, ``transformers serve``)::
 
     python examples/simulated_rl.py --base-url http://localhost:8000/v1 \\

@@ -19,7 +19,7 @@ and gains are exact (enumeration over the message space, no sampling noise).
 
 Run: ``python examples/teamtr_evidence.py`` (about 15 minutes on 2 busy cores) writes
 ``runs/teamtr_evidence/{results.json,report.md,*.png}``; ``--docs docs`` also writes the plots to
-``docs/``. ``--quick`` is a tiny version that takes about 20 seconds.
+``docs/``. ``--quick`` is a tiny version that checks the script (2 to 3 minutes on 2 busy cores).
 """
 
 from __future__ import annotations
@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="matched rollout budget per run, in episodes")
     parser.add_argument("--workers", type=int, default=2, help="processes; 0 runs in this one")
     parser.add_argument("--quick", action="store_true",
-                        help="a tiny version that checks the script (about 20 seconds)")
+                        help="a tiny version that checks the script (2-3 minutes on 2 cores)")
     parser.add_argument("--out", type=Path, default=Path("runs/teamtr_evidence"))
     parser.add_argument("--docs", type=Path, default=None,
                         help="also write the plots here (e.g. docs); off by default")

@@ -9,6 +9,9 @@ model::
 
 ``--adapter tools`` uses ``environment_factory`` tool methods instead (TRL runs the tool loop;
 see docs/trl.md for what that changes).
+
+Quick check (CPU, seconds; one step): ``python examples/trl_grpo_floor.py --max-steps 1
+--output-dir out``
 """
 
 from __future__ import annotations

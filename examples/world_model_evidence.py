@@ -9,6 +9,9 @@ are scored on the held-out tasks. Writes ``evidence.json`` and ``evidence.md`` t
 Run::
 
     python examples/world_model_evidence.py --out runs/wm_evidence --minutes 8
+
+Quick check (CPU, seconds; too short to learn): ``python examples/world_model_evidence.py
+--out wm --minutes 0.02 --explore-repeats 1 --eval-items 4 --max-tokens 8``
 """
 
 from __future__ import annotations

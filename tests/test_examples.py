@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,17 +14,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+QUICK = re.compile(r"Quick check[^:]*:\s*``python examples/(?P<name>\S+)(?P<args>[^`]*)``")
 
-RUN_ONLY = {
-    "simulated_rl.py": ["--domain", "search", "--updates", "2", "--num-envs", "2"],
-    "teamtr_symbolic.py": ["--total-episodes", "256", "--log-dir", ""],
-    "trl_grpo_floor.py": ["--max-steps", "1", "--output-dir", "out"],
-    "world_model_evidence.py": ["--out", "wm", "--minutes", "0.02", "--explore-repeats", "1",
-                                "--eval-items", "4", "--max-tokens", "8"],
-}
-"""Examples whose own tests check their results; here they only have to run, tiny budget."""
+QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "trl_grpo_floor.py",
+              "world_model_evidence.py"}
+"""Examples whose own tests check their results; here their documented quick check has to run."""
 CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py"}
 TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it with --quick"}
+NEEDS_A_SERVER = {"llm_agent_floor.py"}
+
+
+def quick_check(name: str) -> list[str]:
+    """The arguments of the example's documented ``Quick check: ``python examples/...```` line."""
+    doc = ast.get_docstring(ast.parse((EXAMPLES / name).read_text(encoding="utf-8"))) or ""
+    found = QUICK.search(doc)
+    assert found and found["name"] == name, f"{name}'s docstring documents no quick check"
+    return shlex.split(found["args"])
 
 
 def run_example(name: str, *args: str, cwd: Path) -> str:
@@ -35,27 +43,27 @@ def run_example(name: str, *args: str, cwd: Path) -> str:
 
 def test_every_example_has_a_smoke_test() -> None:
     scripts = {path.name for path in EXAMPLES.glob("*.py")}
-    assert scripts == set(RUN_ONLY) | CHECKED_BELOW | set(TESTED_ELSEWHERE)
+    assert scripts == QUICK_ONLY | CHECKED_BELOW | set(TESTED_ELSEWHERE)
+    for name in scripts - set(TESTED_ELSEWHERE) - NEEDS_A_SERVER:
+        quick_check(name)
 
 
-@pytest.mark.parametrize("name", sorted(RUN_ONLY))
-def test_example_runs(name: str, tmp_path: Path) -> None:
-    assert run_example(name, *RUN_ONLY[name], cwd=tmp_path).strip()
+@pytest.mark.parametrize("name", sorted(QUICK_ONLY))
+def test_example_quick_check_runs(name: str, tmp_path: Path) -> None:
+    assert run_example(name, *quick_check(name), cwd=tmp_path).strip()
 
 
 def test_quickstart_solves_its_task(tmp_path: Path) -> None:
-    output = run_example("quickstart.py", cwd=tmp_path)
+    output = run_example("quickstart.py", *quick_check("quickstart.py"), cwd=tmp_path)
     assert "reward: 1.0" in output and "passed=False" not in output
 
 
 def test_sb3_example_writes_its_curves(tmp_path: Path) -> None:
-    plot = tmp_path / "curves.png"
-    output = run_example("sb3_ppo_floor.py", "--tasks", "A02,B2", "--timesteps", "256",
-                         "--eval-every", "256", "--plot", str(plot), cwd=tmp_path)
+    output = run_example("sb3_ppo_floor.py", *quick_check("sb3_ppo_floor.py"), cwd=tmp_path)
     rows = [line.split("|")[1:5] for line in output.splitlines() if line.startswith("| A02 |")
             or line.startswith("| B2 |")]
     assert rows == [[" A02 ", " A0 ", " 5 ", " 4 "], [" B2 ", " B ", " 5 ", " 7 "]]
-    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
 
 
 @pytest.mark.server

@@ -1,8 +1,7 @@
-"""Bootstrap statistics and the corpus report (ladder, histograms, cost, routing, plot)."""
+"""Score intervals and the corpus report (ladder, histograms, cost, routing, plot)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from floor_tasks.harness.report import (
@@ -15,7 +14,6 @@ from floor_tasks.harness.report import (
 from floor_tasks.harness.stats import diff_ci, equivalence_test, pass_rate_ci
 from floor_tasks.task import TIERS
 
-FAST = 2_000  # bootstrap resamples in tests
 TIER_OF = {f"{tier}{i}": tier for tier in TIERS for i in range(1, 6)}  # A01.., A1.., .., E5
 
 
@@ -46,57 +44,72 @@ def corpus(model: str, pass_rate: float, repeats: int = 4, tokens: int = 100) ->
 # --- stats ---------------------------------------------------------------------------------
 
 
+def outcomes(passed: int, n: int) -> list[bool]:
+    return [True] * passed + [False] * (n - passed)
+
+
+@pytest.mark.parametrize("passed,n,low,high", [
+    (5, 5, 0.5655, 1.0), (0, 5, 0.0, 0.4345), (3, 10, 0.1078, 0.6032), (7, 10, 0.3968, 0.8922),
+    (1, 1, 0.2065, 1.0),
+])
+def test_rate_ci_is_the_wilson_interval(passed: int, n: int, low: float, high: float) -> None:
+    ci = pass_rate_ci(outcomes(passed, n))
+    assert (ci.passed, ci.n, ci.confidence) == (passed, n, 0.95)
+    assert (ci.low, ci.high) == (pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4))
+
+
+def test_rate_ci_does_not_collapse_at_the_ends() -> None:
+    assert str(pass_rate_ci(outcomes(5, 5))) == "100% [57%, 100%] (5/5)"
+    assert str(pass_rate_ci(outcomes(0, 5))) == "0% [0%, 43%] (0/5)"
+    assert str(pass_rate_ci([])) == "n/a"
+    assert (pass_rate_ci([]).low, pass_rate_ci([]).high) == (0.0, 1.0)
+
+
 @pytest.mark.parametrize("passed,n", [(7, 10), (0, 8), (8, 8), (33, 50)])
 def test_rate_ci_contains_estimate(passed: int, n: int) -> None:
-    ci = pass_rate_ci([True] * passed + [False] * (n - passed), resamples=FAST)
-    assert 0 <= ci.low <= ci.rate <= ci.high <= 1
-    assert (ci.passed, ci.n) == (passed, n)
+    ci = pass_rate_ci(outcomes(passed, n))
+    assert 0 <= ci.low <= ci.rate <= ci.high <= 1 and ci.low < ci.high
 
 
-def test_rate_ci_shrinks_with_n() -> None:
-    widths = [
-        pass_rate_ci([True] * (7 * k) + [False] * (3 * k), resamples=FAST) for k in (1, 10, 100)
-    ]
-    assert widths[0].high - widths[0].low > widths[1].high - widths[1].low
-    assert widths[1].high - widths[1].low > widths[2].high - widths[2].low
+def test_rate_ci_shrinks_with_n_and_widens_with_confidence() -> None:
+    cis = [pass_rate_ci(outcomes(7 * k, 10 * k)) for k in (1, 10, 100)]
+    widths = [ci.high - ci.low for ci in cis]
+    assert widths[0] > widths[1] > widths[2]
+    assert pass_rate_ci(outcomes(7, 10), confidence=0.99).low < cis[0].low
+    with pytest.raises(ValueError, match="confidence"):
+        pass_rate_ci(outcomes(7, 10), confidence=1.0)
 
 
-def test_rate_ci_under_five_runs_is_uninformative() -> None:
-    ci = pass_rate_ci([True, True, True, True])
-    assert (ci.low, ci.high, ci.rate) == (0.0, 1.0, 1.0)
-    assert str(pass_rate_ci([])) == "n/a"
-
-
-def test_rate_ci_is_seeded_and_matches_index_resampling() -> None:
-    outcomes = [True] * 13 + [False] * 7
-    assert pass_rate_ci(outcomes) == pass_rate_ci(outcomes)
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(outcomes), size=(10_000, len(outcomes)))
-    naive = np.quantile(np.asarray(outcomes)[idx].mean(axis=1), [0.025, 0.975])
-    ci = pass_rate_ci(outcomes)
-    assert ci.low == pytest.approx(naive[0], abs=0.051)
-    assert ci.high == pytest.approx(naive[1], abs=0.051)
+def test_diff_ci_is_newcombes_interval() -> None:
+    # Newcombe (1998), Stat Med 17:873, example (a): 56/70 vs 48/80 -> [0.0524, 0.3339].
+    ci = diff_ci(outcomes(56, 70), outcomes(48, 80))
+    assert ci.estimate == pytest.approx(0.2)
+    assert (ci.low, ci.high) == (pytest.approx(0.0524, abs=1e-4), pytest.approx(0.3339, abs=1e-4))
 
 
 def test_diff_ci_paired_and_unpaired() -> None:
-    a = [True] * 20 + [False] * 20
-    same = diff_ci(a, a, paired=True, resamples=FAST)
-    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
-    unpaired = diff_ci(a, a, resamples=FAST)
-    assert unpaired.low < 0 < unpaired.high
-    better = diff_ci([True] * 40, a, paired=True, resamples=FAST)
-    assert better.estimate == 0.5 and better.low <= 0.5 <= better.high
+    a = outcomes(20, 40)
+    unpaired = diff_ci(a, a)
+    assert unpaired.estimate == 0.0 and unpaired.low == pytest.approx(-unpaired.high)
+    same = diff_ci(a, a, paired=True)
+    assert same.estimate == 0.0 and unpaired.low < same.low <= 0.0 <= same.high < unpaired.high
+    better = diff_ci([True] * 40, a, paired=True)
+    assert better.estimate == 0.5 and better.low < 0.5 < better.high
+    perfect = diff_ci([True] * 5, [True] * 5, paired=True)  # no spread to correlate: unpaired
+    assert (perfect.low, perfect.high) == (diff_ci([True] * 5, [True] * 5).low, -perfect.low)
+    assert perfect.low < -0.4
     with pytest.raises(ValueError, match="equal lengths"):
         diff_ci(a, a[:-1], paired=True)
-    assert (diff_ci(a[:3], a).low, diff_ci(a[:3], a).high) == (-1.0, 1.0)
+    assert (diff_ci([], a).low, diff_ci([], a).high) == (-1.0, 1.0)
 
 
 def test_equivalence_test() -> None:
-    a = [True] * 90 + [False] * 10
-    assert equivalence_test(a, a, paired=True, resamples=FAST).equivalent
-    assert not equivalence_test([True] * 100, [False] * 50 + [True] * 50, resamples=FAST).equivalent
-    assert not equivalence_test(a[:4], a[:4], paired=True).equivalent  # too few runs
-    assert equivalence_test(a, a, margin=0.0, paired=True, resamples=FAST).equivalent
+    a = outcomes(90, 100)
+    assert equivalence_test(a, a, paired=True).equivalent
+    assert equivalence_test([True] * 100, [True] * 100).equivalent
+    assert not equivalence_test([True] * 100, outcomes(50, 100)).equivalent
+    assert not equivalence_test([True] * 5, [True] * 5, paired=True).equivalent  # too few runs
+    assert not equivalence_test(a, a, margin=0.0, paired=True).equivalent
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -109,33 +122,42 @@ PRICES = {
 
 
 def test_routing_picks_cheaper_of_equivalent_models() -> None:
-    records = corpus("big", 1.0) + corpus("small", 1.0)
-    report = build_report(records, prices=PRICES, resamples=FAST)
+    records = corpus("big", 1.0, repeats=20) + corpus("small", 1.0, repeats=20)
+    report = build_report(records, prices=PRICES)
     assert [r.tier for r in report.routes] == [*TIERS, OVERALL]
     assert {r.chosen for r in report.routes} == {"small"}
     assert report.cost_basis == "cost per run"
 
 
+def test_routing_needs_enough_runs_to_call_models_equivalent() -> None:
+    records = corpus("big", 1.0, repeats=1) + corpus("small", 1.0, repeats=1)  # 5/5 per tier
+    routes = build_report(records, prices=PRICES).routes
+    assert all(r.equivalent == (r.best,) for r in routes[:-1])  # ties go to the cheaper
+    md = build_report(records, prices=PRICES).markdown()
+    assert "100% [57%, 100%] (5/5)" in md and "95% Wilson score interval" in md
+    assert "Newcombe score interval" in md and "bootstrap" not in md
+
+
 def test_routing_keeps_the_better_model_when_not_equivalent() -> None:
     records = corpus("big", 1.0) + corpus("small", 0.5)
-    routes = build_report(records, prices=PRICES, resamples=FAST).routes
+    routes = build_report(records, prices=PRICES).routes
     assert all(r.best == "big" and r.chosen == "big" for r in routes)
     assert all(r.equivalent == ("big",) for r in routes)
 
 
 def test_routing_falls_back_to_params_then_tokens() -> None:
-    records = corpus("big", 1.0, tokens=50) + corpus("small", 1.0, tokens=500)
-    by_params = build_report(records, params={"big": 70, "small": 8}, resamples=FAST)
+    records = corpus("big", 1.0, 20, tokens=50) + corpus("small", 1.0, 20, tokens=500)
+    by_params = build_report(records, params={"big": 70, "small": 8})
     assert by_params.cost_basis == "params_b"
     assert by_params.routes[-1].chosen == "small"
-    by_tokens = build_report(records, params={"small": 8}, resamples=FAST)
+    by_tokens = build_report(records, params={"small": 8})
     assert by_tokens.cost_basis == "mean total tokens"
     assert by_tokens.routes[-1].chosen == "big"
 
 
 def test_report_tables() -> None:
     records = corpus("big", 1.0) + corpus("small", 0.5)
-    report = build_report(records, prices={"big": PRICES["big"]}, resamples=FAST)
+    report = build_report(records, prices={"big": PRICES["big"]})
     assert report.ladder["small"]["A"].passed == 10 and report.ladder["small"]["A"].n == 20
     assert report.failure_classes["small"]["F4"] == 60
     assert report.failure_labels["small"]["step_budget"] == 60
@@ -150,7 +172,7 @@ def test_report_tables() -> None:
 
 def test_markdown_shows_every_tier_even_when_empty() -> None:
     records = [run("m", t, True) for t in ("A1", "A2", "C3")]
-    md = render_markdown(records, resamples=FAST)
+    md = render_markdown(records)
     header = md.split("## Tier ladder")[1].split("\n| Model |")[1].split("\n")[0]
     assert all(f" {tier} |" in header for tier in TIERS)
     assert "1/1" in md
@@ -166,7 +188,7 @@ def test_ladder_text() -> None:
 
 def test_write_report_writes_markdown_and_png(tmp_path) -> None:
     records = corpus("big", 1.0) + corpus("small", 0.6)
-    path = write_report(records, tmp_path / "out", prices=PRICES, resamples=FAST)
+    path = write_report(records, tmp_path / "out", prices=PRICES)
     assert path.read_text().startswith("# AgentFloor report")
     assert "![Tier ladder](ladder.png)" in path.read_text()
     png = (tmp_path / "out" / "ladder.png").read_bytes()

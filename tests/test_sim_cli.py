@@ -43,9 +43,14 @@ def test_fidelity_of_a_perfect_and_of_a_placeholder_world_model(
     perfect = json.dumps(world_model(real_observations("C3")))
     out = run(capsys, "fidelity", "--backend", perfect, "--tasks", "C3")
     assert out.splitlines()[1].split() == ["C3/v0", "3", "1.000", "1.000", "1.000"]
-    report = json.loads(run(capsys, "fidelity", "--tasks", "C3,E4", "--json"))
+    report = json.loads(run(capsys, "fidelity", "--backend", "scripted", "--tasks", "C3,E4",
+                            "--json"))
     assert report["overall"]["exact"] == 0.0 and report["overall"]["structural"] == 0.0
     assert set(report["scenarios"]) == {"C3/v0", "E4/v0"}
+    table = run(capsys, "fidelity", "--backend", "scripted", "--tasks", "C3")
+    assert table.startswith("note: 3 of 3 steps were answered by the scripted placeholder, not "
+                            "a world model: their scores are the placeholder's")
+    assert report["placeholder_steps"] == 9 and "note:" not in out
 
 
 def test_fidelity_report_counts_only_steps_the_world_model_answered() -> None:

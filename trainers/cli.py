@@ -10,6 +10,8 @@ import argparse
 import importlib
 from typing import Any
 
+from agentworld_envs.cli_errors import UsageError, name_of
+
 __all__ = ["ALGORITHMS", "add_commands"]
 
 ALGORITHMS = {
@@ -29,7 +31,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     envs = commands.add_parser("envs", help="list the registered team envs")
     envs.set_defaults(handler=_envs)
     play = commands.add_parser("play", help="play one episode with random messages and print it")
-    play.add_argument("env_id", help="a team env id, e.g. team_envs/relay-v0")
+    play.add_argument("env_id", type=_team_env_id, help="a team env id, e.g. team_envs/relay-v0")
     play.add_argument("--seed", type=int, default=0, help="episode seed")
     play.add_argument("--env-kwargs", type=json_object, default={},
                       help='env keyword arguments as JSON, e.g. \'{"n_agents": 4}\'')
@@ -40,6 +42,15 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     train.add_argument("options", nargs=argparse.REMAINDER,
                        help="the trainer's options (see ALGORITHM --help)")
     train.set_defaults(handler=_train)
+
+
+def _known_team_envs() -> list[str]:
+    import team_envs
+
+    return list(team_envs.ENV_MODULES)
+
+
+_team_env_id = name_of("team env id", _known_team_envs, listing="agentworld team envs")
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -65,7 +76,10 @@ def _play(args: argparse.Namespace) -> int:
 
     import team_envs  # noqa: F401  (registers the envs)
 
-    env = pettingzoo.make("aec", args.env_id, render_mode="ansi", **args.env_kwargs)
+    try:
+        env = pettingzoo.make("aec", args.env_id, render_mode="ansi", **args.env_kwargs)
+    except TypeError as exc:  # a keyword the env does not take
+        raise UsageError(f"--env-kwargs: {args.env_id}: {exc}") from exc
     env.reset(seed=args.seed)
     for index, name in enumerate(env.possible_agents):
         env.action_space(name).seed(args.seed + index)

@@ -248,8 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     args = parse_args(Args, argv, prog="agentworld team train teamtr")
     result = train(args)
+    logs = f"TensorBoard: {result.run_dir}" if result.run_dir else "TensorBoard off (--log-dir)"
     print(f"final team reward {result.final_eval:.3f} after {result.team.episodes} episodes "
-          f"(TensorBoard: {result.run_dir})")
+          f"({logs})")
     return 0
 
 

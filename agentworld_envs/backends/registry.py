@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentworld_envs.backends.base import Backend
+from agentworld_envs.cli_errors import UnknownNameError
 
 __all__ = ["make_backend", "parse_backend_arg", "register_backend"]
 
@@ -40,27 +41,38 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
         config = {"name": config}
     options = dict(config)
     name = options.pop("name", None)
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown backend {name!r}; known backends: {sorted(_REGISTRY)}")
-    factory = _REGISTRY[name]
+    factory = _REGISTRY[_known(name)]
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
     return factory(**options)
 
 
+def _known(name: object) -> str:
+    """``name`` if a backend is registered under it.
+
+    Raises:
+        UnknownNameError: (a ``ValueError``) naming the nearest registered names.
+    """
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise UnknownNameError("backend", name, sorted(_REGISTRY))
+    return name
+
+
 def parse_backend_arg(value: str) -> dict[str, Any]:
     """Read a command-line backend: a name (``oracle``) or a JSON object with a ``name``.
 
     Raises:
-        ValueError: the JSON is invalid or has no ``name``.
+        ValueError: the JSON is invalid or has no ``name``; an :class:`UnknownNameError` when
+            no backend is registered under the name.
     """
     if not value.lstrip().startswith("{"):
-        return {"name": value}
+        return {"name": _known(value)}
     try:
         config = json.loads(value)
     except json.JSONDecodeError as exc:
         raise ValueError(f"backend is not valid JSON: {exc}") from None
     if not isinstance(config, dict) or "name" not in config:
         raise ValueError('a backend given as JSON needs a "name" field')
+    _known(config["name"])
     return config

@@ -15,16 +15,67 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentworld_envs.backends import SamplingParams, make_backend
+from tqdm.auto import tqdm
+
+from agentworld_envs.backends import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    SamplingParams,
+    make_backend,
+    parse_backend_arg,
+)
+from agentworld_envs.cli_errors import UsageError
 
 __all__ = ["add_commands"]
 
 
-def _backend_config(text: str) -> str | dict[str, Any]:
-    return json.loads(text) if text.lstrip().startswith("{") else text
+class _Watched(Backend):
+    """A backend that advances a progress bar by each request it answers and keeps the
+    errors of the requests it failed."""
+
+    def __init__(self, inner: Backend, bar: Any) -> None:
+        self.inner, self.bar, self.name = inner, bar, inner.name
+        self.errors: list[BackendError] = []
+        self.requests = 0
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        answers = self.complete_each(requests)
+        for answer in answers:
+            if isinstance(answer, BackendError):
+                raise answer
+        return answers  # type: ignore[return-value]
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        answers = self.inner.complete_each(requests)
+        self.requests += len(requests)
+        self.errors += [a for a in answers if isinstance(a, BackendError)]
+        self.bar.update(len(requests))
+        return answers
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def report_failures(self, role: str) -> None:
+        """Raise the first error when every request failed; else say on stderr how many did."""
+        if not self.errors:
+            return
+        if len(self.errors) == self.requests:
+            raise self.errors[0]
+        print(f"warning: {len(self.errors)} of {self.requests} {role} requests failed "
+              f"(first: {self.errors[0]})", file=sys.stderr)
+
+
+def _watched(config: str, role: str, total: int | None) -> tuple[Backend, _Watched]:
+    """The backend of ``config`` and its watched wrapper, with a progress bar on stderr."""
+    backend = make_backend(parse_backend_arg(config))
+    return backend, _Watched(backend, tqdm(total=total, desc=role, unit="request", disable=None))
 
 
 def _items(paths: list[str]) -> list[Any]:
@@ -47,12 +98,20 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
                     saved[record["key"]] = record["output"]
         missing = [item.key for item in items if item.key not in saved]
         if missing:
-            raise SystemExit(f"{args.predictions} has no prediction for {missing[:5]}")
+            raise UsageError(f"{args.predictions} has no prediction for {missing[:5]}: give the "
+                             "records.jsonl of a run over the same items")
         return [saved[item.key] for item in items]
+    if not args.backend:
+        raise UsageError("give --backend, the world model to run (a name or JSON, e.g. "
+                         "'{\"name\": \"hf\", \"model\": \"runs/wm\"}'), or --predictions, "
+                         "an earlier run's records.jsonl")
     sampling = SamplingParams(temperature=args.temperature, top_p=None,
                               max_tokens=args.max_tokens, seed=args.seed)
-    with make_backend(_backend_config(args.backend)) as backend:
-        return predict(backend, items, sampling, args.batch_size)
+    backend, watched = _watched(args.backend, "world model", len(items))
+    with backend, watched.bar:
+        outputs = predict(watched, items, sampling, args.batch_size)
+    watched.report_failures("world-model")
+    return outputs
 
 
 def _write(out: str, result: Any) -> None:
@@ -73,36 +132,59 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     if args.out:
         _write(args.out, result)
     print(result.markdown())
+    _note_placeholders(args)
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.judge import JudgePrompts
     from agentworld_envs.bench.run import run_bench
-    from agentworld_envs.sim.prompt_sets import PromptSetError
 
-    try:  # a bad prompt directory fails before any model call
-        prompts = JudgePrompts.load(args.prompts)
-    except PromptSetError as exc:
-        raise SystemExit(str(exc)) from None
+    prompts = JudgePrompts.load(args.prompts)  # a bad prompt directory fails before any call
     items = _items(args.items)
     outputs = _outputs(args, items)
     sampling = SamplingParams(temperature=args.judge_temperature, top_p=None,
                               max_tokens=args.judge_max_tokens)
-    with make_backend(_backend_config(args.judge)) as judge:
-        result = run_bench(items, outputs, judge, sampling, max(0, args.max_retries - 1),
+    judge, watched = _watched(args.judge, "judge", None)  # retries make the total unknown
+    with judge, watched.bar:
+        result = run_bench(items, outputs, watched, sampling, max(0, args.max_retries - 1),
                            args.batch_size, prompts=prompts, rule_caps=args.rule_caps)
+    watched.report_failures("judge")
     if args.out:
         _write(args.out, result)
     print(result.markdown())
+    _print_failure_examples(result.records)
+    _note_placeholders(args)
     return 0
+
+
+def _print_failure_examples(records: list[dict[str, Any]]) -> None:
+    """Under the summary's failure counts: one example of each reason's error."""
+    examples: dict[str, str] = {}
+    for record in records:
+        if record.get("failed") and record.get("error") not in (None, "", record["reason"]):
+            examples.setdefault(record["reason"], str(record["error"]))
+    for reason, error in examples.items():
+        print(f"  {reason}, e.g. {error[:300]}")
+
+
+def _note_placeholders(args: argparse.Namespace) -> None:
+    """Say which backend is the scripted placeholder, whose outputs are no model's."""
+    for flag, role, config in (("--backend", "world model", args.backend),
+                               ("--judge", "judge", getattr(args, "judge", ""))):
+        backend = parse_backend_arg(config) if config else {}
+        if backend.get("name") == "scripted" and not backend.get("rules"):
+            print(f"note: the {role} is the scripted placeholder, not a model: its outputs are "
+                  f"placeholders (pass a model with {flag})")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.items import write_items
     from agentworld_envs.bench.transitions import corpus_transitions, split_by_task
 
-    items = corpus_transitions(args.corpus)
+    items: list[Any] = []
+    for corpus in tqdm(args.corpus, desc="export", unit="corpus", disable=None):
+        items += corpus_transitions([corpus], start_id=len(items))
     train, val = split_by_task(items, args.val_fraction, args.seed)
     write_items(train, Path(args.out) / "train.jsonl")
     write_items(val, Path(args.out) / "val.jsonl")

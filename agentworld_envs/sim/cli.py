@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import warnings
 from typing import Any
+
+from agentworld_envs.cli_errors import UsageError, name_of
 
 __all__ = ["add_commands"]
 
@@ -84,7 +87,7 @@ def _cmd_request(args: argparse.Namespace) -> int:
 
 def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str = "simulated",
                     seed: int = 0, sampling: dict[str, Any] | None = None,
-                    prompts: str | None = None) -> dict[str, Any]:
+                    prompts: str | None = None, progress: bool = False) -> dict[str, Any]:
     """Play each floor scenario's reference solution; summarise fidelity per task and overall.
 
     Args:
@@ -94,11 +97,15 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
         seed: Reset seed (sub-env i gets ``seed + i``).
         sampling: World-model sampling fields.
         prompts: The prompt set (the floor domain always uses its own prompt).
+        progress: Show a progress bar of the turns (on stderr).
 
     Returns:
-        ``{"overall": summary, "scenarios": {id: summary}}``, each summary from
-        :func:`agentworld_envs.sim.fidelity.summarise`.
+        ``{"overall": summary, "scenarios": {id: summary}, "placeholder_steps": n}``, each
+        summary from :func:`agentworld_envs.sim.fidelity.summarise`; ``n`` counts the steps
+        that the scripted placeholder answered, not a world model.
     """
+    from tqdm.auto import tqdm
+
     from agentworld_envs.sim.fidelity import Fidelity, summarise
     from agentworld_envs.sim.vector import AgentWorldVectorEnv
 
@@ -107,20 +114,27 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
                                prompts=prompts)
     envs.reset(seed=seed, options={"scenario": scenario_ids})
     plans = [episode.scenario.solution_actions for episode in envs.episodes]
-    for turn in range(max(len(plan) for plan in plans)):
+    turns = max(len(plan) for plan in plans)
+    bar = tqdm(range(turns), desc="fidelity", unit="turn",
+               disable=None if progress else True)  # None: only on a terminal
+    for turn in bar:
         envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])
     steps = {sid: [Fidelity.from_dict(entry["fidelity"]) for entry in episode.transcript
                    if entry["fidelity"]]
              for sid, episode in zip(scenario_ids, envs.episodes, strict=True)}
+    placeholders = sum(episode.counts["placeholder"] for episode in envs.episodes)
     envs.close()
     return {"overall": summarise(f for found in steps.values() for f in found),
-            "scenarios": {sid: summarise(found) for sid, found in steps.items()}}
+            "scenarios": {sid: summarise(found) for sid, found in steps.items()},
+            "placeholder_steps": placeholders}
 
 
 def _floor_scenarios(tasks: str, variants: str) -> list[str]:
     from floor_tasks import TASK_IDS, load_task
+    from floor_tasks.harness.cli import check_task_ids
 
     chosen = TASK_IDS if tasks == "all" else [t.strip() for t in tasks.split(",") if t.strip()]
+    check_task_ids(chosen)
     ids = []
     for task_id in chosen:
         names = load_task(task_id).variant_names
@@ -136,9 +150,20 @@ def _number(value: float) -> str:
 def _cmd_fidelity(args: argparse.Namespace) -> int:
     from agentworld_envs.backends import parse_backend_arg
 
+    if not args.backend:
+        raise UsageError("sim fidelity needs --backend, the world model to score (a name or JSON,"
+                         " e.g. '{\"name\": \"openai\", ...}'); --backend scripted scores the"
+                         " scripted placeholder")
+    backend = parse_backend_arg(args.backend)
     scenarios = _floor_scenarios(args.tasks, args.variants)
-    report = fidelity_report(parse_backend_arg(args.backend), scenarios, args.mode, args.seed,
-                             {"max_tokens": args.max_tokens}, args.prompts)
+    report = fidelity_report(backend, scenarios, args.mode, args.seed,
+                             {"max_tokens": args.max_tokens}, args.prompts, progress=True)
+    placeholders = report["placeholder_steps"]
+    if placeholders:
+        print(f"note: {placeholders} of {int(report['overall']['steps'])} steps were answered by "
+              "the scripted placeholder, not a world model: their scores are the placeholder's "
+              "(pass a model with --backend)",
+              file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -147,6 +172,15 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
         print(f"{name:<10} {int(summary['steps']):>5} {_number(summary['exact']):>7} "
               f"{_number(summary['structural']):>7} {_number(summary['values']):>7}")
     return 0
+
+
+def _known_domains() -> list[str]:
+    from agentworld_envs.domains import DOMAINS
+
+    return list(DOMAINS)
+
+
+_domain_name = name_of("domain", _known_domains, listing="agentworld sim list")
 
 
 def _prompts_option(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +197,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=_cmd_list)
 
     scenarios = commands.add_parser("scenarios", help="a domain's hand-written scenarios")
-    scenarios.add_argument("domain")
+    scenarios.add_argument("domain", type=_domain_name)
     scenarios.add_argument("--json", action="store_true", help="one JSON scenario per line")
     scenarios.set_defaults(handler=_cmd_scenarios)
 
@@ -175,7 +209,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     request = commands.add_parser(
         "request", help="the world-model request one action sends (JSON), without a model")
-    request.add_argument("domain")
+    request.add_argument("domain", type=_domain_name)
     request.add_argument("action", help="the agent's action, e.g. a JSON tool call")
     request.add_argument("--scenario", help="a scenario id (default: drawn from --seed)")
     request.add_argument("--seed", type=int, default=0)
@@ -184,8 +218,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     fidelity = commands.add_parser(
         "fidelity", help="world-model fidelity against the real AgentFloor tools")
-    fidelity.add_argument("--backend", default="scripted",
-                          help='a backend name or JSON, e.g. \'{"name": "openai", ...}\'')
+    fidelity.add_argument("--backend", default="",
+                          help='the world model: a backend name or JSON, e.g. \'{"name": '
+                               '"openai", ...}\' (required; "scripted" is a placeholder)')
     fidelity.add_argument("--tasks", default="all", help="all, or task ids: C3,E4")
     fidelity.add_argument("--variants", default="v0", help="all, or variant names: v0,i1")
     fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated")

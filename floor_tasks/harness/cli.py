@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import functools
+import re
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends.registry import parse_backend_arg
+from agentworld_envs.cli_errors import UnknownNameError, on_interrupt
 
-__all__ = ["add_commands", "backend_arg"]
+__all__ = ["add_commands", "backend_arg", "check_task_ids"]
 
 
 def backend_arg(value: str) -> dict[str, Any]:
@@ -29,24 +31,23 @@ def _selector(value: str) -> str | list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _refusing_corrupt_corpora(
-        handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn a corpus that fails its integrity checks, or cannot be read at all, into a
-    one-line error and exit code 2."""
+def check_task_ids(task_ids: Iterable[str]) -> None:
+    """Raise :class:`UnknownNameError` (naming the nearest ids) for an id that is no task's."""
+    from floor_tasks import TASK_IDS
 
-    @functools.wraps(handler)
-    def guarded(args: argparse.Namespace) -> int:
-        from floor_tasks.harness.corpus_io import CorruptCorpusError
+    for task_id in task_ids:
+        if task_id not in TASK_IDS:
+            raise UnknownNameError("task id", task_id, TASK_IDS, listing="agentworld floor list")
 
-        try:
-            return handler(args)
-        except CorruptCorpusError as exc:
-            print(f"error: corrupt corpus: {exc}", file=sys.stderr)
-        except OSError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-        return 2
 
-    return guarded
+def _task_selector(value: str) -> str | list[str]:
+    """A ``--tasks`` selector whose listed ids all exist."""
+    selected = _selector(value)
+    try:
+        check_task_ids(selected if isinstance(selected, list) else ())
+    except UnknownNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return selected
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -63,47 +64,80 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None) -> int:
+def _described_arm(arm: Any) -> str:
+    """What an arm runs, in words: the oracle is said to be no model."""
+    backend = arm.backend
+    if backend["name"] == "oracle":
+        return "the reference solutions (oracle), not a model"
+    model = backend.get("model")
+    return f"{arm.slug} ({backend['name']}{f', {model}' if model else ''})"
+
+
+def _resumable(args: argparse.Namespace, corpus: Path, sweep: Callable[[], Any]) -> Any:
+    """Run ``sweep``; Ctrl-C says where the finished runs are and how to resume them."""
+    argv = getattr(args, "argv", None)  # set by the console script
+    command = shlex.join(["agentworld", *argv]) if argv else "the same command"
+    with on_interrupt(f"finished runs are saved in {corpus}; resume with: {command}"):
+        return sweep()
+
+
+def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None,
+            config: Any) -> int:
+    """Print the ladder, then two lines: what ran and what the tiers are; where it all went."""
     from floor_tasks.harness.report import render_ladder_text, write_report
+    from floor_tasks.task import TIER_NAMES
 
     print(render_ladder_text(records))
-    print(f"\ncorpus: {outcome.corpus} ({outcome.written} new runs, "
-          f"{outcome.skipped} already done)")
+    ran = "; ".join(dict.fromkeys(_described_arm(arm) for arm in config.arms()))
+    tiers = ", ".join(f"{tier} {name}" for tier, name in TIER_NAMES.items())
+    print(f"\nran: {ran}. tiers: {tiers}.")
     if report_dir is not None:
         write_report(records, report_dir)
-        print(f"report: {report_dir / 'report.md'}")
+        report = f"report: {report_dir / 'report.md'}"
+    else:
+        report = f"report: none (write one with: agentworld floor report {outcome.corpus})"
+    print(f"corpus: {outcome.corpus} ({outcome.written} new runs, "
+          f"{outcome.skipped} already done); {report}")
     for error in outcome.errors:
         print(f"error: {error}", file=sys.stderr)
     return 1 if outcome.errors else 0
+
+
+def _default_name(model: str) -> str:
+    """A run name from a model id or path: its last component, in the characters names allow.
+
+    Example:
+        >>> _default_name("/work/models/Qwen3-1.7B/"), _default_name("Qwen/Qwen3-8B")
+        ('Qwen3-1.7B', 'Qwen3-8B')
+    """
+    last = model.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._:@-]", "_", last).lstrip("._:@-") or "model"
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from floor_tasks.harness.corpus import RunCorpus
     from floor_tasks.harness.sweep import run_sweep, single_model_config
 
-    name = args.name or (args.backend.get("model") or args.backend["name"]).replace("/", "_")
+    name = args.name or _default_name(args.backend.get("model") or args.backend["name"])
     config = single_model_config(
-        args.backend, name=name, tasks=_selector(args.tasks), variants=_selector(args.variants),
+        args.backend, name=name, tasks=args.tasks, variants=_selector(args.variants),
         repeats=args.repeats, results_dir=str(args.out or Path("runs") / name),
         system_prompt_suffix=args.system_prompt_suffix, max_steps_override=args.max_steps,
         thinking=args.thinking, max_tokens=args.max_tokens)
-    outcome = run_sweep(config, progress=not args.no_progress, batch_size=args.batch_size)
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report)
+    outcome = _resumable(args, Path(config.results_dir), lambda: run_sweep(
+        config, progress=not args.no_progress, batch_size=args.batch_size))
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from floor_tasks.harness.corpus import RunCorpus
     from floor_tasks.harness.sweep import run_sweep
-    from floor_tasks.harness.sweep_config import SweepConfigError, load_sweep
+    from floor_tasks.harness.sweep_config import load_sweep
 
-    try:
-        config = load_sweep(args.config)
-    except SweepConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    outcome = run_sweep(config, args.out, progress=not args.no_progress,
-                        batch_size=args.batch_size)
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report)
+    config = load_sweep(args.config)
+    outcome = _resumable(args, Path(args.out or config.results_dir), lambda: run_sweep(
+        config, args.out, progress=not args.no_progress, batch_size=args.batch_size))
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -171,7 +205,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                    help='backend name or JSON, e.g. \'{"name": "openai", "model": "qwen3-8b", '
                         '"base_url": "http://127.0.0.1:8000/v1"}\' (default: oracle)')
     p.add_argument("--name", help="model slug for the records (default: from the backend)")
-    p.add_argument("--tasks", default="all", help='"all", "tier:A,B" or comma-separated ids')
+    p.add_argument("--tasks", default="all", type=_task_selector,
+                   help='"all", "tier:A,B" or comma-separated ids')
     p.add_argument("--variants", default="v0", help='"all" or comma-separated names (v0,i1)')
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--max-steps", type=int, help="override every task's step budget")
@@ -180,27 +215,27 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
                    help="turn the model's thinking mode on or off (chat template flag)")
     _add_run_options(p)
-    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_run))
+    p.set_defaults(handler=_cmd_run)
 
     p = commands.add_parser("sweep", help="run a YAML sweep config")
     p.add_argument("config", type=Path)
     _add_run_options(p)
-    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_sweep))
+    p.set_defaults(handler=_cmd_sweep)
 
     p = commands.add_parser("report", help="tier ladder, failures, cost and routing of corpora")
     p.add_argument("corpus", nargs="+", help="corpus directories or runs.jsonl files")
     p.add_argument("--out", type=Path, help="report directory (default: <first corpus>/report)")
     p.add_argument("--sweep", type=Path, help="sweep config with prices and model sizes")
-    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_report))
+    p.set_defaults(handler=_cmd_report)
 
     p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE")
     p.add_argument("base")
     p.add_argument("new")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="largest tolerated drop of a task or tier pass rate")
-    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_compare))
+    p.set_defaults(handler=_cmd_compare)
 
     p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
     p.add_argument("corpus")
     p.add_argument("--out", type=Path, help="corpus for the re-scored runs")
-    p.set_defaults(handler=_refusing_corrupt_corpora(_cmd_rescore))
+    p.set_defaults(handler=_cmd_rescore)

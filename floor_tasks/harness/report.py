@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from floor_tasks.harness.stats import (
-    MIN_RUNS,
-    RESAMPLES,
-    SEED,
+    METHOD,
     DiffCI,
     RateCI,
     equivalence_test,
@@ -169,14 +167,13 @@ def _route(
     cost: Mapping[str, float],
     ladder: Mapping[str, Mapping[str, RateCI]],
     margin: float,
-    resamples: int,
 ) -> Route:
     rate = {m: ladder[m][tier] for m in cells}
     best = min(cells, key=lambda m: (-rate[m].rate, cost[m], m))
     diffs: dict[str, DiffCI] = {}
     for model, records in cells.items():
         mine, theirs, paired = _outcome_pair(records, cells[best])
-        test = equivalence_test(mine, theirs, margin=margin, paired=paired, resamples=resamples)
+        test = equivalence_test(mine, theirs, margin=margin, paired=paired)
         if model == best or test.equivalent:
             diffs[model] = test.diff
     equivalent = sorted(diffs, key=lambda m: (cost[m], -rate[m].rate, m))
@@ -199,7 +196,6 @@ class Report:
     cost_basis: str
     routes: list[Route]
     margin: float
-    resamples: int
 
     def markdown(self, image: str | None = None) -> str:
         """Render as Markdown; ``image`` is the ladder plot's path relative to the file."""
@@ -223,8 +219,8 @@ class Report:
             for m, cells in self.ladder.items()
         ]
         return (
-            f"## Tier ladder\n\nPass rate, 95% bootstrap CI ({self.resamples:,} resamples, "
-            f"seed {SEED}; cells with < {MIN_RUNS} runs get [0, 1]), passed/runs.\n\n"
+            f"## Tier ladder\n\nPass rate [95% {METHOD} interval] (passed/runs). The interval "
+            "stays wide for few runs: 5/5 gives [57%, 100%].\n\n"
             + _table(head, rows)
         )
 
@@ -277,7 +273,8 @@ class Report:
             "## Routing: boundary of model necessity\n\n"
             "Per tier, the cheapest model (by "
             f"{self.cost_basis}) whose pass rate is equivalent to the best model's: the 90% "
-            f"bootstrap CI of the difference lies within ±{100 * self.margin:.0f} pp (TOST).\n\n"
+            "Newcombe score interval of the difference (paired by case where both models ran "
+            f"the same cases) lies within ±{100 * self.margin:.0f} pp (TOST).\n\n"
             + _table(head, rows)
         )
 
@@ -298,7 +295,6 @@ def build_report(
     params: Mapping[str, float] | None = None,
     *,
     margin: float = 0.10,
-    resamples: int = RESAMPLES,
 ) -> Report:
     """Compute every table of the report.
 
@@ -307,7 +303,6 @@ def build_report(
         prices: per-model token prices; models without both prices have cost "n/a".
         params: per-model parameter counts in billions (``params_b``).
         margin: the equivalence margin of the routing table.
-        resamples: bootstrap resamples per interval.
 
     Raises:
         ValueError: when there are no records.
@@ -318,7 +313,7 @@ def build_report(
     groups = by_model(records)
     columns = {m: _columns(rs, tiers) for m, rs in groups.items()}
     ladder = {
-        m: {c: pass_rate_ci([bool(r["passed"]) for r in rs], resamples=resamples)
+        m: {c: pass_rate_ci([bool(r["passed"]) for r in rs])
             for c, rs in cols.items()}
         for m, cols in columns.items()
     }
@@ -328,7 +323,7 @@ def build_report(
     for column in [*tiers, OVERALL]:
         cells = {m: cols[column] for m, cols in columns.items() if cols[column]}
         if cells:
-            routes.append(_route(column, cells, cost, ladder, margin, resamples))
+            routes.append(_route(column, cells, cost, ladder, margin))
     return Report(
         n_runs=len(records),
         tiers=tiers,
@@ -349,14 +344,13 @@ def build_report(
         cost_basis=basis,
         routes=routes,
         margin=margin,
-        resamples=resamples,
     )
 
 
 def plot_ladder(
     ladder: Mapping[str, Mapping[str, RateCI]], path: str | Path, tiers: Sequence[str] = TIERS
 ) -> Path:
-    """Plot pass rate per tier, one line per model with CI error bars, as a PNG.
+    """Plot pass rate per tier, one line per model with Wilson-interval error bars, as a PNG.
 
     Matplotlib is imported here and drawn through its Agg canvas, leaving pyplot untouched.
     """
@@ -377,7 +371,7 @@ def plot_ladder(
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("tier")
     ax.set_ylabel("pass rate")
-    ax.set_title("AgentFloor tier ladder (95% bootstrap CI)")
+    ax.set_title(f"AgentFloor tier ladder (95% {METHOD} interval)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -393,10 +387,9 @@ def render_markdown(
     *,
     image: str | None = None,
     margin: float = 0.10,
-    resamples: int = RESAMPLES,
 ) -> str:
     """Render the full report of ``records`` as Markdown (see :func:`build_report`)."""
-    report = build_report(records, prices, params, margin=margin, resamples=resamples)
+    report = build_report(records, prices, params, margin=margin)
     return report.markdown(image)
 
 
@@ -426,7 +419,6 @@ def write_report(
     params: Mapping[str, float] | None = None,
     *,
     margin: float = 0.10,
-    resamples: int = RESAMPLES,
 ) -> Path:
     """Write ``report.md`` and ``ladder.png`` into ``out_dir`` (created if missing).
 
@@ -435,7 +427,7 @@ def write_report(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = build_report(records, prices, params, margin=margin, resamples=resamples)
+    report = build_report(records, prices, params, margin=margin)
     plot_ladder(report.ladder, out / "ladder.png", report.tiers)
     path = out / "report.md"
     path.write_text(report.markdown(image="ladder.png"), encoding="utf-8")

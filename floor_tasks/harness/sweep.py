@@ -68,6 +68,13 @@ def _probe(backend: Backend) -> str:
     return probe_tool_support(backend, backend.describe().get("model", ""))
 
 
+def _server(backend: Backend) -> str:
+    """The model and server URLs of a backend, for messages."""
+    described = backend.describe()
+    urls = ", ".join(described.get("base_urls", ())) or "its server"
+    return f"{described.get('model', backend.name)} at {urls}"
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -177,10 +184,12 @@ def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
                           "settings": settings.to_dict()}
         if config.probe_before_run:
             probe = arm.outcome.probes[arm.slug] = _probe(backend)
-            if probe in ("no_tools", "error"):
-                arm.outcome.errors.append(f"{arm.slug}: tool-support probe said {probe!r}; "
-                                          "arm skipped")
+            if probe == "no_tools":
+                arm.outcome.errors.append(
+                    f"{arm.slug}: {_server(backend)} calls no tools (tool-support probe); arm "
+                    f"skipped, {len(arm.pending)} runs left")
                 return
+            # "error": the probe could not tell; the arm's first call reports the cause
         arm.run(backend, settings, batch_size)
     except Exception as exc:
         arm.arm_failed(exc)

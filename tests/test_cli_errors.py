@@ -1,0 +1,184 @@
+"""The ``agentworld`` console script's errors: one line on stderr, the right exit status, the
+nearest valid names for a typo, a traceback only with ``--debug``; quiet broken pipes; Ctrl-C
+that says how to resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentworld_envs.cli import main
+from agentworld_envs.cli_errors import UsageError
+from floor_tasks.harness.corpus_io import read_records
+from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, free_port
+
+CLI = [sys.executable, "-m", "agentworld_envs.cli"]
+
+
+def dead_backend(**extra: object) -> str:
+    """An ``openai`` backend (JSON) whose server refuses connections."""
+    return json.dumps({"name": "openai", "model": "m", "max_retries": 0,
+                       "base_url": f"http://127.0.0.1:{free_port()}/v1", **extra})
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("agentworld: error: "), err
+    return err
+
+
+USAGE_ERRORS = {
+    "task id": (["floor", "run", "--tasks", "A1,C33"], ["unknown task id 'C33'", "'C3'",
+                                                        "agentworld floor list"]),
+    "backend": (["floor", "run", "--backend", "opnai"], ["unknown backend 'opnai'", "'openai'"]),
+    "sim domain": (["sim", "scenarios", "wbe"], ["unknown domain 'wbe'", "'web'"]),
+    "request domain": (["sim", "request", "termnal", "[]"], ["'terminal'"]),
+    "team env": (["team", "play", "team_envs/rely-v0"], ["'team_envs/relay-v0'",
+                                                         "agentworld team envs"]),
+    "command": (["floor", "rnu"], ["invalid choice: 'rnu'", "agentworld floor --help"]),
+    "wm without a backend": (["wm", "fidelity", "SAMPLE"], ["--backend", "--predictions"]),
+    "sim without a backend": (["sim", "fidelity", "--tasks", "C3"], ["--backend scripted"]),
+    "sim task": (["sim", "fidelity", "--backend", "scripted", "--tasks", "E44"], ["'E4'"]),
+    "sim backend": (["sim", "fidelity", "--backend", "scriptd"], ["'scripted'"]),
+}
+
+
+@pytest.mark.parametrize("case", USAGE_ERRORS)
+def test_a_usage_error_is_one_line_with_the_nearest_names(
+        case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, expected = USAGE_ERRORS[case]
+    assert main(argv) == 2
+    err = one_error_line(capsys)
+    assert all(text in err for text in expected), err
+    assert "Atari" not in err and "Traceback" not in err
+
+
+def test_a_missing_corpus_is_a_usage_error_naming_the_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nowhere")
+    for argv in (["floor", "report", missing],
+                 ["wm", "export", "--corpus", missing, "--out", str(tmp_path / "out")]):
+        assert main(argv) == 2
+        assert missing in one_error_line(capsys)
+
+
+def test_a_dead_world_model_server_is_a_failure_naming_url_and_cause(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    backend = dead_backend()
+    assert main(["wm", "fidelity", "SAMPLE", "--backend", backend]) == 1
+    err = one_error_line(capsys)
+    assert json.loads(backend)["base_url"] in err and "connection error" in err
+
+
+def test_a_sweep_against_a_dead_server_names_url_and_cause(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    backend = json.loads(dead_backend())
+    config = tmp_path / "dead.yaml"
+    config.write_text(json.dumps({  # YAML reads JSON
+        "sweep_name": "dead", "results_dir": str(tmp_path / "runs"), "tasks": ["A1", "A2"],
+        "probe_before_run": True, "models": [{"name": "m", "backend": backend}]}))
+    assert main(["floor", "sweep", str(config), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "probe said" not in err
+    assert backend["base_url"] in err and "connection error" in err
+    assert "2 runs left for resume" in err
+
+
+def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match="unknown task id 'C33'"):
+        main(["--debug", "floor", "run", "--tasks", "C33"])
+    result = subprocess.run(CLI + ["--debug", "sim", "scenarios", "wbe"], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0 and "Traceback" in result.stderr
+    assert "did you mean 'web'" in result.stderr
+
+
+def test_the_oracle_run_says_what_it_ran_and_where_it_went(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["floor", "run", "--tasks", "tier:A0", "--out", str(tmp_path / "c"),
+                 "--report", str(tmp_path / "r"), "--no-progress"]) == 0
+    ran, where = capsys.readouterr().out.splitlines()[-2:]
+    assert ran.startswith("ran: the reference solutions (oracle), not a model. tiers: A0 ")
+    assert "E long-horizon planning" in ran
+    assert where.startswith(f"corpus: {tmp_path / 'c'} (5 new runs, 0 already done); ")
+    assert where.endswith(f"report: {tmp_path / 'r' / 'report.md'}")
+
+
+@pytest.mark.parametrize("command", ["sim list", "sim generate mcp --count 500"])
+def test_a_broken_pipe_is_quiet(command: str, tmp_path: Path) -> None:
+    err = tmp_path / "stderr"
+    python = " ".join(CLI)
+    result = subprocess.run(f"{python} {command} 2>{err} | head -1", shell=True,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.count("\n") == 1
+    assert err.read_text() == ""
+
+
+def test_ctrl_c_says_what_was_saved_and_the_sweep_resumes(tmp_path: Path) -> None:
+    slow = {"on": False}
+
+    def reply(hit: int, body: dict) -> Reply:
+        return Reply(body=chat_response("done"), delay_s=30.0 if slow["on"] and hit > 2 else 0)
+
+    out = tmp_path / "corpus"
+    with FakeOpenAIServer(reply) as server:
+        backend = json.dumps({"name": "openai", "model": "m", "base_url": server.base_url,
+                              "max_retries": 0})
+        argv = ["floor", "run", "--backend", backend, "--tasks", "A01", "--repeats", "5",
+                "--batch-size", "1", "--out", str(out), "--no-progress"]
+        slow["on"] = True
+        proc = subprocess.Popen(CLI + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 60
+        while server.hits < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.hits >= 3, "the sweep should be waiting on the slow reply"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert err.count("\n") == 1, err
+        assert err.startswith(f"agentworld: interrupted: finished runs are saved in {out}; "
+                              "resume with: agentworld floor run")
+        assert "--repeats 5" in err
+        assert len(read_records(out)) == 2
+
+        slow["on"] = False
+        resumed = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "(3 new runs, 2 already done)" in resumed.stdout
+    ids = [r["run_id"] for r in read_records(out)]
+    assert len(ids) == len(set(ids)) == 5
+
+
+def test_a_dead_judge_is_a_failure_naming_url(capsys: pytest.CaptureFixture[str]) -> None:
+    judge = dead_backend()
+    assert main(["wm", "bench", "SAMPLE", "--backend", "scripted", "--judge", judge,
+                 "--max-retries", "1"]) == 1
+    assert json.loads(judge)["base_url"] in one_error_line(capsys)
+
+
+def test_bench_on_placeholders_says_so_and_why_items_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["wm", "bench", "SAMPLE", "--backend", "scripted", "--judge", "scripted",
+                 "--max-retries", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3] == "Failed samples (excluded from every mean): judge output: no JSON object: 42"
+    assert out[-2].startswith("note: the world model is the scripted placeholder, not a model")
+    assert out[-1].startswith("note: the judge is the scripted placeholder, not a model")
+
+
+def test_a_trainer_setting_error_is_one_line_and_no_tensorboard_is_not_none(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["team", "train", "teamtr", "--n-agents", "2", "--prompts-per-rollout", "32",
+            "--eval-episodes", "16", "--log-dir", "", "--env-kwargs", '{"vocab_size": 3}']
+    assert main([*argv, "--total-episodes", "64"]) == 2
+    assert "total_episodes: 64 is less than one rollout batch" in one_error_line(capsys)
+    assert main([*argv, "--total-episodes", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "(TensorBoard off (--log-dir))" in out and "None" not in out
