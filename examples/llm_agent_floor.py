@@ -19,7 +19,13 @@ import argparse
 import gymnasium as gym
 
 import floor_tasks
-from agentworld_envs.backends import Backend, ChatRequest, SamplingParams, make_backend
+from agentworld_envs.backends import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    SamplingParams,
+    make_backend,
+)
 from floor_tasks.harness.runner import SYSTEM_PROMPT
 
 
@@ -55,8 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, seed=0)
     backend = make_backend({"name": "openai", "model": args.model, "base_url": args.base_url,
                             "api_key_env": args.api_key_env})
-    with backend:
-        results = [play(backend, task_id, args.variant, sampling) for task_id in args.tasks]
+    try:
+        with backend:
+            results = [play(backend, task_id, args.variant, sampling) for task_id in args.tasks]
+    except BackendError as exc:
+        raise SystemExit(f"llm_agent_floor: the model server failed: {exc}") from None
     for result in results:
         print(f"{result['task']} {result['variant']}: reward {result['reward']} in "
               f"{result['turns']} turns; failed checks: {result['failed'] or 'none'}")

@@ -182,3 +182,14 @@ def test_a_trainer_setting_error_is_one_line_and_no_tensorboard_is_not_none(
     assert main([*argv, "--total-episodes", "128"]) == 0
     out = capsys.readouterr().out
     assert "(TensorBoard off (--log-dir))" in out and "None" not in out
+
+
+def test_the_llm_agent_example_reports_a_dead_server_in_one_line() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    done = subprocess.run(
+        [sys.executable, "examples/llm_agent_floor.py", "--base-url", url, "--model", "m",
+         "--tasks", "A1"], capture_output=True, text=True, timeout=120,
+        cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and url in lines[0] and "connection error" in lines[0], done.stderr
