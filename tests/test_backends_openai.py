@@ -92,7 +92,8 @@ def test_transformers_serve_rejects_unknown_model_without_retrying(
             backend.complete([ask("hi", max_tokens=2)])
         assert info.value.attempts == 1
         assert time.perf_counter() - start < 5
-        assert probe_tool_support(backend) == "error"
+        with pytest.raises(BackendError, match="400"):
+            probe_tool_support(backend)
 
 
 # --- payload and parsing ---------------------------------------------------------------------
@@ -397,7 +398,6 @@ def test_no_key_variable_sends_no_authorization() -> None:
         (Reply(200, chat_response("It is sunny in Paris.")), "no_tools"),
         (Reply(400, {"error": '"auto" tool choice requires --enable-auto-tool-choice'}),
          "no_tools"),
-        (Reply(500, {"error": "boom"}), "error"),
     ],
 )
 def test_probe_tool_support(reply: Reply, expected: str) -> None:
@@ -408,10 +408,16 @@ def test_probe_tool_support(reply: Reply, expected: str) -> None:
     assert server.bodies[0]["tools"][0]["function"]["name"] == "get_weather"
 
 
-def test_probe_of_unreachable_server_is_error() -> None:
+def test_probe_of_a_failing_or_unreachable_server_raises_the_cause() -> None:
+    with FakeOpenAIServer(lambda hit, req: Reply(500, {"error": "boom"})) as server:
+        with backend_for(server.base_url, max_retries=0) as backend, \
+                pytest.raises(BackendError, match="HTTP 500"):
+            probe_tool_support(backend)
     url = f"http://127.0.0.1:{free_port()}/v1"
-    with backend_for(url, max_retries=0) as backend:
-        assert probe_tool_support(backend) == "error"
+    with backend_for(url, max_retries=0) as backend, \
+            pytest.raises(BackendError, match="connection error") as raised:
+        probe_tool_support(backend)
+    assert url in str(raised.value)
 
 
 def test_completion_type() -> None:

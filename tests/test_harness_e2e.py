@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentworld_envs.backends import BackendError
 from agentworld_envs.backends.openai_compat import OpenAIBackend, probe_tool_support
 from agentworld_envs.backends.replay import RecordingBackend, ReplayBackend
 from floor_tasks.harness.corpus_io import read_records
@@ -95,7 +96,8 @@ def test_replay_miss_fails_clearly(tmp_path: Path) -> None:
 def test_tool_support_probe(tiny_server: tuple[str, str]) -> None:
     base_url, model = tiny_server
     backend = OpenAIBackend(model=model, base_url=base_url, api_key_env=None, max_retries=0)
-    assert probe_tool_support(backend, model) in ("native", "text_leaked", "no_tools", "error")
+    assert probe_tool_support(backend, model) in ("native", "text_leaked", "no_tools")
     dead = OpenAIBackend(model=model, base_url="http://127.0.0.1:9/v1", api_key_env=None,
                          max_retries=0, timeout_s=2)
-    assert probe_tool_support(dead, model) == "error"
+    with pytest.raises(BackendError, match="127.0.0.1:9"):
+        probe_tool_support(dead, model)

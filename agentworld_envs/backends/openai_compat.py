@@ -389,7 +389,11 @@ def probe_tool_support(backend: OpenAIBackend, model: str | None = None) -> str:
 
     Returns:
         ``"native"`` (the API returned ``tool_calls``), ``"text_leaked"`` (a call written into the
-        content), ``"no_tools"`` (no call, or the server rejected the tools) or ``"error"``.
+        content) or ``"no_tools"`` (no call, or the server rejected the tools).
+
+    Raises:
+        BackendError: the server could not be asked (unreachable, or failing after retries);
+            the error names the URL and the cause.
     """
     request = ChatRequest(
         messages=[{
@@ -404,10 +408,9 @@ def probe_tool_support(backend: OpenAIBackend, model: str | None = None) -> str:
     try:
         completion = backend._request(payload)
     except OpenAIRequestError as exc:
-        rejected = exc.status in (400, 422) and "tool" in str(exc).lower()
-        return "no_tools" if rejected else "error"
-    except BackendError:
-        return "error"
+        if exc.status in (400, 422) and "tool" in str(exc).lower():
+            return "no_tools"
+        raise
     if completion.raw["choices"][0]["message"].get("tool_calls"):
         return "native"
     parsed = parse_action(strip_think(completion.text))

@@ -189,7 +189,6 @@ def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
                     f"{arm.slug}: {_server(backend)} calls no tools (tool-support probe); arm "
                     f"skipped, {len(arm.pending)} runs left")
                 return
-            # "error": the probe could not tell; the arm's first call reports the cause
         arm.run(backend, settings, batch_size)
     except Exception as exc:
         arm.arm_failed(exc)

@@ -1,6 +1,13 @@
-"""Simulated-step throughput of the batched vector env (pytest-benchmark; timing is never asserted).
+"""Speed of the batched vector env (pytest-benchmark; timing is never asserted).
 
-Three ways to produce the same N = 32 world-model steps with the ``hf`` backend:
+Our own overhead: ``AgentWorld/Search-v0`` vectors of N = 1, 64 and 1,024 envs on a backend
+that costs nothing (:class:`FreeBackend`, whose own time is measured and subtracted), timed at
+turn 1 and at turn 20 of an episode; the microseconds per env-step and the ratios turn 20 /
+turn 1 and N / (N = 1) go to ``benchmark.extra_info`` and to the terminal. The memory per env
+of N = 1,024 envs after their reset and after 20 turns is traced with ``tracemalloc``.
+
+Throughput with a real model: three ways to produce the same N = 32 world-model steps with the
+``hf`` backend:
 
 * ``raw``: ``backend.complete`` on the exact requests the vector env sends (the ceiling);
 * ``vector``: one ``step`` of ``gym.make_vec(..., num_envs=32)`` (one batched call);
@@ -18,7 +25,9 @@ run uses a random model shaped like Qwen2-0.5B. Run with::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+import tracemalloc
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +35,7 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
-from agentworld_envs.backends import Backend, make_backend
+from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
 from agentworld_envs.registration import env_id
 from agentworld_envs.sim.scripted import ScriptedBackend
 
@@ -136,3 +145,105 @@ def test_sequential_envs(benchmark: Any, hf_backend: tuple[str, Backend]) -> Non
                                  rounds=3, warmup_rounds=1)
     assert all(r[4]["world_model"]["output_tokens"] == NEW_TOKENS for r in results)
     _record(benchmark, device, "sequential")
+
+
+SEARCH_ID = env_id("search")
+SEARCH_ACTION = '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}'
+LONG_EPISODE = 100
+"""``max_episode_steps`` of the overhead benchmarks: no episode ends while they run."""
+OVERHEAD_US: dict[tuple[int, int], float] = {}
+
+
+class FreeBackend(Backend):
+    """A backend that costs nothing: one fixed observation per request; ``spent_s`` is its time."""
+
+    name = "free"
+    REPLY = ("<predicted_observation>\n[1] Corran Point Light, keeper's log\n"
+             "</predicted_observation>")
+
+    def __init__(self) -> None:
+        self.spent_s = 0.0
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """One fixed completion per request."""
+        start = time.perf_counter()
+        completions = [Completion(text=self.REPLY) for _ in requests]
+        self.spent_s += time.perf_counter() - start
+        return completions
+
+
+def _search_envs(num_envs: int, backend: Backend) -> Any:
+    return gym.make_vec(SEARCH_ID, num_envs=num_envs, backend=backend,
+                        max_episode_steps=LONG_EPISODE, scenarios=["search-lighthouse-keeper"])
+
+
+def _record_overhead(benchmark: Any, num_envs: int, turn: int, backend_s: list[float]) -> None:
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable
+        return
+    backend_median = sorted(backend_s)[len(backend_s) // 2]
+    OVERHEAD_US[num_envs, turn] = us = (stats.stats.median - backend_median) / num_envs * 1e6
+    benchmark.extra_info.update(overhead_us_per_env_step=round(us, 2),
+                                backend_us_per_env_step=round(backend_median / num_envs * 1e6, 3))
+    line = f"N={num_envs} turn {turn}: {us:.1f} us of our own per env-step"
+    if turn != 1 and (num_envs, 1) in OVERHEAD_US:
+        ratio = us / OVERHEAD_US[num_envs, 1]
+        benchmark.extra_info["ratio_to_turn_1"] = round(ratio, 2)
+        line += f", {ratio:.2f}x turn 1"
+    if num_envs != 1 and (1, turn) in OVERHEAD_US:
+        ratio = us / OVERHEAD_US[1, turn]
+        benchmark.extra_info["ratio_to_one_env"] = round(ratio, 2)
+        line += f", {ratio:.2f}x N=1"
+    print(line)
+
+
+@pytest.mark.parametrize("num_envs", [1, 64, 1024])
+@pytest.mark.parametrize("turn", [1, 20])
+def test_env_overhead(benchmark: Any, turn: int, num_envs: int) -> None:
+    """One vector step at ``turn`` on the free backend; the backend's own time is subtracted."""
+    backend = FreeBackend()
+    envs = _search_envs(num_envs, backend)
+    actions = [SEARCH_ACTION] * num_envs
+    backend_s: list[float] = []
+
+    def to_turn() -> tuple[tuple, dict]:
+        envs.reset(seed=0)
+        for _ in range(turn - 1):
+            envs.step(actions)
+        backend.spent_s = 0.0
+        return (), {}
+
+    def step() -> Any:
+        result = envs.step(actions)
+        backend_s.append(backend.spent_s)
+        return result
+
+    result = benchmark.pedantic(step, setup=to_turn, rounds=max(3, 2048 // (num_envs * turn)),
+                                warmup_rounds=1)
+    assert (result[4]["turn"] == turn).all() and result[4]["world_model"]["ok"].all()
+    _record_overhead(benchmark, num_envs, turn, backend_s)
+    envs.close()
+
+
+def test_memory_per_env(benchmark: Any) -> None:
+    """Traced memory per env of 1,024 envs after their reset and after 20 turns."""
+    num_envs, turns = 1024, 20
+    traced: dict[str, float] = {}
+
+    def measure() -> None:
+        tracemalloc.start()
+        try:
+            envs = _search_envs(num_envs, FreeBackend())
+            envs.reset(seed=0)
+            traced["reset"] = tracemalloc.get_traced_memory()[0] / num_envs
+            for _ in range(turns):
+                envs.step([SEARCH_ACTION] * num_envs)
+            traced["turn_20"] = tracemalloc.get_traced_memory()[0] / num_envs
+        finally:
+            tracemalloc.stop()
+
+    benchmark.pedantic(measure, rounds=1, iterations=1)
+    benchmark.extra_info.update({f"kib_per_env_{k}": round(v / 1024, 1) for k, v in traced.items()})
+    print(f"memory per env (N={num_envs}): {traced['reset'] / 1024:.1f} KiB after reset, "
+          f"{traced['turn_20'] / 1024:.1f} KiB after {turns} turns")
+    assert traced["turn_20"] > traced["reset"] > 0

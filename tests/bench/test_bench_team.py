@@ -2,10 +2,15 @@
 
 * rollout throughput of the symbolic team envs, batched with policy sampling, against playing
   the same episodes one by one through the PettingZoo AEC API;
-* the cost of one TeamTR stage against one stale sequential stage at the same team size.
+* the cost of one TeamTR stage against one stale sequential stage at the same team size;
+* the AEC step of each symbolic team env against PettingZoo's ``rps_v2`` (the same random-action
+  AEC loop); ``speed_vs_rps`` (team steps per second over rps steps per second, goal at least 0.5)
+  goes to ``benchmark.extra_info`` and to the terminal. Needs ``pygame`` (rps imports it).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pettingzoo
@@ -67,3 +72,42 @@ def test_stage_cost(benchmark, algorithm: str, n_agents: int) -> None:
 
     result = benchmark.pedantic(module.train, setup=fresh_team, rounds=5)
     assert result.team.collections == rollouts
+
+
+AEC_EPISODES = 200
+STEPS_PER_S: dict[str, float] = {}
+
+
+def _random_aec_loop(env: Any, episodes: int) -> int:
+    """Play ``episodes`` episodes with pre-drawn random actions; return the steps taken."""
+    pools = {}
+    for index, agent in enumerate(env.possible_agents):
+        space = env.action_space(agent)
+        space.seed(index)
+        pools[agent] = [space.sample() for _ in range(64)]
+    steps = 0
+    for seed in range(episodes):
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            _, _, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else pools[agent][steps % 64])
+            steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("name", ["rps_v2", "team_envs/relay-v0", "team_envs/referential-v0",
+                                  "team_envs/compositional-v0"])
+def test_aec_step_vs_rps(benchmark, name: str) -> None:
+    if name == "rps_v2":
+        rps = pytest.importorskip("pettingzoo.classic.rps_v2", exc_type=ImportError)
+        env = rps.env()
+    else:
+        env = pettingzoo.make("aec", name, n_agents=2)
+    steps = _random_aec_loop(env, AEC_EPISODES)
+    benchmark.pedantic(_random_aec_loop, args=(env, AEC_EPISODES), rounds=5, warmup_rounds=1)
+    STEPS_PER_S[name] = rate = steps / benchmark.stats.stats.median
+    benchmark.extra_info["steps_per_second"] = round(rate)
+    if name != "rps_v2" and "rps_v2" in STEPS_PER_S:
+        ratio = rate / STEPS_PER_S["rps_v2"]
+        benchmark.extra_info["speed_vs_rps"] = round(ratio, 2)
+        print(f"{name}: {rate:,.0f} AEC steps/s = {ratio:.2f}x rps_v2")
