@@ -37,6 +37,7 @@ from agentworld_envs.protocol.text_space import (
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
+from agentworld_envs.sim.vector_info import batch_infos
 
 __all__ = ["AgentWorldVectorEnv"]
 
@@ -114,13 +115,12 @@ class AgentWorldVectorEnv(VectorEnv):
         elif len(scenarios) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} scenarios, got {len(scenarios)}")
         indices = range(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any] | None] = [None] * self.num_envs
         for i in indices:
             if seeds[i] is not None or self._rngs[i] is None:
                 self._rngs[i], _ = seeding.np_random(seeds[i])
-            infos = self._add_info(infos, self._start(i, {**options, "scenario": scenarios[i]}),
-                                   i)
-        return tuple(self._observations), infos
+            infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
+        return tuple(self._observations), batch_infos(infos, self.num_envs)
 
     def _start(self, index: int, options: dict[str, Any] | None) -> dict[str, Any]:
         episode = self.sim.episode(self._rngs[index], options, self.max_steps)
@@ -140,16 +140,16 @@ class AgentWorldVectorEnv(VectorEnv):
         rewards = np.array([r.reward for r in results], dtype=np.float64)
         terminated = np.array([r.terminated for r in results], dtype=np.bool_)
         truncated = np.array([r.truncated for r in results], dtype=np.bool_)
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any] | None] = []
         for i, result in enumerate(results):
             info = result.info
             self._observations[i] = result.observation
             if result.closes_episode and self.autoreset_mode is AutoresetMode.SAME_STEP:
-                infos = self._add_info(
-                    infos, {"final_obs": result.observation, "final_info": info}, i)
-                info = self._start(i, None)
-            infos = self._add_info(infos, info, i)
-        return tuple(self._observations), rewards, terminated, truncated, infos
+                info = {"final_obs": result.observation, "final_info": info,
+                        **self._start(i, None)}
+            infos.append(info)
+        return (tuple(self._observations), rewards, terminated, truncated,
+                batch_infos(infos, self.num_envs))
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the model clients."""
