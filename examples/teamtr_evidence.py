@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)
@@ -351,12 +352,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = make_jobs(args.seeds, args.shift_seeds, scale)
     jobs.sort(key=lambda job: (job["shift_only"], -job["n"]))
     started = time.perf_counter()
+    progress = {"total": len(jobs), "desc": "teamtr evidence", "unit": "job"}
     if args.workers:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-            batches = list(pool.map(run_job, jobs))
+            batches = list(tqdm(pool.map(run_job, jobs), **progress))
     else:
-        batches = [run_job(job) for job in jobs]
+        batches = [run_job(job) for job in tqdm(jobs, **progress)]
     results = [summary for batch in batches for summary in batch]
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.prompting import (
     fill_template,
+    indented_json,
     render_demonstrations,
     simulation_instruction,
     user_turn,
@@ -233,7 +234,7 @@ class ToolDomain(Domain):
             return self.reject(f"unknown tool(s): {', '.join(unknown)}", state,
                                hint=f"Available tools: {', '.join(sorted(known))}.")
         calls = [c.to_dict() for c in parsed.calls]
-        text = json.dumps(calls[0] if len(calls) == 1 else calls, indent=2, ensure_ascii=False)
+        text = indented_json(calls[0] if len(calls) == 1 else calls)
         return simulate(text, "json", tuple(c.name for c in parsed.calls))
 
     def reject(self, error: str, state: str | None, hint: str | None = None) -> Interpretation:
