@@ -10,6 +10,7 @@ run, in a fixed order: arm, task, variant, repeat.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,7 +287,10 @@ def resolve_tasks(
     wanted = [selector] if isinstance(selector, str) else list(selector)
     unknown = [t for t in wanted if t not in all_task_ids]
     if unknown:
-        raise SweepConfigError(f"unknown task id(s): {', '.join(unknown)}")
+        hints = [difflib.get_close_matches(str(t), list(all_task_ids), n=1) for t in unknown]
+        named = [f"{t} (did you mean {h[0]}?)" if h else str(t)
+                 for t, h in zip(unknown, hints, strict=True)]
+        raise SweepConfigError(f"unknown task id(s): {', '.join(named)}")
     return wanted
 
 
