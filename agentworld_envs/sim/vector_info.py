@@ -30,7 +30,7 @@ def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[s
     ``infos`` may be shorter than ``num_envs``; missing sub-envs have no info.
     """
     batched: dict[str, Any] = {}
-    keys = dict.fromkeys(key for info in infos if info for key in info)
+    keys = dict.fromkeys(key for info in infos if info for key in info)  # first-seen order
     for key in keys:
         present = [(i, info[key]) for i, info in enumerate(infos) if info and key in info]
         first = present[0][1]
