@@ -21,9 +21,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from agentworld_envs.backends import SamplingParams, make_backend
 from agentworld_envs.bench.items import write_items
+from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.bench.run import predict, score_fidelity
 from agentworld_envs.bench.transitions import corpus_transitions, split_by_task, task_of
 from floor_tasks import load_tasks
@@ -47,8 +49,10 @@ def oracle_corpus(out: Path) -> Path:
 def fidelity(model_dir: Path, items: list, max_tokens: int) -> dict:
     """Held-out fidelity of a saved model (greedy decoding)."""
     backend = make_backend({"name": "hf", "model": str(model_dir), "batch_size": 16})
-    outputs = predict(backend, items, SamplingParams(max_tokens=max_tokens, seed=0),
-                      batch_size=16)
+    bar = tqdm(total=len(items), desc="held-out predictions", unit="item", disable=None)
+    with bar:
+        outputs = predict(WatchedBackend(backend, bar), items,
+                          SamplingParams(max_tokens=max_tokens, seed=0), batch_size=16)
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
             "examples": result.records[:3]}

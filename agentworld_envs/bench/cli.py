@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,58 +22,21 @@ from tqdm.auto import tqdm
 
 from agentworld_envs.backends import (
     Backend,
-    BackendError,
-    ChatRequest,
-    Completion,
     SamplingParams,
     make_backend,
     parse_backend_arg,
 )
+from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.cli_errors import UsageError
 
 __all__ = ["add_commands"]
 
 
-class _Watched(Backend):
-    """A backend that advances a progress bar by each request it answers and keeps the
-    errors of the requests it failed."""
-
-    def __init__(self, inner: Backend, bar: Any) -> None:
-        self.inner, self.bar, self.name = inner, bar, inner.name
-        self.errors: list[BackendError] = []
-        self.requests = 0
-
-    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        answers = self.complete_each(requests)
-        for answer in answers:
-            if isinstance(answer, BackendError):
-                raise answer
-        return answers  # type: ignore[return-value]
-
-    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
-        answers = self.inner.complete_each(requests)
-        self.requests += len(requests)
-        self.errors += [a for a in answers if isinstance(a, BackendError)]
-        self.bar.update(len(requests))
-        return answers
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def report_failures(self, role: str) -> None:
-        """Raise the first error when every request failed; else say on stderr how many did."""
-        if not self.errors:
-            return
-        if len(self.errors) == self.requests:
-            raise self.errors[0]
-        print(f"warning: {len(self.errors)} of {self.requests} {role} requests failed "
-              f"(first: {self.errors[0]})", file=sys.stderr)
-
-
-def _watched(config: str, role: str, total: int | None) -> tuple[Backend, _Watched]:
+def _watched(config: str, role: str, total: int | None) -> tuple[Backend, WatchedBackend]:
     """The backend of ``config`` and its watched wrapper, with a progress bar on stderr."""
     backend = make_backend(parse_backend_arg(config))
-    return backend, _Watched(backend, tqdm(total=total, desc=role, unit="request", disable=None))
+    return backend, WatchedBackend(backend, tqdm(total=total, desc=role, unit="request",
+                                                 disable=None))
 
 
 def _items(paths: list[str]) -> list[Any]:
