@@ -15,12 +15,8 @@ from agentworld_envs.backends import (
     SamplingParams,
     make_backend,
 )
-from agentworld_envs.backends.openai_compat import (
-    OpenAIBackend,
-    probe_tool_support,
-    strip_think,
-    text_tool_calls,
-)
+from agentworld_envs.backends.openai_compat import OpenAIBackend, probe_tool_support
+from agentworld_envs.backends.replies import strip_think, text_tool_calls
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, free_port
 

@@ -21,7 +21,6 @@ import team_envs
 from agentworld_envs.backends import Completion
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
 from agentworld_envs.domains.android import DOMAIN as ANDROID
-from agentworld_envs.domains.base import strip_fence
 from agentworld_envs.domains.terminal import DOMAIN as TERMINAL
 from agentworld_envs.domains.web import DOMAIN as WEB
 from agentworld_envs.protocol import bounded_json, parse_action
@@ -88,8 +87,8 @@ def test_find_objects_reads_objects_in_broken_text() -> None:
     ("```" + " " * 50_000, "```" + " " * 50_000),
     ("no fence", "no fence"),
 ])
-def test_strip_fence(text: str, expected: str) -> None:
-    assert strip_fence(text) == expected
+def test_unfence(text: str, expected: str) -> None:
+    assert bounded_json.unfence(text) == expected
 
 
 def test_fenced_call_blocks_are_all_removed_from_the_answer() -> None:

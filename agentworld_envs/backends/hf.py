@@ -18,7 +18,7 @@ from agentworld_envs.backends.base import (
     SamplingParams,
     Usage,
 )
-from agentworld_envs.backends.openai_compat import text_tool_calls
+from agentworld_envs.backends.replies import text_tool_calls
 
 __all__ = ["HFBackend", "template_messages", "cut_at_stop"]
 

@@ -34,7 +34,7 @@ from agentworld_envs.backends.base import (
     first_error_or_completions,
 )
 from agentworld_envs.backends.redaction import redact, url_secrets
-from agentworld_envs.backends.replies import completion_from_reply, strip_think, text_tool_calls
+from agentworld_envs.backends.replies import completion_from_reply, strip_think
 from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [
@@ -42,8 +42,6 @@ __all__ = [
     "OpenAIRequestError",
     "probe_tool_support",
     "retry_after_s",
-    "strip_think",
-    "text_tool_calls",
 ]
 
 _SNIPPET = 300

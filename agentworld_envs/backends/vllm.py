@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, ChatRequest, Completion, Usage
-from agentworld_envs.backends.openai_compat import text_tool_calls
+from agentworld_envs.backends.replies import text_tool_calls
 
 __all__ = ["VLLMBackend"]
 

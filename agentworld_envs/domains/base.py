@@ -40,10 +40,7 @@ from agentworld_envs.sim.reality import Reality
 from agentworld_envs.sim.scenario import Demonstration, DomainKey, Scenario, normalise_tool
 from agentworld_envs.sim.termination import Interpretation, finish, invalid, simulate
 
-__all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain", "strip_fence"]
-
-strip_fence = unfence
-"""The inside of a text that is one fenced code block; other text unchanged."""
+__all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain"]
 
 Turns = Literal["never", "first", "every"]
 """On which world-model turns a section appears (``first``: the episode's first request)."""
@@ -274,7 +271,7 @@ class StateDomain(Domain):
 
     def interpret(self, action: str, scenario: Scenario, state: str | None) -> Interpretation:
         """Read the action (inside a code fence or bare)."""
-        return self.read_action(strip_fence(action).strip(), state or "")
+        return self.read_action(unfence(action).strip(), state or "")
 
     @abc.abstractmethod
     def read_action(self, text: str, state: str) -> Interpretation:

@@ -34,6 +34,7 @@ from agentworld_envs.sim.rewards import EpisodeLog, judge_request, settle
 from agentworld_envs.sim.scenario import Scenario
 from agentworld_envs.sim.scripted import PLACEHOLDER_RAW
 from agentworld_envs.sim.termination import STEP_BUDGET, Interpretation
+from floor_tasks.candidates import shuffled
 
 __all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
 
@@ -120,8 +121,7 @@ class Episode:
                  identity: dict[str, Any] | None = None) -> None:
         self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
         self.budget = budget
-        self.candidates = [scenario.candidate_actions[int(i)]
-                           for i in rng.permutation(len(scenario.candidate_actions))]
+        self.candidates = shuffled(scenario.candidate_actions, rng)
         """The scenario's candidate actions in this episode's order (a shuffle from ``rng``)."""
         self.reward_spec = (scenario.reward if config.reward is None
                             else scenario.reward.model_copy(update={"kind": config.reward}))
