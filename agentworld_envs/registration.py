@@ -1,4 +1,4 @@
-"""Register the simulated envs with Gymnasium, and the ``scripted`` backend.
+"""Register the simulated envs with Gymnasium, and the ``scripted`` backend (by name only).
 
 Imported by ``agentworld_envs/__init__.py``. Registering is cheap: entry points are strings, and
 nothing here imports a domain, a model library or package data.
@@ -24,17 +24,14 @@ def env_id(domain: str) -> str:
 
 ENV_IDS: tuple[str, ...] = tuple(env_id(key) for key in DOMAINS)
 
-# The floor domain defaults to the small world model shipped as package data (in-process, CPU,
-# greedy); every other domain to the ``scripted`` placeholder.
-_FLOOR_DEFAULTS = {"backend": "floor_wm", "sampling": {"temperature": 0.0, "max_tokens": 512}}
-
+# No backend is named: every domain defaults to the embedded world model (``SimConfig``).
 for _key, _entry in DOMAINS.items():
     register(
         id=env_id(_key),
         entry_point="agentworld_envs.sim.env:AgentWorldEnv",
         vector_entry_point="agentworld_envs.sim.vector:AgentWorldVectorEnv",
         max_episode_steps=_entry.max_steps,
-        kwargs={"domain": _key, **(_FLOOR_DEFAULTS if _key == "floor" else {})},
+        kwargs={"domain": _key},
     )
 del _key, _entry
 register_backend("scripted", "agentworld_envs.sim.scripted:ScriptedBackend")
@@ -44,7 +41,7 @@ def make(domain: str, *, max_steps: int | None = None, **kwargs: Any) -> gym.Env
     """``gym.make`` of a domain's env, with a step budget applied to env and TimeLimit alike.
 
     Example:
-        >>> env = make("terminal", max_steps=5)
+        >>> env = make("terminal", max_steps=5, backend="scripted")
         >>> env.unwrapped.max_steps, env.spec.max_episode_steps
         (5, 5)
     """

@@ -5,7 +5,7 @@ candidate actions, trained with REINFORCE on the end-of-episode reward of
 ``gym.make_vec("AgentWorld/<Domain>-v0")``. Every step of all ``--num-envs`` episodes is one
 batched world-model call. Swap in an LLM policy for real training; the env loop stays the same.
 
-Run offline (the default ``scripted`` backend: placeholder observations, real rule rewards)::
+Run offline (the ``scripted`` backend: placeholder observations, real rule rewards)::
 
     python examples/simulated_rl.py --domain search --updates 40
 

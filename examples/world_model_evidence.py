@@ -1,39 +1,73 @@
-"""Evidence: a world model trained from scratch on AgentFloor transitions, measured on held-out
-tasks before and after training (judge-free fidelity), CPU only.
+"""Evidence for the embedded world model: data, LoRA fine-tuning and held-out fidelity.
 
-Steps: an oracle corpus (gold steps) and an exploring corpus (random admissible actions) are
-run on the real tools; their transitions are split by task (no task on both sides); a tokenizer
-and a small Qwen2 are built from the training tasks; the untrained model and the trained one
-are scored on the held-out tasks. Writes ``evidence.json`` and ``evidence.md`` to ``--out``.
+The embedded world model is SmolLM2-135M-Instruct (``agentworld_envs.models``) with one LoRA
+adapter, ``tools``, trained on the two domains that have ground truth: ``floor`` (the real
+AgentFloor tools) and ``mcp`` (the generated servers' executable twin). Three steps, each
+run on its own:
 
-Run::
+``data``
+    Real transitions. Floor: every variant of the 30 tasks played by the reference solutions,
+    and an exploring agent (uniform admissible actions with distractors, 30% of them made into
+    mistakes: unknown tools, wrongly typed, missing or unknown arguments, repeated calls),
+    split by task (seed 0: A5, C1, C2, D5, E5 held out, as for the retired
+    ``floor_wm``). MCP: generated servers played by an exploring agent, with the twin's answer
+    as ground truth, split by server family (``--mcp-val-family``, default ``tickets``).
+``train``
+    ``agentworld wm sft`` with a LoRA adapter on the base, through the compact view, on the
+    training splits of both domains only.
+``eval``
+    Greedy predictions on a seeded draw of held-out transitions, for the untrained base (on
+    the domain's full built-in prompt, the layout it gets without an adapter), the fine-tuned
+    model (compact view), and, for floor, the old ``floor_wm`` when its folder is given:
+    exact, structural, values and calls (right tool, status and error kind), and the CPU
+    seconds per step of the default env alone and in a vector of 16.
 
-    python examples/world_model_evidence.py --out runs/wm_evidence --minutes 8
+Run (CPU; about an hour in all on two cores)::
 
-Quick check (CPU, seconds; too short to learn): ``python examples/world_model_evidence.py
---out wm --minutes 0.02 --explore-repeats 1 --eval-items 4 --max-tokens 8``
+    python examples/world_model_evidence.py data --out runs/wm13
+    python examples/world_model_evidence.py train --out runs/wm13 --minutes 60
+    python examples/world_model_evidence.py eval --out runs/wm13 --domain floor --items 64
+    python examples/world_model_evidence.py eval --out runs/wm13 --domain mcp --items 64
+
+They write ``<out>/{train,val}/<domain>.jsonl``, ``<out>/adapter``,
+``<out>/evidence_train.json`` and ``<out>/evidence_eval_<domain>.json``.
+
+Quick check (the data step only, seconds): ``python examples/world_model_evidence.py data
+--out wm --explore-repeats 1 --mcp-episodes 4``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import time
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
+import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import SamplingParams, make_backend
-from agentworld_envs.bench.items import write_items
+from agentworld_envs.bench.items import BenchItem, load_items, write_items
 from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.bench.run import predict, score_fidelity
-from agentworld_envs.bench.transitions import corpus_transitions, split_by_task, task_of
-from floor_tasks import load_tasks
+from agentworld_envs.bench.transitions import (
+    corpus_transitions,
+    simulated_transitions,
+    split_by_task,
+    task_of,
+)
+from agentworld_envs.models import EMBEDDED_SAMPLING, embedded_backend
+from floor_tasks import load_tasks, solution
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
-from trainers.world_model.explore import explore_corpus
-from trainers.world_model.scratch import build_model, save
-from trainers.world_model.sft import SFTArgs, prepare_model, train_sft
+from trainers.world_model.explore import explore_corpus, mistaken
+from trainers.world_model.sft import SFTArgs, train_sft
+
+_FAMILY = re.compile(r"MCP server \S+-(\w+) \(")
 
 
 def oracle_corpus(out: Path) -> Path:
@@ -46,65 +80,154 @@ def oracle_corpus(out: Path) -> Path:
     return out
 
 
-def fidelity(model_dir: Path, items: list, max_tokens: int) -> dict:
-    """Held-out fidelity of a saved model (greedy decoding)."""
-    backend = make_backend({"name": "hf", "model": str(model_dir), "batch_size": 16})
-    bar = tqdm(total=len(items), desc="held-out predictions", unit="item", disable=None)
+def family_of(item: BenchItem) -> str:
+    """The MCP server family of a transition, read from its World Notes."""
+    found = _FAMILY.search(item.prompt[0])
+    return found.group(1) if found else "unknown"
+
+
+def mcp_policy(env: Any, rng: np.random.Generator) -> str:
+    """An exploring MCP agent: candidate calls, calls with arguments drawn from the records'
+    values (other ids, other filters), mistakes, and now and then a final answer."""
+    episode = env.unwrapped.episode
+    scenario = episode.scenario
+    draw = rng.random()
+    calls = [a for a in episode.candidates if a.lstrip().startswith("{")]
+    answers = [a for a in episode.candidates if a not in calls]
+    if draw < 0.08:
+        return answers[int(rng.integers(len(answers)))]
+    if draw < 0.45:
+        action = calls[int(rng.integers(len(calls)))]
+    else:
+        tool = scenario.tools[int(rng.integers(len(scenario.tools)))]["function"]
+        action = json.dumps({"name": tool["name"], "arguments": _arguments(tool, scenario, rng)})
+    if rng.random() < 0.3:
+        previous = episode.log.actions[-1] if episode.log.actions else None
+        action = mistaken(action, previous if isinstance(previous, str) else None, rng)
+    return action
+
+
+def _arguments(tool: dict[str, Any], scenario: Any, rng: np.random.Generator) -> dict[str, Any]:
+    records = [json.loads(line) for line in scenario.world.splitlines()
+               if line.startswith("{")]
+    arguments = {}
+    for name, spec in tool["parameters"].get("properties", {}).items():
+        if name not in tool["parameters"].get("required", []) and rng.random() < 0.5:
+            continue
+        seen = [r[name] for r in records if name in r]
+        if spec.get("type") == "integer":
+            arguments[name] = int(rng.integers(-20, 50))
+        elif seen:
+            arguments[name] = seen[int(rng.integers(len(seen)))]
+        else:
+            arguments[name] = f"{name.replace('_', ' ')} {int(rng.integers(1, 99))}"
+    return arguments
+
+
+def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: str) -> None:
+    """Write ``<out>/{train,val}/{floor,mcp}.jsonl``."""
+    corpora = [oracle_corpus(out / "corpora" / "oracle"),
+               explore_corpus(out / "corpora" / "explore", explore_repeats, 0, mistakes=0.3)]
+    train, val = split_by_task(corpus_transitions(corpora), 0.2, 0)
+    write_items(train, out / "train" / "floor.jsonl")
+    write_items(val, out / "val" / "floor.jsonl")
+    env = gym.make("AgentWorld/MCP-v0", scenarios="generated", backend="scripted",
+                   mode="hybrid", max_steps=8)
+    items = simulated_transitions(env, mcp_episodes, seed=0, policy=mcp_policy)
+    items = [i for i in items if i.source.get("ground_truth") == "real"]
+    write_items([i for i in items if family_of(i) != val_family], out / "train" / "mcp.jsonl")
+    write_items([i for i in items if family_of(i) == val_family], out / "val" / "mcp.jsonl")
+    print({"floor_train": len(train), "floor_val": len(val),
+           "floor_val_tasks": sorted({task_of(i) for i in val}), "mcp": len(items),
+           "mcp_val_family": val_family})
+
+
+def train(out: Path, minutes: float) -> None:
+    """The LoRA adapter, on the training splits."""
+    args = SFTArgs(train=str(out / "train"), out=str(out / "adapter"),
+                   model="smollm2", lora_rank=8, lora_alpha=16, lora_layers=15, view="compact",
+                   steps=100000, max_minutes=minutes, batch_size=2, max_length=1024,
+                   drop_overlong=True, lr=1e-3,
+                   warmup=5, threads=2, log_every=5)
+    result = train_sft(args, log=lambda step, loss: print(f"step {step} loss {loss:.3f}",
+                                                          flush=True))
+    (out / "evidence_train.json").write_text(json.dumps({
+        "steps": result.steps, "train_seconds": round(result.train_seconds, 1),
+        "tokens": result.tokens, "tokens_per_second": round(result.tokens_per_second, 1),
+        "train_items": len(load_items(args.train)), "losses": result.losses}, indent=2))
+
+
+def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str) -> dict[str, Any]:
+    model = make_backend(backend)
+    bar = tqdm(total=len(items), desc=label, unit="item", disable=None)
+    start = time.process_time()
     with bar:
-        outputs = predict(WatchedBackend(backend, bar), items,
-                          SamplingParams(max_tokens=max_tokens, seed=0), batch_size=16)
+        outputs = predict(WatchedBackend(model, bar), items,
+                          SamplingParams(**EMBEDDED_SAMPLING, seed=0), batch_size=16)
+    cpu = time.process_time() - start
+    model.close()
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
-            "examples": result.records[:3]}
+            "cpu_seconds_per_item": round(cpu / len(items), 2), "examples": result.records[:4]}
+
+
+def _step_seconds(domain: str, envs: int, steps: int) -> float:
+    """CPU seconds per env-step of the default env (``envs`` > 1: a vector env)."""
+    env_id = f"AgentWorld/{'Floor' if domain == 'floor' else 'MCP'}-v0"
+    kwargs = ({"scenarios": ["C3/v0"]} if domain == "floor" else {"scenarios": "generated"})
+    env = (gym.make(env_id, **kwargs) if envs == 1
+           else gym.make_vec(env_id, num_envs=envs, **kwargs))
+    env.reset(seed=0)
+    action = (solution("C3", "v0")[0] if domain == "floor"
+              else '{"name": "get_item", "arguments": {"sku": "SKU-1000"}}')
+    start = time.process_time()
+    for _ in range(steps):
+        env.step(action if envs == 1 else [action] * envs)
+    seconds = (time.process_time() - start) / (steps * envs)
+    env.close()
+    return round(seconds, 2)
+
+
+def evaluate(out: Path, domain: str, count: int, floor_wm: str | None) -> None:
+    """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
+    items = load_items(out / "val" / f"{domain}.jsonl")
+    if count and len(items) > count:
+        draw = np.random.default_rng(0).choice(len(items), count, replace=False)
+        items = [items[i] for i in sorted(draw)]
+    models = {"fine-tuned": {**embedded_backend("tools"), "adapter": str(out / "adapter")},
+              "base (built-in prompt)": embedded_backend()}
+    if floor_wm and domain == "floor":
+        models["floor_wm"] = {"name": "hf", "model": floor_wm, "batch_size": 16}
+    evidence: dict[str, Any] = {"items": len(items), "tasks": sorted({task_of(i) for i in items})}
+    for label, backend in models.items():
+        evidence[label] = _fidelity(backend, items, label)
+        print(label, evidence[label]["markdown"], flush=True)
+    evidence["cpu_seconds_per_step"] = {"single": _step_seconds(domain, 1, 4),
+                                        "vector_of_16": _step_seconds(domain, 16, 1)}
+    print(evidence["cpu_seconds_per_step"])
+    (out / f"evidence_eval_{domain}.json").write_text(json.dumps(evidence, indent=2,
+                                                                default=str))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("runs/wm_evidence"))
-    parser.add_argument("--minutes", type=float, default=8.0, help="training time budget")
+    parser.add_argument("step", choices=["data", "train", "eval"])
+    parser.add_argument("--out", type=Path, default=Path("runs/wm13"))
+    parser.add_argument("--domain", choices=["floor", "mcp"], default="floor",
+                        help="the domain scored by eval")
+    parser.add_argument("--minutes", type=float, default=30.0, help="training time budget")
     parser.add_argument("--explore-repeats", type=int, default=4)
-    parser.add_argument("--val-fraction", type=float, default=0.2)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--eval-items", type=int, default=96,
-                        help="held-out items scored (a seeded draw; 0: all)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--all-turns", action=argparse.BooleanOptionalAction, default=False,
-                        help="learn every observation of a trajectory, or only each target")
+    parser.add_argument("--mcp-episodes", type=int, default=240)
+    parser.add_argument("--mcp-val-family", default="tickets")
+    parser.add_argument("--items", type=int, default=64, help="held-out items scored (0: all)")
+    parser.add_argument("--floor-wm", default=None, help="folder of the old floor_wm model")
     args = parser.parse_args()
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    corpora = [oracle_corpus(out / "oracle"),
-               explore_corpus(out / "explore", args.explore_repeats, args.seed)]
-    items = corpus_transitions(corpora)
-    train, val = split_by_task(items, args.val_fraction, args.seed)
-    write_items(train, out / "train.jsonl")
-    write_items(val, out / "val.jsonl")
-    sft = SFTArgs(train=str(out / "train.jsonl"), out=str(out / "model"), steps=100000,
-                  batch_size=4, lr=3e-3, layers=3, max_length=1024, max_minutes=args.minutes,
-                  seed=args.seed, threads=2, log_every=20, all_turns=args.all_turns)
-    _, tokenizer = prepare_model(sft, train)
-    save(build_model(tokenizer, sft.spec(), sft.seed), tokenizer, out / "untrained")
-    scored = val
-    if args.eval_items and len(val) > args.eval_items:
-        draw = np.random.default_rng(args.seed).choice(len(val), args.eval_items, replace=False)
-        scored = [val[i] for i in sorted(draw)]
-    before = fidelity(out / "untrained", scored, args.max_tokens)
-    result = train_sft(sft, log=lambda step, loss: print(f"step {step} loss {loss:.3f}",
-                                                         flush=True))
-    after = fidelity(out / "model", scored, args.max_tokens)
-    evidence = {
-        "train_items": len(train), "val_items": len(val), "scored_items": len(scored),
-        "val_tasks": sorted({task_of(i) for i in val}),
-        "train_tasks": sorted({task_of(i) for i in train}),
-        "parameters": result.parameters, "steps": result.steps,
-        "train_seconds": round(result.train_seconds, 1),
-        "tokens_per_second": round(result.tokens_per_second, 1),
-        "losses": result.losses, "untrained": before, "trained": after}
-    (out / "evidence.json").write_text(json.dumps(evidence, indent=2, default=str))
-    (out / "evidence.md").write_text(
-        f"## Untrained (held-out tasks)\n\n{before['markdown']}\n\n"
-        f"## Trained {result.steps} steps, {result.train_seconds:.0f} s\n\n{after['markdown']}\n")
-    print((out / "evidence.md").read_text())
+    if args.step == "data":
+        make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
+    elif args.step == "train":
+        train(args.out, args.minutes)
+    else:
+        evaluate(args.out, args.domain, args.items, args.floor_wm)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The matrix reads the registries after importing the three packages: every Gymnas
 ``AgentFloor`` and ``AgentWorld`` namespaces, and every PettingZoo id under ``team_envs/``. An env
 registered later joins the matrix without editing this file, and an env that fails a check fails
 its test: nothing is skipped except the determinism rollout of an env whose spec declares
-``nondeterministic=True``, and that skip is reported.
+``nondeterministic=True``, and that skip is reported. The simulated ``AgentWorld`` envs run on
+the ``scripted`` backend: the matrix checks env mechanics, not a world model.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import floor_tasks
 import team_envs
 from agentworld_envs.registration import ENV_IDS as WORLD_IDS
 from agentworld_envs.wrappers import wrap_for_sb3
+from tests.helpers.scripted_envs import make_scripted
 from tests.test_wrappers import one_torch_thread  # noqa: F401 - fixture
 
 GYM_IDS = sorted(env_id for env_id, spec in gym.registry.items()
@@ -87,7 +89,7 @@ def _rollout(env: gym.Env, seed: int, steps: int = STEPS, *, reset: bool = True)
 
 @pytest.mark.parametrize("env_id", GYM_IDS)
 def test_gymnasium_check_env(env_id: str) -> None:
-    env = gym.make(env_id, disable_env_checker=True).unwrapped
+    env = make_scripted(env_id, disable_env_checker=True).unwrapped
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env)
@@ -96,7 +98,7 @@ def test_gymnasium_check_env(env_id: str) -> None:
 
 @pytest.mark.parametrize("env_id", GYM_IDS)
 def test_determinism_rollout_with_observations_in_space(env_id: str) -> None:
-    first, second = gym.make(env_id), gym.make(env_id)
+    first, second = make_scripted(env_id), make_scripted(env_id)
     trajectory = _rollout(first, SEED)
     if gym.spec(env_id).nondeterministic:
         pytest.skip(f"{env_id} is registered nondeterministic=True; spaces were checked")
@@ -105,7 +107,7 @@ def test_determinism_rollout_with_observations_in_space(env_id: str) -> None:
 
 @pytest.mark.parametrize("env_id", GYM_IDS)
 def test_pickle_round_trip(env_id: str) -> None:
-    env = gym.make(env_id)
+    env = make_scripted(env_id)
     clone = pickle.loads(pickle.dumps(env))
     assert data_equivalence(_rollout(env, SEED, 10), _rollout(clone, SEED, 10))
     clone = pickle.loads(pickle.dumps(env))  # mid-episode, or just after a reset
@@ -118,7 +120,7 @@ def test_pickle_round_trip(env_id: str) -> None:
 def test_sb3_check_env_on_wrapped_env(env_id: str, observation: str) -> None:
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    env = wrap_for_sb3(gym.make(env_id), max_candidates=MAX_CANDIDATES, max_length=MAX_LENGTH,
+    env = wrap_for_sb3(make_scripted(env_id), max_candidates=MAX_CANDIDATES, max_length=MAX_LENGTH,
                        observation=observation)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

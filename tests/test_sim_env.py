@@ -13,8 +13,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.domains import DOMAINS
+from agentworld_envs.models import ADAPTERS, DOMAIN_ADAPTERS
 from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.registration import ENV_IDS, env_id, make
+from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.sim.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
 
@@ -54,16 +57,24 @@ def test_import_registers_quietly_without_heavy_modules() -> None:
 
 
 @pytest.mark.parametrize("eid", ENV_IDS)
-def test_check_env_passes_with_the_default_backend(eid: str) -> None:
-    env = gym.make(eid)
+def test_check_env_passes(eid: str) -> None:
+    env = gym.make(eid, backend="scripted")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
-    described = env.unwrapped.sim.world_model.describe()
-    if eid == "AgentWorld/Floor-v0":  # the shipped floor world model, in-process
-        assert described["name"] == "hf" and described["model"].endswith("floor_wm")
-    else:
-        assert described["name"] == "scripted"
+    assert env.unwrapped.sim.world_model.describe()["name"] == "scripted"
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_default_backend_is_the_domains_embedded_world_model(domain: str) -> None:
+    kwargs = gym.spec(env_id(domain)).kwargs
+    assert "backend" not in kwargs and "sampling" not in kwargs  # no per-domain override
+    config = SimConfig(**kwargs)
+    adapter = DOMAIN_ADAPTERS.get(domain)
+    assert (adapter in ADAPTERS) is (domain in ("floor", "mcp"))  # fine-tuned where real ones are
+    assert config.world_model_backend() == {"name": "embedded", "adapter": adapter}
+    params = config.world_model_params()
+    assert (params.temperature, params.max_tokens) == (0.0, 768)  # greedy, the embedded bound
 
 
 def rollout(env: gym.Env, seed: int, actions: list[str] | None = None) -> list:
@@ -211,7 +222,7 @@ def test_malformed_actions_are_answered_locally_and_flagged(domain, action, erro
 
 
 def test_non_string_and_over_long_actions_are_invalid_not_errors() -> None:
-    env = make("swe", max_action_chars=100)
+    env = make("swe", backend="scripted", max_action_chars=100)
     env.reset(seed=0)
     for action in (None, 42, {"name": "bash"}, "x" * 101):
         obs, _, terminated, _, info = env.step(action)
@@ -219,7 +230,7 @@ def test_non_string_and_over_long_actions_are_invalid_not_errors() -> None:
 
 
 def test_truncation_at_the_step_budget_computes_the_reward() -> None:
-    env = make("terminal", max_steps=2)
+    env = make("terminal", backend="scripted", max_steps=2)
     assert env.spec.max_episode_steps == 2
     env.reset(seed=0, options={"scenario": "terminal-count-log-errors"})
     wait = '[{"keystrokes": "", "duration": 1}]'
@@ -231,7 +242,7 @@ def test_truncation_at_the_step_budget_computes_the_reward() -> None:
 
 
 def test_a_scenario_budget_below_the_env_budget_wins() -> None:
-    env = make("mcp")
+    env = make("mcp", backend="scripted")
     scenario = {**env.unwrapped.sim.domain.builtin["mcp-kanban-doing-count"].model_dump(),
                 "max_steps": 1}
     obs, info = env.reset(seed=0, options={"scenario": scenario})
@@ -240,7 +251,7 @@ def test_a_scenario_budget_below_the_env_budget_wins() -> None:
 
 
 def test_stepping_after_the_end_never_raises() -> None:
-    env = AgentWorldEnv("mcp")
+    env = AgentWorldEnv("mcp", backend="scripted")
     with pytest.raises(gym.error.ResetNeeded):
         env.step("hello")
     env.reset(seed=0)
@@ -292,7 +303,7 @@ def test_fictional_mode_can_be_forced_either_way() -> None:
 
 
 def test_render_observation_space_and_candidate_actions() -> None:
-    env = make("web", render_mode="ansi")
+    env = make("web", backend="scripted", render_mode="ansi")
     obs, info = env.reset(seed=1)
     assert obs in env.observation_space and isinstance(env.observation_space, UnicodeText)
     action = env.unwrapped.candidate_actions()[0]
@@ -302,7 +313,7 @@ def test_render_observation_space_and_candidate_actions() -> None:
 
 
 def test_an_env_pickles_mid_episode_and_the_copy_plays_on_alike() -> None:
-    env = make("terminal")
+    env = make("terminal", backend="scripted")
     env.reset(seed=5)
     env.step(WAIT)
     clone = pickle.loads(pickle.dumps(env))
@@ -312,8 +323,8 @@ def test_an_env_pickles_mid_episode_and_the_copy_plays_on_alike() -> None:
 
 def test_bad_settings_fail_at_make_time() -> None:
     with pytest.raises(ValueError, match="seed"):
-        gym.make(env_id("mcp"), sampling={"seed": 3})
+        gym.make(env_id("mcp"), backend="scripted", sampling={"seed": 3})
     with pytest.raises(ValueError, match="unknown backend"):
         gym.make(env_id("mcp"), backend="nope")
     with pytest.raises(ValueError):
-        gym.make(env_id("mcp"), scenarios=[])
+        gym.make(env_id("mcp"), backend="scripted", scenarios=[])

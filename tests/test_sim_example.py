@@ -8,7 +8,7 @@ from pathlib import Path
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "simulated_rl.py"
 
 
-def test_the_example_policy_improves_on_the_default_backend() -> None:
+def test_the_example_policy_improves_on_the_scripted_backend() -> None:
     spec = importlib.util.spec_from_file_location("simulated_rl", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

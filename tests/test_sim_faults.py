@@ -111,7 +111,7 @@ def test_a_hung_backend_times_out_and_the_env_moves_on() -> None:
 
 def test_closing_an_env_ends_its_model_thread() -> None:
     before = set(threading.enumerate())
-    env = make("terminal")
+    env = make("terminal", backend="scripted")
     env.reset(seed=0)
     env.step(WAIT)
     started = [t for t in threading.enumerate() if t not in before]
@@ -175,7 +175,7 @@ def test_hostile_actions_are_only_ever_simulated(sentinel: Path,
                 f"goto(__import__('os').system('rm -rf {path}'))"],
         "android": [json.dumps({"action_type": "input_text", "text": f"$(rm -rf {path})"})],
     }
-    envs = {domain: make(domain) for domain in hostile}
+    envs = {domain: make(domain, backend="scripted") for domain in hostile}
     for env in envs.values():
         env.reset(seed=0)  # imports and package data load before the trap is set
     attempts = forbid_host_execution(monkeypatch)
@@ -202,7 +202,7 @@ _ACTIONS = st.one_of(
                                                                  HealthCheck.function_scoped_fixture])
 @given(actions=st.lists(_ACTIONS, min_size=1, max_size=4))
 def test_step_never_raises_on_agent_text(domain: str, actions: list[str]) -> None:
-    env = make(domain)
+    env = make(domain, backend="scripted")
     env.reset(seed=0)
     for action in actions:
         obs, reward, terminated, truncated, info = env.step(action)

@@ -37,7 +37,7 @@ def test_a_perfect_world_model_has_full_fidelity_and_passes_the_real_verifier() 
     for (obs, _, _, _, info), truth in zip(steps, real, strict=True):
         assert obs == truth == info["real_observation"]
         assert info["fidelity"] == {"exact": True, "structural": 1.0, "values": 1.0,
-                                    "predicted_json": True, "real_json": True}
+                                    "calls": 1.0, "predicted_json": True, "real_json": True}
     sources = [info["observation_source"] for *_, info in steps]
     assert sources == ["world_model", "world_model", "real"]  # the real env decides submissions
     _, reward, terminated, _, info = steps[-1]
@@ -88,7 +88,7 @@ def test_hybrid_mode_serves_the_real_tools_it_is_told_to() -> None:
 
 
 def test_agent_mistakes_are_answered_by_the_real_env() -> None:
-    env = make("floor")
+    env = make("floor", backend="scripted")
     env.reset(seed=0, options={"scenario": "C3"})
     obs, _, _, _, info = env.step('{"name": "delete_database", "arguments": {}}')
     assert info["invalid_action"] and info["observation_source"] == "real"
@@ -98,7 +98,7 @@ def test_agent_mistakes_are_answered_by_the_real_env() -> None:
 
 @pytest.mark.parametrize("task_id", ["A01", "E4"])
 def test_every_tier_runs_and_truncation_matches_the_task_budget(task_id: str) -> None:
-    env = make("floor")
+    env = make("floor", backend="scripted")
     _, info = env.reset(seed=0, options={"scenario": task_id})
     budget = floor_tasks.load_task(task_id).max_steps
     assert info["max_steps"] == budget

@@ -63,7 +63,7 @@ def test_settle_combines_rule_and_judge(spec, judge, reward) -> None:
 
 def judged_env(score_text: str, **settings):
     judge = ScriptedBackend([{"match": "## Rubric", "reply": score_text}], keep_requests=True)
-    env = make("search", judge_backend=judge, **settings)
+    env = make("search", backend="scripted", judge_backend=judge, **settings)
     env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
     return env, judge
 
@@ -103,7 +103,7 @@ def test_an_unreadable_judge_counts_as_zero_and_says_why(reply: str) -> None:
 
 
 def test_a_failing_judge_backend_is_a_flagged_zero() -> None:
-    env = make("search", reward="judge",
+    env = make("search", backend="scripted", reward="judge",
                judge_backend={"name": "scripted", "rules": [{"match": ".", "error": "down"}]})
     env.reset(seed=0)
     _, reward, _, _, info = env.step("An answer.")

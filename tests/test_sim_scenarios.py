@@ -42,7 +42,7 @@ def test_each_domain_ships_ten_distinct_hand_written_scenarios(domain: str) -> N
 
 @pytest.mark.parametrize("domain", [*HANDWRITTEN, "floor"])
 def test_gold_solutions_score_one_and_a_no_op_scores_zero(domain: str) -> None:
-    env = make(domain)
+    env = make(domain, backend="scripted")
     for scenario in get_domain(domain).builtin.values():
         reward, info = play(env, scenario, scenario.solution_actions)
         assert reward == 1.0, (scenario.id, info["reward_breakdown"])
@@ -70,7 +70,7 @@ def test_generated_mcp_servers_carry_targeted_perturbations() -> None:
 
 @pytest.mark.parametrize("domain", ["search", "mcp"])
 def test_generated_scenarios_are_drawn_from_the_seed_and_their_gold_passes(domain: str) -> None:
-    env = make(domain, scenarios="generated")
+    env = make(domain, backend="scripted", scenarios="generated")
     ids = [env.reset(seed=s)[1]["scenario_id"] for s in (5, 6, 5)]
     assert ids[0] == ids[2] != ids[1]
     assert re.fullmatch(rf"{domain}-gen-\d+", ids[0])
@@ -81,7 +81,7 @@ def test_generated_scenarios_are_drawn_from_the_seed_and_their_gold_passes(domai
 
 def test_domains_without_a_generator_refuse_generated_scenarios() -> None:
     with pytest.raises(ValueError, match="no scenario generator"):
-        gym.make(env_id("web"), scenarios="generated")
+        gym.make(env_id("web"), backend="scripted", scenarios="generated")
 
 
 @pytest.mark.parametrize(("fields", "message"), [

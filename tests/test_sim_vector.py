@@ -15,7 +15,7 @@ from agentworld_envs.sim.vector import AgentWorldVectorEnv
 
 
 def test_make_vec_builds_the_native_vector_env_with_its_autoreset_mode() -> None:
-    envs = gym.make_vec(env_id("mcp"), num_envs=4)
+    envs = gym.make_vec(env_id("mcp"), num_envs=4, backend="scripted")
     assert isinstance(envs.unwrapped, AgentWorldVectorEnv)
     assert envs.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
     assert envs.unwrapped.max_steps == gym.spec(env_id("mcp")).max_episode_steps
@@ -23,7 +23,7 @@ def test_make_vec_builds_the_native_vector_env_with_its_autoreset_mode() -> None
     assert len(obs) == 4 and all(o in envs.single_observation_space for o in obs)
     assert infos["_scenario_id"].all()
     with pytest.raises(ValueError, match="same_step"):
-        gym.make_vec(env_id("mcp"), num_envs=2, autoreset_mode="next_step")
+        gym.make_vec(env_id("mcp"), num_envs=2, backend="scripted", autoreset_mode="next_step")
 
 
 def test_every_step_is_one_batched_backend_call() -> None:
@@ -78,7 +78,7 @@ def test_sub_env_i_plays_exactly_like_a_single_env_seeded_seed_plus_i() -> None:
 
 
 def test_same_step_autoreset_returns_final_obs_and_the_next_episode() -> None:
-    envs = gym.make_vec(env_id("web"), num_envs=2)
+    envs = gym.make_vec(env_id("web"), num_envs=2, backend="scripted")
     obs, _ = envs.reset(seed=0, options={"scenario": "web-wiki-capital"})
     obs, rewards, terminated, truncated, infos = envs.step(
         ["send_msg_to_user('The capital is Serra Vane.')", "fill('701', 'Orvandel')"])
@@ -93,7 +93,7 @@ def test_same_step_autoreset_returns_final_obs_and_the_next_episode() -> None:
 
 
 def test_truncation_in_the_vector_env_uses_the_budget() -> None:
-    envs = gym.make_vec(env_id("os"), num_envs=2, max_episode_steps=2)
+    envs = gym.make_vec(env_id("os"), num_envs=2, backend="scripted", max_episode_steps=2)
     envs.reset(seed=0)
     envs.step(["WAIT", "WAIT"])
     _, _, terminated, truncated, infos = envs.step(["WAIT", "DONE"])
@@ -102,7 +102,8 @@ def test_truncation_in_the_vector_env_uses_the_budget() -> None:
 
 
 def test_disabled_autoreset_leaves_resets_to_the_caller() -> None:
-    envs = gym.make_vec(env_id("android"), num_envs=2, autoreset_mode="disabled")
+    envs = gym.make_vec(env_id("android"), num_envs=2, backend="scripted",
+                        autoreset_mode="disabled")
     assert envs.metadata["autoreset_mode"] is AutoresetMode.DISABLED
     envs.reset(seed=0, options={"scenario": "android-battery-level"})
     answer = '{"action_type": "answer", "text": "62"}'
@@ -119,7 +120,8 @@ def test_judges_of_episodes_ending_together_share_one_call() -> None:
     judge = ScriptedBackend([{"match": "## Rubric", "reply":
                               '<final_evaluation>{"score": 4}</final_evaluation>'}],
                             keep_requests=True)
-    envs = gym.make_vec(env_id("search"), num_envs=3, reward="hybrid", judge_backend=judge)
+    envs = gym.make_vec(env_id("search"), num_envs=3, backend="scripted", reward="hybrid",
+                        judge_backend=judge)
     envs.reset(seed=0, options={"scenario": "search-velmora-founder"})
     _, rewards, *_ = envs.step(["Ilsa Toren founded it.", "Oskar Vell.",
                                 '{"name": "web_search", "arguments": {"query": "Velmora"}}'])
@@ -130,8 +132,9 @@ def test_judges_of_episodes_ending_together_share_one_call() -> None:
 def test_async_vector_env_without_shared_memory_matches_the_native_one() -> None:
     actions = ['[{"keystrokes": "ls -la\\n", "duration": 1}]', "[]", "café ☕"]
     async_envs = gym.make_vec(env_id("terminal"), num_envs=3, vectorization_mode="async",
-                              vector_kwargs={"shared_memory": False})
-    native = gym.make_vec(env_id("terminal"), num_envs=3, autoreset_mode="disabled")
+                              backend="scripted", vector_kwargs={"shared_memory": False})
+    native = gym.make_vec(env_id("terminal"), num_envs=3, backend="scripted",
+                          autoreset_mode="disabled")
     try:
         assert async_envs.reset(seed=4)[0] == native.reset(seed=4)[0]
         got = async_envs.step(actions)

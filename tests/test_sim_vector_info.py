@@ -46,8 +46,8 @@ def test_mixed_infos_match_gymnasium() -> None:
 
 
 def test_vector_env_step_infos_match_gymnasium_through_an_autoreset() -> None:
-    envs = gym.make_vec("AgentWorld/Search-v0", num_envs=3, max_episode_steps=2,
-                        reveal_reference=True)
+    envs = gym.make_vec("AgentWorld/Search-v0", num_envs=3, backend="scripted",
+                        max_episode_steps=2, reveal_reference=True)
     vector = envs.unwrapped
     envs.reset(seed=0)
     call = '{"name": "web_search", "arguments": {"queries": ["x"]}}'

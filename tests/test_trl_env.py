@@ -25,6 +25,7 @@ from agentworld_envs.trl import (  # noqa: E402
     turn_environment_class,
 )
 from agentworld_envs.trl.tool_methods import tool_method  # noqa: E402
+from tests.helpers.scripted_envs import scripted_kwargs  # noqa: E402
 
 SYSTEM = "Use the tools, then answer."
 
@@ -69,7 +70,7 @@ def test_submit_decision_itself_passes_get_json_schema() -> None:
 def test_environment_class_exposes_each_tool(env_id: str) -> None:
     from transformers.utils import get_json_schema
 
-    cls = environment_class(env_id)
+    cls = environment_class(env_id, **scripted_kwargs(env_id))
     session = cls()
     session.reset(seed=0)
     methods = {n for n, _ in inspect.getmembers(cls, inspect.isfunction)

@@ -276,7 +276,7 @@ def test_a_length_cut_step_is_flagged_counted_and_never_an_observation() -> None
 
 
 def test_info_names_the_model_and_placeholders_say_so(prompts: Path) -> None:
-    env = make("search", prompts=str(prompts))
+    env = make("search", backend="scripted", prompts=str(prompts))
     env.reset(seed=0)
     _, _, _, _, info = env.step('{"name": "web_search", "arguments": {"queries": ["x"]}}')
     assert info["observation_source"] == "placeholder"
@@ -284,14 +284,14 @@ def test_info_names_the_model_and_placeholders_say_so(prompts: Path) -> None:
             info["world_model"]["prompts"]) == ("scripted", "scripted", str(prompts.resolve()))
 
 
-def test_the_placeholder_warns_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_naming_the_placeholder_warns_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     import agentworld_envs.sim.simulator as simulator
 
     monkeypatch.setattr(simulator, "_warned_placeholder", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        make("mcp")
-        make("web")
+        make("mcp", backend="scripted")
+        make("web", backend="scripted")
     assert [str(w.message).count("placeholders") for w in caught] == [1]
 
 

@@ -230,12 +230,14 @@ def test_fidelity_of_a_perfect_oracle_is_one_and_of_an_empty_model_zero() -> Non
     from agentworld_envs.backends import SamplingParams
 
     perfect = score_fidelity(sample, predict(oracle, sample, SamplingParams(), batch_size=4))
-    assert perfect.report.weighted == {"exact": 100.0, "structural": 100.0, "values": 100.0}
+    assert perfect.report.weighted == {"exact": 100.0, "structural": 100.0, "values": 100.0,
+                                       "calls": 100.0}
     assert perfect.report.macro == perfect.report.weighted
     assert oracle.batches == [4] * (len(sample) // 4) + ([len(sample) % 4] if len(sample) % 4
                                                          else [])
     empty = score_fidelity(sample, predict(FnBackend(lambda r: ""), sample, SamplingParams()))
-    assert empty.report.weighted == {"exact": 0.0, "structural": 0.0, "values": 0.0}
+    assert empty.report.weighted == {"exact": 0.0, "structural": 0.0, "values": 0.0,
+                                     "calls": 0.0}
     missing = score_fidelity(sample[:2], [None, None])
     assert missing.report.weighted["exact"] == 0.0
 

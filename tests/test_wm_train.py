@@ -346,15 +346,3 @@ def test_all_turns_labels_every_observation_once_per_trajectory(tiny_lm_dir: Pat
     assert tokenizer.decode([t for t, lab in zip(ids, labels, strict=True) if lab >= 0]) == \
         target_text(last, False) + "<|im_end|>"
 
-
-def test_shipped_floor_model_answers_in_the_envelope_format() -> None:
-    from agentworld_envs.backends import SamplingParams
-    from agentworld_envs.bench.diagnostics import diagnose
-    from agentworld_envs.bench.run import predict, score_fidelity
-    from agentworld_envs.models import FLOOR_WORLD_MODEL_SAMPLING, floor_world_model
-
-    items = [i for i in load_sample() if i.task == "floor"][:4]
-    with floor_world_model() as backend:
-        outputs = predict(backend, items, SamplingParams(**FLOOR_WORLD_MODEL_SAMPLING, seed=0))
-    assert all(diagnose(o).tags_closed for o in outputs)
-    assert score_fidelity(items, outputs).report.weighted["structural"] > 0.0

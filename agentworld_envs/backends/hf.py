@@ -97,11 +97,15 @@ class HFBackend(Backend):
 
     Args:
         model: Local directory or hub name, loaded with ``AutoTokenizer`` and
-            ``AutoModelForCausalLM``.
+            ``AutoModelForCausalLM``, or the name of a pretrained base in
+            :data:`agentworld_envs.models.pretrained.BASES` (converted and cached on first use).
         device: Torch device, e.g. ``"cpu"`` or ``"cuda:0"``.
         dtype: ``"auto"`` or a torch dtype name such as ``"bfloat16"``.
         batch_size: Most conversations per ``generate`` call.
         enable_thinking: Passed to the chat template when not None.
+        adapter: A PEFT (LoRA) adapter folder, merged into the model on load (needs ``peft``).
+        view: The name of a view in :data:`agentworld_envs.models.compact_view.VIEWS` that
+            rewrites each chat before its template (the layout the model was trained on).
 
     ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
     its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
@@ -117,6 +121,8 @@ class HFBackend(Backend):
         dtype: str = "auto",
         batch_size: int = 8,
         enable_thinking: bool | None = None,
+        adapter: str | None = None,
+        view: str | None = None,
     ) -> None:
         torch, transformers = _import_hf()
         if batch_size < 1:
@@ -126,13 +132,21 @@ class HFBackend(Backend):
         self.dtype = dtype
         self.batch_size = batch_size
         self.enable_thinking = enable_thinking
+        self.adapter = adapter
+        self.view = view
+        self._view = _view(view)
         self._torch = torch
-        self._tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+        from agentworld_envs.models.pretrained import resolve_model
+
+        folder = resolve_model(model)
+        self._tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
         self._tokenizer.padding_side = "left"
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
-        self._model = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
+        self._model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype)
+        if adapter:
+            self._model = _merged(self._model, adapter)
         self._model.to(device).eval()
         eos = self._model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
@@ -141,7 +155,7 @@ class HFBackend(Backend):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
-                             self.enable_thinking))
+                             self.enable_thinking, self.adapter, self.view))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata."""
@@ -152,6 +166,8 @@ class HFBackend(Backend):
             "dtype": self.dtype,
             "batch_size": self.batch_size,
             "enable_thinking": self.enable_thinking,
+            "adapter": self.adapter,
+            "view": self.view,
         }
 
     def close(self) -> None:
@@ -182,8 +198,9 @@ class HFBackend(Backend):
         kwargs = dict(template_kwargs)
         if self.enable_thinking is not None:
             kwargs.setdefault("enable_thinking", self.enable_thinking)
+        messages = self._view(request.messages) if self._view else request.messages
         return self._tokenizer.apply_chat_template(
-            template_messages(request.messages),
+            template_messages(messages),
             tools=request.tools or None,
             add_generation_prompt=True,
             tokenize=False,
@@ -251,6 +268,25 @@ class HFBackend(Backend):
                 raw={"token_ids": new_ids},
             ))
         return completions
+
+
+def _view(name: str | None) -> Any:
+    if name is None:
+        return None
+    from agentworld_envs.models.compact_view import VIEWS
+
+    if name not in VIEWS:
+        raise ValueError(f"unknown view {name!r}; known: {sorted(VIEWS)}")
+    return VIEWS[name]
+
+
+def _merged(model: Any, adapter: str) -> Any:
+    """``model`` with the LoRA adapter folder ``adapter`` merged into its weights."""
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ImportError('loading an adapter needs peft: pip install "agentworld[hf]"') from exc
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
 
 
 def _generator(torch: Any, device: str, seed: int | None) -> Any:

@@ -20,7 +20,7 @@ _BUILTIN = {
     "hf": "agentworld_envs.backends.hf:HFBackend",
     "vllm": "agentworld_envs.backends.vllm:VLLMBackend",
     "replay": "agentworld_envs.backends.replay:ReplayBackend",
-    "floor_wm": "agentworld_envs.models:floor_world_model",
+    "embedded": "agentworld_envs.models:embedded_world_model",
 }
 _REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
 

@@ -44,7 +44,7 @@ __all__ = ["BenchResult", "FIDELITY_METRICS", "JUDGE_METRICS", "NO_GENERATION", 
            "run_bench", "score_fidelity"]
 
 JUDGE_METRICS = ("total", *DIMENSIONS)
-FIDELITY_METRICS = ("exact", "structural", "values")
+FIDELITY_METRICS = ("exact", "structural", "values", "calls")
 NO_GENERATION = "No model generation"
 RULE_CAPS_NOTE = ("With our rule caps (`--rule-caps`; not comparable with AgentWorldBench "
                   "figures):")
@@ -99,7 +99,7 @@ def score_fidelity(items: Sequence[BenchItem], outputs: Sequence[str | None]) ->
         observation = parse_world_model_output(output or "").observation
         fidelity = step_fidelity(observation, item.ground_truth)
         values = {"exact": 100.0 * fidelity.exact, "structural": 100.0 * fidelity.structural,
-                  "values": 100.0 * fidelity.values}
+                  "values": 100.0 * fidelity.values, "calls": 100.0 * fidelity.calls}
         rows.append((item.task, values))
         records.append({"key": item.key, "task": item.task, "output": output,
                         "prediction": observation, "fidelity": fidelity.to_dict()})

@@ -3,7 +3,7 @@
 The real bench cannot be downloaded here, so this sample stands in for tests and the README.
 Its items come from real AgentFloor transitions (oracle runs, ground truth = the real tools),
 from simulated ``AgentWorld/Floor-v0`` rollouts in hybrid mode (real ground truth), and from
-simulated ``AgentWorld/Search-v0`` rollouts with the default ``scripted`` backend, whose ground
+simulated ``AgentWorld/Search-v0`` rollouts with the ``scripted`` backend, whose ground
 truth is that backend's own output (marked ``ground_truth: world_model``): a format sample for a
 second domain, not a measure of anything.
 """
@@ -43,11 +43,12 @@ def build_sample(seed: int = 0) -> list[BenchItem]:
                                "oracle"):
             corpus.append(record)
         items = corpus_transitions([corpus.dir])
-    floor = gym.make("AgentWorld/Floor-v0", mode="hybrid", real_tools=_FLOOR_TOOLS,
+    floor = gym.make("AgentWorld/Floor-v0", backend="scripted", mode="hybrid",
+                     real_tools=_FLOOR_TOOLS,
                      scenarios=[f"{t}/v1" for t in SAMPLE_TASKS])
     items += simulated_transitions(floor, 3, seed=seed, start_id=len(items))
     floor.close()
-    search = gym.make("AgentWorld/Search-v0")
+    search = gym.make("AgentWorld/Search-v0", backend="scripted")
     items += simulated_transitions(search, 8, seed=seed, start_id=0)
     search.close()
     return items

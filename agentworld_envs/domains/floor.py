@@ -5,10 +5,11 @@ each simulated step is measured against the true observation (:mod:`agentworld_e
 fidelity`), hybrid mode can fall back to the real tool, and the reward is the real verifier's
 verdict. Scenario ids are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
 
-The floor domain keeps the chat layout its shipped world model (``agentworld_envs/models/
-floor_wm``) was trained on: the database and the task in the system prompt's ``{environment}``
-slot, demonstrations as ``Example N`` blocks, controls as ``**Simulation Control:**`` lines
-after the action. It is ours, not a release domain, so no release layout applies to it.
+The floor domain's chat layout is ours (it is not a release domain, so no release layout
+applies to it): the database (one JSON entry per line) and the task in the system prompt's
+``{environment}`` slot, demonstrations as ``Example N`` blocks, controls as ``**Simulation
+Control:**`` lines after the action. The embedded world model reads it through its compact
+view (:mod:`agentworld_envs.models.compact_view`).
 
 The world model sees the tools' database, never the rule that accepts a submission: whether a
 ``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
@@ -19,16 +20,22 @@ distractors of :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
-
-import yaml
 
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.prompting import environment_notes, fence, fill_template
 from agentworld_envs.sim.reality import Reality, RealStep
-from agentworld_envs.sim.scenario import Check, Demonstration, FloorRef, RewardSpec, Scenario
+from agentworld_envs.sim.scenario import (
+    Check,
+    Control,
+    Demonstration,
+    FloorRef,
+    RewardSpec,
+    Scenario,
+)
 from floor_tasks import load_tasks, solution
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
@@ -46,8 +53,8 @@ class FloorReality(Reality):
         self.env = FloorEnv(ref.task_id, variant=ref.variant, max_steps=budget)
         self.env.reset(seed=0)
 
-    def step(self, action: Any) -> RealStep:
-        """Play the action on the real tools."""
+    def step(self, action: Any, controls: Sequence[Control] = ()) -> RealStep:
+        """Play the action on the real tools (which take no perturbation)."""
         observation, _, terminated, truncated, info = self.env.step(action)
         ending = info.get("termination") if terminated else None
         return RealStep(observation, terminated, ending, info.get("verdict"))
@@ -58,11 +65,18 @@ def _world_notes(task: Task) -> str:
     db = load_fixture(task.fixture)
     data = {"records": db.records, "search_index": db.search_index, "options": db.options,
             "constraints": db.constraints, "scripted_failures": db.scripted_failures}
-    database = yaml.safe_dump({k: v for k, v in data.items() if v}, sort_keys=False,
-                              allow_unicode=True)
-    notes = [f"AgentFloor task {task.id} ({task.title}); call ids are {task.id}_<tool>_<n>.",
-             f"The tools' database (YAML):\n{database.rstrip()}"]
-    return "\n".join(notes)
+    lines = [f"AgentFloor task {task.id} ({task.title}); call ids are {task.id}_<tool>_<n>.",
+             "The tools' database (one entry per line, values in JSON):"]
+    for section, entries in data.items():
+        if entries:
+            lines.append(f"{section}:")
+            lines += ([f"{key}: {_json(value)}" for key, value in entries.items()]
+                      if isinstance(entries, dict) else [_json(entries)])
+    return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _demonstrations(demos: Sequence[Demonstration]) -> str:

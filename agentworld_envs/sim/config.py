@@ -12,14 +12,16 @@ from typing import Any, Literal
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
+from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.sim.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.sim.scenario import Control, DomainKey, Scenario
 
-__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING",
+           "embedded_default"]
 
-DEFAULT_BACKEND = "scripted"
-"""The default backend: deterministic placeholders, not a world model (see ``sim.scripted``)."""
+DEFAULT_BACKEND = None
+"""No backend named: the domain's embedded world model (:func:`embedded_default`)."""
 WORLD_MODEL_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_tokens": 32768}
 """The Qwen-AgentWorld model card's sampling (thinking on; about 4.3K tokens a step)."""
 JUDGE_SAMPLING = {"temperature": 0.0, "max_tokens": 2048}
@@ -36,10 +38,13 @@ class SimConfig(pydantic.BaseModel):
         domain: The domain key (``mcp``, ``search``, ``terminal``, ``swe``, ``android``, ``web``,
             ``os`` or ``floor``).
         backend: The world model: a backend name or config for ``make_backend`` (``openai``,
-            ``hf``, ``vllm``, ``replay``, ``scripted``), or a live backend at the call site.
+            ``hf``, ``vllm``, ``replay``, ``embedded``, ``scripted``), or a live backend at the
+            call site. None (the default): the embedded model of the domain
+            (:func:`embedded_default`).
         sampling: World-model ``SamplingParams`` fields over the model card's defaults
             (temperature 0.6, top_p 0.95, top_k 20, max_tokens 32768; ``top_k: None`` sends
-            none, for servers that reject it). The seed is always drawn from ``np_random``.
+            none, for servers that reject it; the embedded models': greedy, max_tokens 768).
+            The seed is always drawn from ``np_random``.
         prompts: The prompt set of the world model's system message: None (the
             ``AGENTWORLD_PROMPTS`` variable, else the built-in set), ``"builtin"``, or a
             directory laid out as the release's ``prompts/`` folder.
@@ -80,7 +85,7 @@ class SimConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     domain: DomainKey
-    backend: BackendConfig = DEFAULT_BACKEND
+    backend: BackendConfig | None = DEFAULT_BACKEND
     sampling: dict[str, Any] = {}
     prompts: str | None = None
     judge_backend: BackendConfig | None = None
@@ -122,7 +127,10 @@ class SimConfig(pydantic.BaseModel):
         return resolve_prompt_set(self.prompts)
 
     def world_model_backend(self) -> BackendConfig:
-        """The backend config, an ``openai`` one given the call timeout if it sets none."""
+        """The backend config (the domain's embedded model when none is named), an ``openai``
+        one given the call timeout if it sets none."""
+        if self.backend is None:
+            return embedded_default(self.domain)
         config = {"name": self.backend} if isinstance(self.backend, str) else self.backend
         if (isinstance(config, dict) and config.get("name") == "openai"
                 and "timeout_s" not in config and self.timeout_s is not None):
@@ -130,12 +138,23 @@ class SimConfig(pydantic.BaseModel):
         return self.backend
 
     def world_model_params(self) -> SamplingParams:
-        """World-model sampling parameters, without a seed."""
-        return _sampling({**WORLD_MODEL_SAMPLING, **self.sampling})
+        """World-model sampling parameters, without a seed: the model card's defaults (the
+        embedded models' for the embedded backend) under ``sampling``."""
+        name = self.backend if isinstance(self.backend, str) else (
+            self.backend.get("name") if isinstance(self.backend, dict) else None)
+        embedded = self.backend is None or name == "embedded"
+        return _sampling({**(EMBEDDED_SAMPLING if embedded else WORLD_MODEL_SAMPLING),
+                          **self.sampling})
 
     def judge_params(self) -> SamplingParams:
         """Judge sampling parameters, without a seed."""
         return _sampling({**JUDGE_SAMPLING, **self.judge_sampling})
+
+
+def embedded_default(domain: str) -> dict[str, Any]:
+    """The embedded world model of ``domain``: with its fine-tuned adapter where one ships
+    (floor, mcp), else the pretrained base on the built-in prompt."""
+    return {"name": "embedded", "adapter": DOMAIN_ADAPTERS.get(domain)}
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:

@@ -12,7 +12,7 @@ import numpy as np
 
 from agentworld_envs.sim.scenario import Control
 
-__all__ = ["CONTROL_TEXT", "fired_controls"]
+__all__ = ["CONTROL_TEXT", "control_text", "fired_controls"]
 
 CONTROL_TEXT = {
     "tool_error": (
@@ -39,9 +39,14 @@ def _applies(control: Control, tools: Sequence[str]) -> bool:
     return control.tools is None or any(t in control.tools for t in tools)
 
 
+def control_text(control: Control) -> str:
+    """What the world model is told when the control fires: its kind's text, then its note."""
+    return " ".join(p for p in (CONTROL_TEXT[control.kind], control.note or "") if p)
+
+
 def fired_controls(controls: Sequence[Control], turn: int, tools: Sequence[str],
-                   rng: np.random.Generator) -> list[str]:
-    """The instructions of the controls that fire on this turn.
+                   rng: np.random.Generator) -> list[Control]:
+    """The controls that fire on this turn, in order.
 
     A control with ``turns`` fires on those turns. Otherwise it fires with its ``probability``,
     drawn from ``rng`` whenever the probability is below 1, whatever the action, so the number
@@ -62,6 +67,5 @@ def fired_controls(controls: Sequence[Control], turn: int, tools: Sequence[str],
         else:
             hit = True
         if hit and _applies(control, tools):
-            text = " ".join(p for p in (CONTROL_TEXT[control.kind], control.note or "") if p)
-            fired.append(text)
+            fired.append(control)
     return fired

@@ -6,7 +6,7 @@ and computes the reward once, at the end of the episode, with its breakdown in `
 
 Example:
     >>> import gymnasium as gym, agentworld_envs
-    >>> env = gym.make("AgentWorld/Search-v0")          # default backend: "scripted"
+    >>> env = gym.make("AgentWorld/Search-v0", backend="scripted")  # no model: placeholders
     >>> obs, info = env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
     >>> obs, reward, terminated, truncated, info = env.step(
     ...     '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}')

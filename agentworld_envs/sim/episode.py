@@ -23,7 +23,7 @@ import numpy as np
 from agentworld_envs.backends import ChatRequest, Completion
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.sim.config import SimConfig
-from agentworld_envs.sim.controls import fired_controls
+from agentworld_envs.sim.controls import control_text, fired_controls
 from agentworld_envs.sim.fidelity import step_fidelity
 from agentworld_envs.sim.model_client import Fault
 from agentworld_envs.sim.parsing import parse_world_model_output
@@ -171,11 +171,13 @@ class Episode:
         text, problem = _action_text(action, self.config.max_action_chars)
         interpretation = (self.domain.reject(problem, self.state) if problem
                           else self.domain.interpret(text, self.scenario, self.state))
-        real = self.reality.step(action) if self.reality is not None else None
-        request, controls = None, ()
-        if interpretation.kind == "simulate":
-            controls = tuple(fired_controls(self.controls, self.turn, interpretation.tools,
-                                            self.rng))
+        simulated = interpretation.kind == "simulate"
+        fired = (fired_controls(self.controls, self.turn, interpretation.tools, self.rng)
+                 if simulated else [])
+        real = (self.reality.step(action, fired) if self.reality is not None
+                else None)
+        request, controls = None, tuple(control_text(c) for c in fired)
+        if simulated:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)

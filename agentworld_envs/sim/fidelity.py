@@ -1,6 +1,6 @@
 """Judge-free fidelity: how closely a predicted observation agrees with the real one.
 
-Three measures per step:
+Four measures per step:
 
 * ``exact``: the two agree exactly: as JSON values when both are JSON (so key order and
   spacing do not matter), otherwise as text after trimming and normalising line ends.
@@ -8,9 +8,12 @@ Three measures per step:
   (every ``(path, type)`` pair, list positions included).
 * ``values``: the share of the real document's leaves (``(path, value)`` pairs) that the
   prediction reproduces.
+* ``calls``: the share of the real observation's call results (one per JSON line) whose
+  outcome the prediction gets right at the same position: the tool named (``tool_name``), the
+  ``status``, and the error's ``type`` or ``code`` (none on success).
 
-Both are ``nan`` when the real observation is not JSON, and 0 when it is but the prediction
-is not.
+All three are ``nan`` when the real observation is not JSON, and 0 when it is but the
+prediction is not.
 
 JSON here is one JSON document, a fenced ```` ```json ```` block, or JSON Lines (one value per
 non-empty line, read as a list), which is how the AgentFloor tools answer.
@@ -18,8 +21,8 @@ non-empty line, read as a list), which is how the AgentFloor tools answer.
 Example:
     >>> f = step_fidelity('{"status": "ok", "result": {"id": "P1", "price": 9}}',
     ...                   '{"result": {"price": 12, "id": "P1"}, "status": "ok"}')
-    >>> f.exact, f.structural, round(f.values, 2)
-    (False, 1.0, 0.67)
+    >>> f.exact, f.structural, round(f.values, 2), f.calls
+    (False, 1.0, 0.67, 1.0)
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class Fidelity:
     values: float
     predicted_json: bool
     real_json: bool
+    calls: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for ``info`` and reports; ``nan`` measures are left out."""
@@ -60,7 +64,8 @@ class Fidelity:
         """Rebuild from :meth:`to_dict`'s form (a missing measure is ``nan``)."""
         return cls(exact=bool(data["exact"]), structural=float(data.get("structural", math.nan)),
                    values=float(data.get("values", math.nan)),
-                   predicted_json=bool(data["predicted_json"]), real_json=bool(data["real_json"]))
+                   predicted_json=bool(data["predicted_json"]), real_json=bool(data["real_json"]),
+                   calls=float(data.get("calls", math.nan)))
 
 
 def _normal_text(text: str) -> str:
@@ -132,15 +137,34 @@ def step_fidelity(predicted: str, real: str) -> Fidelity:
     if not (predicted_json and real_json):
         missing = 0.0 if real_json else math.nan
         return Fidelity(exact=_normal_text(predicted) == _normal_text(real), structural=missing,
-                        values=missing, predicted_json=predicted_json, real_json=real_json)
+                        values=missing, predicted_json=predicted_json, real_json=real_json,
+                        calls=missing)
     pred_shape, real_shape = skeleton(pred_value), skeleton(real_value)
     structural = len(pred_shape & real_shape) / len(pred_shape | real_shape)
     real_leaves, pred_leaves = _leaves(real_value), _leaves(pred_value)
     matched = sum(1 for path, item in real_leaves.items()
                   if path in pred_leaves and _same(pred_leaves[path], item))
     values = matched / len(real_leaves) if real_leaves else float(not pred_leaves)
+    real_calls, pred_calls = _calls(real_value), _calls(pred_value)
+    right = sum(1 for k, call in enumerate(real_calls)
+                if k < len(pred_calls) and _outcome(pred_calls[k]) == _outcome(call))
     return Fidelity(exact=_same_document(pred_value, real_value), structural=structural,
-                    values=values, predicted_json=True, real_json=True)
+                    values=values, predicted_json=True, real_json=True,
+                    calls=right / len(real_calls) if real_calls else float(not pred_calls))
+
+
+def _calls(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _outcome(call: Any) -> tuple[Any, ...]:
+    """What a call result says happened: tool, status and error kind (when it names them)."""
+    if not isinstance(call, dict):
+        return (_type_name(call),)
+    error = call.get("error")
+    kind = (error.get("type", error.get("code")) if isinstance(error, dict)
+            else None if error is None else str(error))
+    return call.get("tool_name"), call.get("status"), kind
 
 
 def _same_document(a: Any, b: Any) -> bool:
@@ -152,8 +176,8 @@ def summarise(fidelities: Iterable[Fidelity]) -> dict[str, float]:
     """Means over steps: ``exact`` rate, and ``structural``/``values`` over steps whose real
     observation is JSON.
 
-    Returns ``{"steps", "exact", "structural", "values", "json_steps"}`` (``nan`` for a mean
-    over no steps).
+    Returns ``{"steps", "exact", "structural", "values", "calls", "json_steps"}`` (``nan``
+    for a mean over no steps).
     """
     items = list(fidelities)
     json_items = [f for f in items if f.real_json]
@@ -166,5 +190,6 @@ def summarise(fidelities: Iterable[Fidelity]) -> dict[str, float]:
         "exact": mean([float(f.exact) for f in items]),
         "structural": mean([f.structural for f in json_items]),
         "values": mean([f.values for f in json_items]),
+        "calls": mean([f.calls for f in json_items]),
         "json_steps": float(len(json_items)),
     }

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
@@ -41,9 +42,12 @@ class WorldModelFault(RuntimeError):
 
 
 def model_identity(description: dict[str, Any]) -> dict[str, Any]:
-    """``{"backend", "model"}`` of a backend description, seen through a recording wrapper."""
+    """``{"backend", "model"}`` of a backend description (and ``adapter``, the adapter's folder
+    name or None, for backends that take one), seen through a recording wrapper."""
     inner = description.get("inner", description)
-    return {"backend": inner.get("name"), "model": inner.get("model"),
+    adapter = ({"adapter": Path(inner["adapter"]).name if inner["adapter"] else None}
+               if "adapter" in inner else {})
+    return {"backend": inner.get("name"), "model": inner.get("model"), **adapter,
             **({"recorded_to": description["path"]} if "inner" in description else {})}
 
 

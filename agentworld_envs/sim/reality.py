@@ -1,7 +1,8 @@
 """A real environment run alongside a simulated episode, for fidelity and hybrid simulation.
 
 Where a domain has a real counterpart (the ``floor`` domain: the deterministic AgentFloor
-tools), every agent action is also played on it. The simulator then measures how well the
+tools; generated ``mcp`` servers: their executable twin), every agent action is also played on
+it, together with the controls that fired on that turn. The simulator then measures how well the
 world model predicted the real observation, can fall back to the real observation, and scores
 the episode with the real verifier.
 """
@@ -9,8 +10,11 @@ the episode with the real verifier.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from agentworld_envs.sim.scenario import Control
 
 __all__ = ["RealStep", "Reality"]
 
@@ -36,5 +40,7 @@ class Reality(abc.ABC):
     """The real counterpart of one simulated episode."""
 
     @abc.abstractmethod
-    def step(self, action: str) -> RealStep:
-        """Play the action for real. Never raises on the action's content."""
+    def step(self, action: Any, controls: Sequence[Control] = ()) -> RealStep:
+        """Play the action for real, under the controls that fired on this turn (a reality
+        that cannot be perturbed, the floor env, ignores them). Never raises on the action's
+        content."""

@@ -24,6 +24,7 @@ __all__ = [
     "Control",
     "Demonstration",
     "FloorRef",
+    "McpServerRef",
     "RewardSpec",
     "Scenario",
     "normalise_tool",
@@ -125,6 +126,15 @@ class FloorRef(_Frozen):
     variant: str
 
 
+class McpServerRef(_Frozen):
+    """The invented server a generated ``mcp`` scenario plays, for its executable twin
+    (:mod:`agentworld_envs.domains.generators.mcp_twin`): its family and its records, each
+    record's first field being its id."""
+
+    family: Literal["inventory", "calendar", "tickets", "crm", "fleet"]
+    records: list[dict[str, Any]]
+
+
 def normalise_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """OpenAI tool format; a bare ``{"name", "description", "parameters"}`` is wrapped."""
     if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
@@ -166,6 +176,7 @@ class Scenario(_Frozen):
     fictional: bool = False
     max_steps: int | None = pydantic.Field(None, ge=1)
     floor: FloorRef | None = None
+    mcp: McpServerRef | None = None
 
     @pydantic.field_validator("tools", mode="before")
     @classmethod

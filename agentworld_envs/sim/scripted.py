@@ -1,7 +1,8 @@
 """The ``scripted`` backend: a deterministic stand-in for a world model. It is NOT a world model.
 
-It is the default backend of every ``AgentWorld/*`` env, so that ``gym.make`` works with no
-server, no GPU and no download, and ``check_env`` passes. It understands nothing: it answers
+It is never a default (every ``AgentWorld/*`` env defaults to the embedded world model): name
+it, ``backend="scripted"``, to run an env with no model at all, as the tests of env mechanics
+do. It understands nothing: it answers
 each request by the first rule whose pattern matches the last user message, or else with a
 placeholder observation that names the turn and a digest of the whole request (so equal
 requests get equal text, and requests that differ, e.g. in their sampling seed, differ).

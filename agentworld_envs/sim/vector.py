@@ -13,7 +13,7 @@ it (a reset needs no model call), its last observation and info go to ``info["fi
 
 Example:
     >>> import gymnasium as gym, agentworld_envs
-    >>> envs = gym.make_vec("AgentWorld/MCP-v0", num_envs=3)
+    >>> envs = gym.make_vec("AgentWorld/MCP-v0", num_envs=3, backend="scripted")
     >>> obs, infos = envs.reset(seed=0)
     >>> len(obs), envs.metadata["autoreset_mode"].value
     (3, 'SameStep')

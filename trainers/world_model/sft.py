@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.bench.items import BenchItem, load_items
+from agentworld_envs.models.compact_view import VIEWS
+from agentworld_envs.models.pretrained import resolve_model
 from agentworld_envs.sim.parsing import clean_response_marker
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
 
-__all__ = ["SFTArgs", "SFTResult", "encode", "final_turns", "load_model", "prepare_model",
-           "require_trl", "sft_config", "sft_dataset", "sft_example", "train_sft"]
+__all__ = ["SFTArgs", "SFTResult", "chat", "encode", "final_turns", "load_model", "lora_config",
+           "prepare_model", "require_trl", "sft_config", "sft_dataset", "sft_example", "train_sft"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
@@ -54,7 +56,9 @@ class SFTArgs:
         warmup: Warm-up steps.
         weight_decay: AdamW weight decay.
         grad_clip: Gradient-norm clip (TRL max_grad_norm).
-        max_length: Longest sequence in tokens; longer prompts lose their oldest tokens.
+        max_length: Longest sequence in tokens; longer prompts lose their oldest tokens
+            (or, with ``drop_overlong``, the pair is left out).
+        drop_overlong: Leave out pairs longer than ``max_length`` instead of cutting them.
         max_minutes: Stop early after this much training time (0: no limit).
         seed: Seeds the model, the data order and torch.
         threads: torch CPU threads (0: torch's default).
@@ -69,6 +73,13 @@ class SFTArgs:
         section_start: From scratch: where the model's view of the system prompt starts.
         section_end: From scratch: where that view ends.
         device: cpu, or an accelerator (TRL places the model; bf16 mixed precision there).
+        lora_rank: Train a LoRA adapter of this rank on every linear layer of ``model`` (0:
+            train all the weights); only the adapter is saved.
+        lora_alpha: LoRA scaling numerator.
+        lora_layers: Put the adapter on the top this many transformer blocks only (0: all);
+            the backward pass then stops there, so a step costs less.
+        view: Show the model each chat through this view (``compact``: see
+            :mod:`agentworld_envs.models.compact_view`); empty shows it whole.
     """
 
     train: str
@@ -83,6 +94,7 @@ class SFTArgs:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     max_length: int = 2048
+    drop_overlong: bool = False
     max_minutes: float = 0.0
     seed: int = 0
     threads: int = 0
@@ -96,6 +108,10 @@ class SFTArgs:
     section_start: str = ScratchSpec.section_start
     section_end: str = ScratchSpec.section_end
     device: str = "cpu"
+    lora_rank: int = 0
+    lora_alpha: int = 32
+    lora_layers: int = 0
+    view: str = ""
 
     def spec(self) -> ScratchSpec:
         """The from-scratch model's sizes."""
@@ -134,13 +150,18 @@ def require_trl() -> Any:
     return torch
 
 
-def encode(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
+def chat(item: BenchItem, view: str = "") -> list[dict[str, Any]]:
+    """The item's chat as the model sees it: through ``view`` when one is named."""
+    return VIEWS[view](item.messages()) if view else item.messages()
+
+
+def encode(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int, view: str = ""
            ) -> tuple[list[int], list[int]]:
     """Token ids of the prompt (chat with generation prompt) and of the target (with EOS).
 
     A too-long pair keeps the target (cut to leave 64 prompt tokens) and the prompt's end.
     """
-    prompt = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
+    prompt = tokenizer.apply_chat_template(chat(item, view), add_generation_prompt=True,
                                            tokenize=False)
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     target_ids = tokenizer(target_text(item, reasoning) + tokenizer.eos_token,
@@ -160,14 +181,14 @@ def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
     of an answer is learned only from targets (the tagged form the model must write); the
     end-of-turn token after each observation is learned.
     """
-    chat = [*item.messages(), {"role": "assistant", "content": target_text(item, reasoning)}]
-    text = tokenizer.apply_chat_template(chat, tokenize=False)
+    turns = [*item.messages(), {"role": "assistant", "content": target_text(item, reasoning)}]
+    text = tokenizer.apply_chat_template(turns, tokenize=False)
     ids: list[int] = []
     labels: list[int] = []
     cursor = 0
-    for message in (m for m in chat if m["role"] == "assistant"):
+    for message in (m for m in turns if m["role"] == "assistant"):
         learned = message["content"].strip()
-        if message is not chat[-1]:
+        if message is not turns[-1]:
             learned = clean_response_marker(learned).strip()
         start = text.index(learned, cursor)
         end = start + len(learned)
@@ -186,8 +207,10 @@ def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
 def sft_example(tokenizer: Any, item: BenchItem, args: SFTArgs) -> tuple[list[int], list[int]]:
     """One training sequence and its labels (-100 where no loss is taken)."""
     if args.all_turns:
+        if args.view:
+            raise ValueError("all_turns learns the whole chat; it cannot be used with a view")
         return _labelled(tokenizer, item, args.reasoning, args.max_length)
-    prompt, target = encode(tokenizer, item, args.reasoning, args.max_length)
+    prompt, target = encode(tokenizer, item, args.reasoning, args.max_length, args.view)
     return prompt + target, [-100] * len(prompt) + target
 
 
@@ -216,7 +239,7 @@ def prepare_model(args: SFTArgs, items: list[BenchItem]) -> tuple[Any, Any]:
     """The model and tokenizer to train: ``args.model`` loaded, or both built from scratch
     (the tokenizer trained on ``items``)."""
     if args.model:
-        return load_model(args.model, args.device)
+        return load_model(resolve_model(args.model), args.device)
     texts = [m["content"] for item in items for m in item.messages()]
     texts += [target_text(item, args.reasoning) for item in items]
     tokenizer = build_tokenizer(texts, args.spec())
@@ -231,9 +254,32 @@ def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs) -> An
     chosen = final_turns(items) if args.all_turns else items
     rows = []
     for item in chosen:
+        if args.drop_overlong and not args.all_turns:
+            prompt, target = encode(tokenizer, item, args.reasoning, 10**9, args.view)
+            if len(prompt) + len(target) > args.max_length:
+                continue
         ids, labels = sft_example(tokenizer, item, args)
         rows.append({"input_ids": ids, "completion_mask": [int(x != -100) for x in labels]})
     return Dataset.from_list(rows)
+
+
+_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+"""The linear layers of a Llama/Qwen2 block (PEFT's ``all-linear`` cannot be layer-limited)."""
+
+
+def lora_config(args: SFTArgs, layers: int) -> Any:
+    """PEFT's ``LoraConfig`` on the linear layers of the top ``args.lora_layers`` of a model's
+    ``layers`` blocks (all with 0), or None when ``args.lora_rank`` is 0."""
+    if not args.lora_rank:
+        return None
+    if not args.model:
+        raise ValueError("a LoRA adapter needs a pretrained model (--model)")
+    from peft import LoraConfig
+
+    top = min(args.lora_layers or layers, layers)
+    return LoraConfig(r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=0.0,
+                      target_modules=_LINEAR, task_type="CAUSAL_LM",
+                      layers_to_transform=list(range(layers - top, layers)))
 
 
 def sft_config(args: SFTArgs) -> Any:
@@ -270,6 +316,7 @@ def train_sft(args: SFTArgs, log: Callable[[int, float], None] | None = None) ->
     trainer = BudgetedSFTTrainer(
         model=model, args=sft_config(args), train_dataset=sft_dataset(tokenizer, items, args),
         processing_class=tokenizer, callbacks=[LossHook(log)] if log else None,
+        peft_config=lora_config(args, model.config.num_hidden_layers),
         budget=TrainingBudget(args.steps, args.max_minutes, args.warmup))
     metrics = trainer.train().metrics
     trainer.save_model(args.out)

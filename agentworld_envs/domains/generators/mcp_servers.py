@@ -3,12 +3,15 @@
 Each seed gives one server from one of five families (inventory, calendar, ticketing, CRM,
 fleet), with invented records, a question whose reference answer lies in those records, and one
 or two control instructions (tool errors, rate limits, empty results, stale data) aimed at a
-tool, either on a fixed turn or with a probability.
+tool, either on a fixed turn or with a probability. The records are also in ``scenario.mcp``,
+which the executable twin (:mod:`agentworld_envs.domains.generators.mcp_twin`) serves.
 
 Example:
     >>> s = mcp_server_scenario(3)
     >>> s == mcp_server_scenario(3), 1 <= len(s.controls) <= 2, len(s.tools) == 3
     (True, True, True)
+    >>> s.mcp.family, s.mcp.records[0] == json.loads(s.world.splitlines()[1])
+    ('fleet', True)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from agentworld_envs.domains.generators.names import (
     sample,
     shuffled,
 )
-from agentworld_envs.sim.scenario import Check, Control, RewardSpec, Scenario
+from agentworld_envs.sim.scenario import Check, Control, McpServerRef, RewardSpec, Scenario
 
 __all__ = ["PERTURBATIONS", "mcp_server_scenario"]
 
@@ -36,6 +39,7 @@ PERTURBATIONS = ("tool_error", "rate_limit", "empty_results", "stale_data")
 
 @dataclass(frozen=True)
 class _Server:
+    family: str
     name: str
     tools: list[dict[str, Any]]
     records: list[dict[str, Any]]
@@ -67,7 +71,7 @@ def _inventory(rng: np.random.Generator, company: str) -> _Server:
                for _ in range(5)]
     target, other = sample(rng, records, 2)
     return _Server(
-        f"{company.lower()}-inventory",
+        "inventory", f"{company.lower()}-inventory",
         [_tool("list_items", "List stock items, optionally in one category.", {},
                {"category": "string"}),
          _tool("get_item", "Get one stock item by SKU.", {"sku": "string"}),
@@ -88,7 +92,7 @@ def _calendar(rng: np.random.Generator, company: str) -> _Server:
                 "organiser": fictional_person(rng)} for _ in range(5)]
     target, other = sample(rng, records, 2)
     return _Server(
-        f"{company.lower()}-calendar",
+        "calendar", f"{company.lower()}-calendar",
         [_tool("list_events", "List the events on a date (YYYY-MM-DD).", {"date": "string"}),
          _tool("get_event", "Get one event by id.", {"event_id": "string"}),
          _tool("create_event", "Create an event.",
@@ -107,10 +111,12 @@ def _tickets(rng: np.random.Generator, company: str) -> _Server:
                 "status": pick(rng, ["open", "open", "closed"]),
                 "assignee": fictional_person(rng), "priority": f"P{rng.integers(1, 5)}"}
                for _ in range(5)]
+    for record in records:
+        record["comments"] = []
     target, other = sample(rng, records, 2)
     target["status"] = "open"
     return _Server(
-        f"{company.lower()}-tickets",
+        "tickets", f"{company.lower()}-tickets",
         [_tool("search_tickets", "Search tickets by text, optionally by status.",
                {"query": "string"}, {"status": "string"}),
          _tool("get_ticket", "Get one ticket by id.", {"ticket_id": "string"}),
@@ -132,7 +138,7 @@ def _crm(rng: np.random.Generator, company: str) -> _Server:
     records.append({"deal_id": _code(rng, "DL"), "account_id": account,
                     "value_eur": values[-1] + 5000, "stage": "lost"})
     return _Server(
-        f"{company.lower()}-crm",
+        "crm", f"{company.lower()}-crm",
         [_tool("find_account", "Find accounts by company name.", {"name": "string"}),
          _tool("list_deals", "List an account's deals, optionally by stage.",
                {"account_id": "string"}, {"stage": "string"}),
@@ -146,6 +152,24 @@ def _crm(rng: np.random.Generator, company: str) -> _Server:
         [str(values[-1] + 5000), str(values[0])])
 
 
+def _service_history(vehicle: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two past services of a vehicle, one and two years before its next one.
+
+    They come from a generator seeded by the vehicle's own record, not from the scenario's
+    stream, so adding them left every other draw of the fleet scenarios as it was.
+    """
+    number = int(vehicle["vehicle_id"].split("-")[1])
+    rng = np.random.default_rng([number, vehicle["odometer_km"]])
+    year, rest = vehicle["next_service"].split("-", 1)
+    step = vehicle["odometer_km"] // int(rng.integers(4, 8))
+    return [{"service_id": f"SRV-{number}-{n}", "vehicle_id": vehicle["vehicle_id"],
+             "date": f"{int(year) - years}-{rest}",
+             "odometer_km": vehicle["odometer_km"] - years * step,
+             "work": pick(rng, ["annual inspection", "oil and filter change",
+                                "brake pads replaced", "tyres replaced", "battery replaced"])}
+            for n, years in enumerate((2, 1), start=1)]
+
+
 def _fleet(rng: np.random.Generator, company: str) -> _Server:
     depot = fictional_word(rng, 3)
     records = [{"vehicle_id": _code(rng, "VH"),
@@ -156,11 +180,12 @@ def _fleet(rng: np.random.Generator, company: str) -> _Server:
                for _ in range(4)]
     target, other = sample(rng, records, 2)
     return _Server(
-        f"{company.lower()}-fleet",
+        "fleet", f"{company.lower()}-fleet",
         [_tool("list_vehicles", "List the vehicles of a depot.", {"depot": "string"}),
          _tool("get_vehicle", "Get one vehicle by id.", {"vehicle_id": "string"}),
          _tool("get_service_history", "A vehicle's past services.", {"vehicle_id": "string"})],
-        records, f"When is the vehicle with plate {target['plate']} next due for service?",
+        [*records, *(s for r in records for s in _service_history(r))],
+        f"When is the vehicle with plate {target['plate']} next due for service?",
         target["next_service"], "contains",
         [("list_vehicles", {"depot": depot}), ("get_vehicle", {"vehicle_id": target["vehicle_id"]}),
          ("get_service_history", {"vehicle_id": target["vehicle_id"]})],
@@ -203,4 +228,5 @@ def mcp_server_scenario(seed: int) -> Scenario:
         world=f"MCP server {server.name} (v1.{rng.integers(0, 9)}), records:\n{records}",
         reference_answer=server.answer, controls=_perturbations(rng, names),
         reward=RewardSpec(checks=[Check(check="answer_matches", match=server.match)]),
-        candidate_actions=candidates, solution=solution, fictional=True)
+        candidate_actions=candidates, solution=solution, fictional=True,
+        mcp=McpServerRef(family=server.family, records=server.records))
