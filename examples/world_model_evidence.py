@@ -19,8 +19,8 @@ run on its own:
     Greedy predictions on a seeded draw of held-out transitions, for the untrained base (on
     the domain's full built-in prompt, the layout it gets without an adapter), the fine-tuned
     model (compact view), and, for floor, the old ``floor_wm`` when its folder is given:
-    exact, structural, values and calls (right tool, status and error kind), and the CPU
-    seconds per step of the default env alone and in a vector of 16.
+    exact, structural, values and calls (right tool, status and error kind), and the wall and
+    CPU seconds per env-step of the default env alone and in a vector of 16.
 
 Run (CPU; about an hour in all on two cores)::
 
@@ -61,7 +61,7 @@ from agentworld_envs.bench.transitions import (
     task_of,
 )
 from agentworld_envs.models import EMBEDDED_SAMPLING, embedded_backend
-from floor_tasks import load_tasks, solution
+from floor_tasks import load_tasks
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
 from trainers.world_model.explore import explore_corpus, mistaken
@@ -157,38 +157,46 @@ def train(out: Path, minutes: float) -> None:
         "train_items": len(load_items(args.train)), "losses": result.losses}, indent=2))
 
 
-def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str) -> dict[str, Any]:
+def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str,
+              max_tokens: int) -> dict[str, Any]:
     model = make_backend(backend)
     bar = tqdm(total=len(items), desc=label, unit="item", disable=None)
     start = time.process_time()
     with bar:
         outputs = predict(WatchedBackend(model, bar), items,
-                          SamplingParams(**EMBEDDED_SAMPLING, seed=0), batch_size=16)
+                          SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens},
+                                         seed=0), batch_size=16)
     cpu = time.process_time() - start
     model.close()
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
-            "cpu_seconds_per_item": round(cpu / len(items), 2), "examples": result.records[:4]}
+            "cpu_seconds_per_item": round(cpu / len(items), 2), "records": result.records}
 
 
-def _step_seconds(domain: str, envs: int, steps: int) -> float:
-    """CPU seconds per env-step of the default env (``envs`` > 1: a vector env)."""
+def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
+    """Wall and CPU seconds per env-step of the default env, alone (``envs`` 1) or in a vector,
+    each env playing a call (a submission only where there is nothing else) among its own
+    scenario's candidates."""
     env_id = f"AgentWorld/{'Floor' if domain == 'floor' else 'MCP'}-v0"
-    kwargs = ({"scenarios": ["C3/v0"]} if domain == "floor" else {"scenarios": "generated"})
-    env = (gym.make(env_id, **kwargs) if envs == 1
-           else gym.make_vec(env_id, num_envs=envs, **kwargs))
-    env.reset(seed=0)
-    action = (solution("C3", "v0")[0] if domain == "floor"
-              else '{"name": "get_item", "arguments": {"sku": "SKU-1000"}}')
-    start = time.process_time()
+    kwargs = {} if domain == "floor" else {"scenarios": "generated"}
+    env = gym.make(env_id, **kwargs) if envs == 1 else gym.make_vec(env_id, num_envs=envs,
+                                                                      **kwargs)
+    _, info = env.reset(seed=0)
+    candidates = [info["candidate_actions"]] if envs == 1 else list(info["candidate_actions"])
+    calls = [next((a for a in c if a.lstrip()[:1] in "{[" and "submit_decision" not in a),
+                  c[0]) for c in candidates]
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
-        env.step(action if envs == 1 else [action] * envs)
-    seconds = (time.process_time() - start) / (steps * envs)
+        env.step(calls[0] if envs == 1 else calls)
+    done = steps * envs
+    seconds = {"wall": (time.perf_counter() - wall) / done,
+               "cpu": (time.process_time() - cpu) / done}
     env.close()
-    return round(seconds, 2)
+    return {k: round(v, 2) for k, v in seconds.items()}
 
 
-def evaluate(out: Path, domain: str, count: int, floor_wm: str | None) -> None:
+def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_tokens: int,
+             base_items: int = 24) -> None:
     """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
     items = load_items(out / "val" / f"{domain}.jsonl")
     if count and len(items) > count:
@@ -198,13 +206,15 @@ def evaluate(out: Path, domain: str, count: int, floor_wm: str | None) -> None:
               "base (built-in prompt)": embedded_backend()}
     if floor_wm and domain == "floor":
         models["floor_wm"] = {"name": "hf", "model": floor_wm, "batch_size": 16}
-    evidence: dict[str, Any] = {"items": len(items), "tasks": sorted({task_of(i) for i in items})}
+    evidence: dict[str, Any] = {"items": len(items), "max_tokens": max_tokens,
+                                "tasks": sorted({task_of(i) for i in items})}
     for label, backend in models.items():
-        evidence[label] = _fidelity(backend, items, label)
+        scored = items[:base_items] if label.startswith("base") and base_items else items
+        evidence[label] = _fidelity(backend, scored, label, max_tokens)
         print(label, evidence[label]["markdown"], flush=True)
-    evidence["cpu_seconds_per_step"] = {"single": _step_seconds(domain, 1, 4),
+    evidence["seconds_per_env_step"] = {"single": _step_seconds(domain, 1, 3),
                                         "vector_of_16": _step_seconds(domain, 16, 1)}
-    print(evidence["cpu_seconds_per_step"])
+    print(evidence["seconds_per_env_step"])
     (out / f"evidence_eval_{domain}.json").write_text(json.dumps(evidence, indent=2,
                                                                 default=str))
 
@@ -221,13 +231,18 @@ def main() -> None:
     parser.add_argument("--mcp-val-family", default="tickets")
     parser.add_argument("--items", type=int, default=64, help="held-out items scored (0: all)")
     parser.add_argument("--floor-wm", default=None, help="folder of the old floor_wm model")
+    parser.add_argument("--base-items", type=int, default=24,
+                        help="the base reads the long built-in prompt: only the first N (0: all)")
+    parser.add_argument("--max-tokens", type=int, default=400,
+                        help="new tokens per prediction (the longest held-out answer is 295)")
     args = parser.parse_args()
     if args.step == "data":
         make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
     elif args.step == "train":
         train(args.out, args.minutes)
     else:
-        evaluate(args.out, args.domain, args.items, args.floor_wm)
+        evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
+                 args.base_items)
 
 
 if __name__ == "__main__":

@@ -121,9 +121,9 @@ def test_the_shipped_adapters_are_small_lora_adapters_with_a_model_card(name: st
 
 
 def test_the_floor_default_predicts_a_well_formed_envelope_on_a_held_out_task() -> None:
-    env = gym.make("AgentWorld/Floor-v0", scenarios=["A5/v0"])
+    env = gym.make("AgentWorld/Floor-v0", scenarios=["C1/v0"])  # C1 was held out
     env.reset(seed=0)
-    call = {"name": "lookup_record", "arguments": {"record_id": "A5-missing"}}
+    call = {"name": "lookup_record", "arguments": {"record_id": "CMP-33"}}
     _, _, _, _, info = env.step(json.dumps(call))
     assert info["world_model"]["adapter"] == "tools" and info["world_model"]["called"]
     assert info["observation_source"] == "world_model"
@@ -175,3 +175,24 @@ def test_embedded_backend_names_the_base_adapter_and_view() -> None:
         "view": "compact", "device": "cpu", "batch_size": 16}
     with pytest.raises(ValueError, match="no shipped adapter"):
         embedded_backend("floor")
+
+
+def test_identical_greedy_requests_are_generated_once(tiny_lm_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld_envs.backends import ChatRequest, SamplingParams
+    from agentworld_envs.backends.hf import HFBackend
+
+    backend = HFBackend(str(tiny_lm_dir), batch_size=8)
+    sizes: list[int] = []
+    generate = backend._generate
+    monkeypatch.setattr(backend, "_generate", lambda batch: sizes.append(len(batch))
+                        or generate(batch))
+    chat = [{"role": "user", "content": "lookup P1"}]
+    greedy = [SamplingParams(max_tokens=3, seed=s) for s in (1, 2)]
+    requests = [ChatRequest(chat, sampling=greedy[0]), ChatRequest(chat, sampling=greedy[1]),
+                ChatRequest([{"role": "user", "content": "lookup P2"}], sampling=greedy[0]),
+                ChatRequest(chat, sampling=SamplingParams(max_tokens=3, temperature=1.0,
+                                                          seed=3))]
+    replies = backend.complete(requests)
+    assert sizes == [2, 1]  # the repeat is not generated; the sampled request is
+    assert replies[0] == replies[1] and replies[0] is not replies[1]

@@ -179,12 +179,23 @@ class HFBackend(Backend):
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Generate for every request, batching requests that share sampling settings.
 
-        Seeds may differ within a batch: each request samples from its own generator.
+        Seeds may differ within a batch: each request samples from its own generator. Greedy
+        requests that are identical but for their seed (envs of a vector that play the same
+        action in the same state) are generated once and answered alike.
         """
         groups: dict[str, list[int]] = {}
+        first: dict[str, int] = {}
+        copies: dict[int, int] = {}
         for i, request in enumerate(requests):
             settings = {k: v for k, v in request.sampling.to_dict().items() if k != "seed"}
-            groups.setdefault(json.dumps(settings, sort_keys=True, default=str), []).append(i)
+            key = json.dumps(settings, sort_keys=True, default=str)
+            if request.sampling.temperature == 0:
+                same = json.dumps([key, request.messages, request.tools], default=str)
+                if same in first:
+                    copies[i] = first[same]
+                    continue
+                first[same] = i
+            groups.setdefault(key, []).append(i)
         results: list[Completion | None] = [None] * len(requests)
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
@@ -192,6 +203,8 @@ class HFBackend(Backend):
                 batch = self._generate([requests[i] for i in chunk])
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
+        for i, source in copies.items():
+            results[i] = copy.deepcopy(results[source])
         return results  # type: ignore[return-value]
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
