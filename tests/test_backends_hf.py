@@ -160,7 +160,7 @@ def test_unknown_extra_setting_is_rejected(hf: HFBackend) -> None:
 def test_describe(hf: HFBackend, tiny_lm_dir: Path) -> None:
     assert hf.describe() == {
         "name": "hf", "model": str(tiny_lm_dir), "device": "cpu", "dtype": "auto",
-        "batch_size": 8, "enable_thinking": None,
+        "batch_size": 8, "enable_thinking": None, "adapter": None, "view": None,
     }
 
 
