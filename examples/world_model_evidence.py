@@ -108,8 +108,7 @@ def mcp_policy(env: Any, rng: np.random.Generator) -> str:
 
 
 def _arguments(tool: dict[str, Any], scenario: Any, rng: np.random.Generator) -> dict[str, Any]:
-    records = [json.loads(line) for line in scenario.world.splitlines()
-               if line.startswith("{")]
+    records = scenario.mcp.records
     arguments = {}
     for name, spec in tool["parameters"].get("properties", {}).items():
         if name not in tool["parameters"].get("required", []) and rng.random() < 0.5:

@@ -98,8 +98,7 @@ def score_fidelity(items: Sequence[BenchItem], outputs: Sequence[str | None]) ->
     for item, output in zip(items, outputs, strict=True):
         observation = parse_world_model_output(output or "").observation
         fidelity = step_fidelity(observation, item.ground_truth)
-        values = {"exact": 100.0 * fidelity.exact, "structural": 100.0 * fidelity.structural,
-                  "values": 100.0 * fidelity.values, "calls": 100.0 * fidelity.calls}
+        values = {metric: 100.0 * getattr(fidelity, metric) for metric in FIDELITY_METRICS}
         rows.append((item.task, values))
         records.append({"key": item.key, "task": item.task, "output": output,
                         "prediction": observation, "fidelity": fidelity.to_dict()})

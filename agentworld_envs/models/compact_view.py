@@ -90,10 +90,16 @@ def _tools(system: str) -> str | None:
     return f"Tools:\n{signatures}" if signatures else section
 
 
+def _notes_block(user: str) -> str | None:
+    """A user turn's Simulation Instruction block (up to its action) if it holds World Notes."""
+    block = _section(user, _INSTRUCTION, _ACTION)
+    return block if block is not None and _WORLD_NOTES in block else None
+
+
 def _world_notes(first_user: str) -> str | None:
-    """The World Notes block of a first user turn (up to its action)."""
-    block = _section(first_user, _INSTRUCTION, _ACTION)
-    if block is None or _WORLD_NOTES not in block:
+    """The World Notes of a first user turn, without the fictional-world boilerplate."""
+    block = _notes_block(first_user)
+    if block is None:
         return None
     notes = block[block.index(_WORLD_NOTES):].splitlines()
     return "\n".join(line for line in notes if not line.startswith(_FICTIONAL)).strip()
@@ -101,12 +107,12 @@ def _world_notes(first_user: str) -> str | None:
 
 def _without_instruction(user: str) -> str:
     """A first user turn without its world notes; its controls and action stay."""
-    block = _section(user, _INSTRUCTION, _ACTION)
-    if block is None or _WORLD_NOTES not in block:
+    block = _notes_block(user)
+    if block is None:
         return user
     controls = [line for line in block.splitlines() if line.startswith("Control")]
-    kept = "\n".join([_INSTRUCTION, *controls]) + "\n\n" if controls else ""
-    return user.replace(block, kept.rstrip() if controls else "", 1).replace("\n\n\n", "\n\n")
+    kept = "\n".join([_INSTRUCTION, *controls]) if controls else ""
+    return user.replace(block, kept, 1).replace("\n\n\n", "\n\n")
 
 
 def _compact_turn(message: dict[str, Any], first: bool) -> dict[str, Any]:
@@ -135,15 +141,14 @@ def _named_records(world: str, action: str) -> str:
         return world
     start = lines.index(_RECORDS) + 1
     end = next((k for k in range(start, len(lines)) if not _RECORD.match(lines[k])), len(lines))
-    named = {key for key in (_RECORD.match(line).group(1) for line in lines[start:end])
-             if key in action}
+    keys = [_RECORD.match(line).group(1) for line in lines[start:end]]
+    named = {key for key in keys if key in action}
     for line in lines[end:]:
         entry = _INDEX_ENTRY.match(line)
         if entry and f'"{entry.group(1)}"' in action:
             named |= set(_ID.findall(entry.group(2)))
-    shown = [line for line in lines[start:end] if _RECORD.match(line).group(1) in named]
-    others = [_RECORD.match(line).group(1) for line in lines[start:end]
-              if _RECORD.match(line).group(1) not in named]
+    shown = [line for key, line in zip(keys, lines[start:end], strict=True) if key in named]
+    others = [key for key in keys if key not in named]
     if others:
         shown.append(f"(not shown: {', '.join(others)})")
     return "\n".join([*lines[:start], *shown, *lines[end:]])
