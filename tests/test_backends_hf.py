@@ -110,6 +110,49 @@ def test_top_p_near_zero_is_greedy(hf: HFBackend) -> None:
     assert token_ids(sampled) == token_ids(greedy)
 
 
+def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
+    """The token ids ``generate`` gives on the left-padded batch (the reference path)."""
+    config, kwargs = backend._generation_config(requests[0].sampling)
+    sampler = None
+    if requests[0].sampling.temperature > 0:
+        from agentworld_envs.backends.hf import _generator, _GumbelSampler
+
+        sampler = _GumbelSampler(backend._torch, [
+            _generator(backend._torch, "cpu", r.sampling.seed) for r in requests],
+            requests[0].sampling.temperature, 1.0)
+    rows, _ = backend._padded_generate([backend._prompt(r, kwargs) for r in requests], config,
+                                       sampler)
+    return rows
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_ragged_decoding_gives_the_tokens_of_padded_generate(
+        hf: HFBackend, temperature: float) -> None:
+    requests = [ChatRequest(m, sampling=SamplingParams(max_tokens=12, temperature=temperature,
+                                                       seed=i))
+                for i, m in enumerate(PROMPTS)]
+    out = hf.complete(requests)
+    assert hf._decoder is not None  # plain settings: the ragged path ran
+    assert [token_ids(c) for c in out] == padded(hf, requests)
+    assert [c.usage.output_tokens for c in out] == [12, 12, 12]
+
+
+def test_a_row_that_ends_leaves_the_batch_and_the_others_go_on(tiny_lm_dir: Path) -> None:
+    early = HFBackend(str(tiny_lm_dir))
+    requests = [ChatRequest(m, sampling=SamplingParams(max_tokens=12)) for m in PROMPTS]
+    full = [token_ids(c) for c in early.complete(requests)]
+    end = full[1][3]  # the 4th token of the second answer becomes an end token
+    early._model.generation_config.eos_token_id = [early._tokenizer.eos_token_id, end]
+    early._eos_ids.add(end)
+    out = early.complete(requests)
+    for tokens, row in zip([token_ids(c) for c in out], full, strict=True):
+        cut = row.index(end) + 1 if end in row else len(row)
+        assert tokens == row[:cut]
+    assert out[1].finish_reason == "stop" and len(token_ids(out[1])) <= 4
+    assert [token_ids(c) for c in out] == [
+        r[: r.index(end) + 1] if end in r else r for r in padded(early, requests)]
+
+
 def test_tools_thinking_and_tool_call_history_reach_the_template(
     tiny_lm_dir: Path, hf: HFBackend
 ) -> None:

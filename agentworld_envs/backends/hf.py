@@ -78,6 +78,10 @@ class _GumbelSampler:
         self._top_p = top_p
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
+        return self.perturb(scores, self._generators)
+
+    def perturb(self, scores: Any, generators: list[Any]) -> Any:
+        """The noisy scores of rows drawn with ``generators``, one per row of ``scores``."""
         torch = self._torch
         scores = scores.float() / self._temperature
         if self._top_p < 1.0:
@@ -87,7 +91,7 @@ class _GumbelSampler:
             drop = drop_sorted.scatter(-1, order, drop_sorted)
             scores = scores.masked_fill(drop, float("-inf"))
         uniform = torch.stack([
-            torch.rand(scores.shape[-1], generator=g, device=g.device) for g in self._generators
+            torch.rand(scores.shape[-1], generator=g, device=g.device) for g in generators
         ]).clamp_(1e-10, 1.0 - 1e-7)
         return scores - torch.log(-torch.log(uniform))
 
@@ -151,6 +155,7 @@ class HFBackend(Backend):
         eos = self._model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self._eos_ids = set(eos) | {self._tokenizer.eos_token_id}
+        self._decoder: Any = _UNSET
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
@@ -242,26 +247,22 @@ class HFBackend(Backend):
         sampling = requests[0].sampling
         config, template_kwargs = self._generation_config(sampling)
         prompts = [self._prompt(r, template_kwargs) for r in requests]
-        inputs = self._tokenizer(
-            prompts, return_tensors="pt", padding=True, add_special_tokens=False
-        ).to(self.device)
-        processors = []
+        sampler, generators = None, []
         if sampling.temperature > 0:
             generators = [_generator(torch, self.device, r.sampling.seed) for r in requests]
-            processors.append(
-                _GumbelSampler(torch, generators, sampling.temperature,
-                               1.0 if sampling.top_p is None else sampling.top_p)
-            )
+            sampler = _GumbelSampler(torch, generators, sampling.temperature,
+                                     1.0 if sampling.top_p is None else sampling.top_p)
         start = time.perf_counter()
-        with torch.inference_mode():
-            output = self._model.generate(
-                **inputs, generation_config=config, logits_processor=processors
-            )
+        if self._ragged(config):
+            ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+            rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
+                                        _picker(sampler, generators))
+            lengths = [len(i) for i in ids]
+        else:
+            rows, lengths = self._padded_generate(prompts, config, sampler)
         latency_s = time.perf_counter() - start
-        prompt_len = inputs["input_ids"].shape[1]
         completions = []
-        for row, request in enumerate(requests):
-            new_ids = output[row, prompt_len:].tolist()
+        for new_ids, request, length in zip(rows, requests, lengths, strict=True):
             ends = [j for j, token in enumerate(new_ids) if token in self._eos_ids]
             if ends:
                 new_ids, finish = new_ids[: ends[0] + 1], "stop"
@@ -273,14 +274,54 @@ class HFBackend(Backend):
                 text=text,
                 tool_calls=text_tool_calls(text),
                 finish_reason="stop" if stopped else finish,
-                usage=Usage(
-                    input_tokens=int(inputs["attention_mask"][row].sum()),
-                    output_tokens=len(new_ids),
-                ),
+                usage=Usage(input_tokens=length, output_tokens=len(new_ids)),
                 latency_s=latency_s,
                 raw={"token_ids": new_ids},
             ))
         return completions
+
+    def _ragged(self, config: Any) -> bool:
+        """Whether a request can use ragged decoding: its generation settings make no logits
+        processor (no ``SamplingParams.extra`` such as ``repetition_penalty``, none in the
+        model's own generation config), and the model's cache allows it."""
+        if set(config.to_diff_dict()) - _PLAIN_SETTINGS:
+            return False
+        if self._decoder is _UNSET:
+            from agentworld_envs.backends.ragged import ragged_decoder
+
+            self._decoder = ragged_decoder(self._torch, self._model)
+        return self._decoder is not None
+
+    def _padded_generate(self, prompts: list[str], config: Any,
+                         sampler: _GumbelSampler | None) -> tuple[list[list[int]], list[int]]:
+        """New token ids and prompt lengths from ``generate`` on a left-padded batch."""
+        inputs = self._tokenizer(
+            prompts, return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(self.device)
+        with self._torch.inference_mode():
+            output = self._model.generate(
+                **inputs, generation_config=config, logits_processor=[sampler] if sampler else []
+            )
+        prompt_len = inputs["input_ids"].shape[1]
+        return ([output[row, prompt_len:].tolist() for row in range(len(prompts))],
+                [int(n) for n in inputs["attention_mask"].sum(dim=1)])
+
+
+_UNSET = object()
+_PLAIN_SETTINGS = {
+    "max_new_tokens", "do_sample", "pad_token_id", "bos_token_id", "eos_token_id", "use_cache",
+    "output_attentions", "output_hidden_states", "_from_model_config", "transformers_version",
+}
+
+
+def _picker(sampler: _GumbelSampler | None, generators: list[Any]) -> Any:
+    """The ragged decoder's token choice: the argmax of the (sampled) scores."""
+    def pick(rows: list[int], scores: Any) -> Any:
+        scores = scores.float()
+        if sampler is not None:
+            scores = sampler.perturb(scores, [generators[row] for row in rows])
+        return scores.argmax(dim=-1)
+    return pick
 
 
 def _view(name: str | None) -> Any:

@@ -1,0 +1,109 @@
+"""Ragged batch decoding for the in-process backend: no compute spent on padding.
+
+``generate`` on a left-padded batch runs every row over the longest prompt and keeps decoding
+finished rows until the longest answer ends. On a CPU both are the main cost of a vector of
+simulated envs (prompts of 150–800 tokens, answers of 60–500). Here each prompt is prefilled
+alone at its own length, the rows' caches are joined (left-padded, masked) for one batched
+decode, and a row leaves the batch when it ends. Greedy tokens are those of ``generate``;
+sampled rows draw from their own generators exactly as there.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["ragged_decoder", "RaggedDecoder"]
+
+
+def ragged_decoder(torch: Any, model: Any) -> RaggedDecoder | None:
+    """A decoder for ``model``, or None when its cache is not plain per-layer keys and values
+    (sliding-window, hybrid or recurrent layers), which ``generate`` must handle."""
+    from transformers import DynamicCache
+
+    with torch.inference_mode():
+        probe = model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=model.device),
+                      use_cache=True)
+    cache = _cache_of(probe)
+    layers = getattr(cache, "layers", None)
+    if not isinstance(cache, DynamicCache) or not layers or any(
+            type(layer).__name__ != "DynamicLayer" for layer in layers):
+        return None
+    keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else (
+        "past_key_values")
+    return RaggedDecoder(torch, model, DynamicCache, keyword)
+
+
+def _cache_of(output: Any) -> Any:
+    return getattr(output, "cache", None) or output.past_key_values
+
+
+class RaggedDecoder:
+    """Decodes token-id prompts of different lengths in one batch (see the module docstring)."""
+
+    def __init__(self, torch: Any, model: Any, cache_type: type, cache_keyword: str) -> None:
+        self._torch = torch
+        self._model = model
+        self._cache_type = cache_type
+        self._cache_keyword = cache_keyword
+
+    def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
+               pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
+        """New tokens for each prompt, up to and including its first end token.
+
+        ``pick(rows, scores)`` turns the next-token scores of the still-running ``rows``
+        (their positions in ``prompts``) into their next tokens.
+        """
+        torch = self._torch
+        device = self._model.device
+        longest = max(len(p) for p in prompts)
+        keys, values, last = [], [], []
+        with torch.inference_mode():
+            for prompt in prompts:
+                output = self._model(input_ids=torch.tensor([prompt], device=device),
+                                     use_cache=True, logits_to_keep=1)
+                pad = longest - len(prompt)
+                layers = _cache_of(output).layers
+                keys.append([torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
+                             for layer in layers])
+                values.append([torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
+                               for layer in layers])
+                last.append(output.logits[0, -1])
+            cache = self._cache_type()
+            for index in range(len(keys[0])):
+                cache.update(torch.cat([row[index] for row in keys]),
+                             torch.cat([row[index] for row in values]), index)
+            mask = torch.zeros((len(prompts), longest), dtype=torch.long, device=device)
+            for row, prompt in enumerate(prompts):
+                mask[row, longest - len(prompt):] = 1
+            positions = torch.tensor([len(p) for p in prompts], device=device)
+            return self._loop(cache, mask, positions, torch.stack(last), max_new_tokens,
+                              eos_ids, pick)
+
+    def _loop(self, cache: Any, mask: Any, positions: Any, scores: Any, max_new_tokens: int,
+              eos_ids: set[int], pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
+        torch = self._torch
+        rows = list(range(len(positions)))
+        new: list[list[int]] = [[] for _ in rows]
+        for _ in range(max_new_tokens):
+            tokens = pick(rows, scores)
+            running = []
+            for slot, (row, token) in enumerate(zip(rows, tokens.tolist(), strict=True)):
+                new[row].append(token)
+                if token not in eos_ids and len(new[row]) < max_new_tokens:
+                    running.append(slot)
+            if not running:
+                break
+            if len(running) < len(rows):
+                keep = torch.tensor(running, device=mask.device)
+                cache.batch_select_indices(keep)
+                mask, positions, tokens = mask[keep], positions[keep], tokens[keep]
+                rows = [rows[slot] for slot in running]
+            mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
+            output = self._model(input_ids=tokens[:, None], attention_mask=mask,
+                                 position_ids=positions[:, None], use_cache=True,
+                                 **{self._cache_keyword: cache})
+            positions = positions + 1
+            scores = output.logits[:, -1]
+        return new
