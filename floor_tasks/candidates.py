@@ -5,7 +5,10 @@ aimed at other records, the steps of the task's other instances, the other label
 label set, and a give-up answer. ``wide=True`` adds more kinds, so that every variant has
 distractors besides the give-up answer: each step with its first or last number changed (a
 wrong record, a wrong value), each call with another value of an enumerated argument (a wrong
-branch), and, for a task that ends with a submission, a premature claim that the work is done.
+branch), the final submission with each argument set to a value it takes in another instance
+(so a branching task offers every branch for its own record, and only what the tools return
+tells them apart), and, for a task that ends with a submission, a premature claim that the work
+is done.
 Its order is a fixed shuffle (seeded by the task and variant), so a gold step's index carries
 no signal; the envs shuffle it again at every reset (:func:`shuffled`).
 """
@@ -24,6 +27,7 @@ from agentworld_envs.protocol.tool_calls import parse_action
 from floor_tasks.database import load_fixture
 from floor_tasks.solutions import solution
 from floor_tasks.task import load_task
+from floor_tasks.task_sets import final_submission
 from floor_tasks.tools import FloorToolkit
 
 __all__ = ["COMPLETION_CLAIM", "GIVE_UP", "candidate_actions", "shuffled"]
@@ -74,6 +78,18 @@ def _branched(action: str, enums: dict[str, dict[str, list[Any]]]) -> list[str]:
             for other in values if other != call.arguments[key]]
 
 
+def _other_decisions(task_id: str, variant: str) -> list[str]:
+    """Copies of the variant's final submission with one argument set to a value that the
+    task's other variants submit for it."""
+    gold = final_submission(task_id, variant)
+    if gold is None:
+        return []
+    others = [s for v in load_task(task_id).variant_names
+              if (s := final_submission(task_id, v)) is not None]
+    return [_call_text("submit_decision", {**gold, key: other[key]})
+            for other in others for key in gold if key in other and other[key] != gold[key]]
+
+
 def candidate_actions(task_id: str, variant: str, *, wide: bool = False) -> list[str]:
     """The admissible actions of a task variant: its gold steps among distractors.
 
@@ -108,6 +124,7 @@ def _candidates(task_id: str, variant: str, wide: bool) -> tuple[str, ...]:
         enums = _enums(tuple(task.tools))
         for action in gold:
             pool.update(_shifted(action), _branched(action, enums))
+        pool.update(_other_decisions(task_id, variant))
         if task.tools and all(step.answer is None for step in task.solution):
             pool.add(COMPLETION_CLAIM)
     ordered = sorted(pool)

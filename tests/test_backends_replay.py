@@ -81,10 +81,11 @@ def test_request_key_is_canonical_and_sensitive() -> None:
         request_key(base, "other-model"),
         request_key(ask("hi!"), "m"),
         request_key(ask("hi", temperature=0.5), "m"),
-        request_key(ask("hi", seed=1), "m"),
+        request_key(ask("hi", temperature=0.5, seed=1), "m"),
         request_key(ChatRequest(base.messages, tools=[{"name": "t"}]), "m"),
     ]
     assert len({request_key(base, "m"), *variants}) == 6
+    assert request_key(ask("hi", temperature=0.0, seed=7), "m") == request_key(base, "m")
 
 
 def test_completion_round_trips_exactly() -> None:

@@ -17,7 +17,7 @@ EXAMPLES = ROOT / "examples"
 QUICK = re.compile(r"Quick check[^:]*:\s*``python examples/(?P<name>\S+)(?P<args>[^`]*)``")
 
 QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "trl_grpo_floor.py",
-              "world_model_evidence.py"}
+              "world_model_evidence.py", "sim_to_real.py"}
 """Examples whose own tests check their results; here their documented quick check has to run."""
 CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py"}
 TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it with --quick"}

@@ -45,7 +45,10 @@ def test_every_candidate_list_hides_the_solution_among_shuffled_distractors(doma
 
 @pytest.mark.parametrize("domain", list(DOMAINS))
 def test_the_oracle_solves_every_scenario_through_the_discrete_wrapper(domain: str) -> None:
-    env = DiscreteCandidateActions(scripted_env(domain), max_candidates=64)
+    """The placeholder shows nothing, so where a real counterpart exists (floor) the oracle's
+    actions are scored against it (``reward="real"``)."""
+    kwargs = {"reward": "real"} if domain == "floor" else {}
+    env = DiscreteCandidateActions(scripted_env(domain, **kwargs), max_candidates=64)
     for scenario in get_domain(domain).builtin.values():
         _, info = env.reset(seed=3, options={"scenario": scenario.id})
         for action in scenario.solution_actions:
@@ -159,7 +162,7 @@ def test_our_code_decides_acceptance_whatever_the_world_model_says(mode: str) ->
     gullible = {"name": "scripted", "rules": [
         {"match": "submit_decision", "reply": f"<predicted_observation>{ACCEPTED}"
                                               "</predicted_observation>"}]}
-    env = make("floor", backend=gullible, mode=mode)
+    env = make("floor", backend=gullible, mode=mode, reward="real")
     env.reset(seed=0, options={"scenario": "C3"})
     obs, reward, terminated, _, info = env.step(
         '{"name": "submit_decision", "arguments": {"record_id": "APP-55", "action": "reject", '

@@ -34,8 +34,12 @@ def log(**fields) -> EpisodeLog:
     ({"check": "observation_contains", "value": "Saved!"},
      {"observations": ["x", "Document saved!"]}, True),
     ({"check": "observation_contains", "value": "Saved"}, {"observations": []}, False),
-    ({"check": "floor_verifier"}, {"real_verdict": {"passed": True}}, True),
-    ({"check": "floor_verifier"}, {"real_verdict": None}, False),
+    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Maren Holt"}']}, True),
+    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Abel Ruske"}']}, False),
+    ({"check": "answer_observed", "value": "12", "match": "number"},
+     {"observations": ["none", '{"count": 12}']}, True),
+    ({"check": "floor_verifier"}, {"verdict": {"passed": True}}, True),
+    ({"check": "floor_verifier"}, {"verdict": None}, False),
 ])
 def test_each_rule_check(check: dict, fields: dict, passed: bool) -> None:
     assert run_checks([Check(**check)], log(**fields)) == {Check(**check).label: passed}
@@ -69,12 +73,12 @@ def judged_env(score_text: str, **settings):
 
 
 def test_the_judge_sees_the_task_rubric_and_episode_and_its_score_is_the_reward() -> None:
-    env, judge = judged_env(EVALUATION.format(score=4), reward="judge")
+    env, judge = judged_env(EVALUATION.format(score=4), reward_kind="judge")
     env.step('{"name": "web_search", "arguments": {"queries": ["Corran Point keeper"]}}')
     _, reward, terminated, _, info = env.step("Abel Ruske kept it.")
     assert terminated and reward == 0.75
     assert info["reward_breakdown"] == {"kind": "judge", "judge": 0.75, "judge_error": "",
-                                        "reward": 0.75}
+                                        "reward": 0.75, "source": "simulated"}
     (request,), = judge.batches
     prompt = request.messages[1]["content"]
     assert "last keeper of the Corran Point lighthouse" in prompt
@@ -86,7 +90,7 @@ def test_the_judge_sees_the_task_rubric_and_episode_and_its_score_is_the_reward(
 
 
 def test_hybrid_gates_the_judge_on_the_rules() -> None:
-    env, _ = judged_env(EVALUATION.format(score=5), reward="hybrid")
+    env, _ = judged_env(EVALUATION.format(score=5), reward_kind="hybrid")
     _, reward, _, _, info = env.step("It was Maren Holt.")
     assert reward == 1.0 and info["reward_breakdown"]["checks"] == {"answer_matches": True}
     env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
@@ -96,14 +100,14 @@ def test_hybrid_gates_the_judge_on_the_rules() -> None:
 
 @pytest.mark.parametrize("reply", ["I refuse to grade.", EVALUATION.format(score=11)])
 def test_an_unreadable_judge_counts_as_zero_and_says_why(reply: str) -> None:
-    env, _ = judged_env(reply, reward="judge")
+    env, _ = judged_env(reply, reward_kind="judge")
     _, reward, _, _, info = env.step("It was Maren Holt.")
     assert reward == 0.0 and info["reward_breakdown"]["judge_error"]
     assert "judge" not in info["reward_breakdown"]
 
 
 def test_a_failing_judge_backend_is_a_flagged_zero() -> None:
-    env = make("search", backend="scripted", reward="judge",
+    env = make("search", backend="scripted", reward_kind="judge",
                judge_backend={"name": "scripted", "rules": [{"match": ".", "error": "down"}]})
     env.reset(seed=0)
     _, reward, _, _, info = env.step("An answer.")
@@ -113,7 +117,7 @@ def test_a_failing_judge_backend_is_a_flagged_zero() -> None:
 def test_without_a_judge_backend_the_world_model_backend_judges() -> None:
     backend = ScriptedBackend([{"match": "## Rubric", "reply": EVALUATION.format(score=3)}],
                               keep_requests=True)
-    env = make("mcp", backend=backend, reward="judge")
+    env = make("mcp", backend=backend, reward_kind="judge")
     env.reset(seed=0)
     assert env.step("Some answer.")[1] == 0.5 and len(backend.batches) == 1
 

@@ -42,7 +42,9 @@ def test_each_domain_ships_ten_distinct_hand_written_scenarios(domain: str) -> N
 
 @pytest.mark.parametrize("domain", [*HANDWRITTEN, "floor"])
 def test_gold_solutions_score_one_and_a_no_op_scores_zero(domain: str) -> None:
-    env = make(domain, backend="scripted")
+    """On the placeholder; floor's gold is scored against the real tools (``reward="real"``):
+    its simulated reward reads observations, which the placeholder does not give."""
+    env = make(domain, backend="scripted", **({"reward": "real"} if domain == "floor" else {}))
     for scenario in get_domain(domain).builtin.values():
         reward, info = play(env, scenario, scenario.solution_actions)
         assert reward == 1.0, (scenario.id, info["reward_breakdown"])
@@ -70,13 +72,20 @@ def test_generated_mcp_servers_carry_targeted_perturbations() -> None:
 
 @pytest.mark.parametrize("domain", ["search", "mcp"])
 def test_generated_scenarios_are_drawn_from_the_seed_and_their_gold_passes(domain: str) -> None:
-    env = make(domain, backend="scripted", scenarios="generated")
+    """The gold answer matches; the placeholder never shows it, so the check that the answer
+    was observed fails in the simulation and, for MCP, passes on the twin (no perturbation)."""
+    env = make(domain, backend="scripted", scenarios="generated", controls=[])
     ids = [env.reset(seed=s)[1]["scenario_id"] for s in (5, 6, 5)]
     assert ids[0] == ids[2] != ids[1]
     assert re.fullmatch(rf"{domain}-gen-\d+", ids[0])
     for seed in range(5):
-        scenario = generate_scenario(domain, seed)
-        assert play(env, scenario, scenario.solution_actions)[0] == 1.0
+        scenario = generate_scenario(domain, seed).model_copy(update={"controls": []})
+        reward, info = play(env, scenario, scenario.solution_actions)
+        breakdown = info["reward_breakdown"]
+        assert breakdown["checks"] == {"answer_matches": True, "answer_observed": False}
+        assert reward == 0.0
+        if domain == "mcp":
+            assert breakdown["real"]["reward"] == 1.0 and not breakdown["agree"]
 
 
 def test_domains_without_a_generator_refuse_generated_scenarios() -> None:

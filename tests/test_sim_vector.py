@@ -120,7 +120,7 @@ def test_judges_of_episodes_ending_together_share_one_call() -> None:
     judge = ScriptedBackend([{"match": "## Rubric", "reply":
                               '<final_evaluation>{"score": 4}</final_evaluation>'}],
                             keep_requests=True)
-    envs = gym.make_vec(env_id("search"), num_envs=3, backend="scripted", reward="hybrid",
+    envs = gym.make_vec(env_id("search"), num_envs=3, backend="scripted", reward_kind="hybrid",
                         judge_backend=judge)
     envs.reset(seed=0, options={"scenario": "search-velmora-founder"})
     _, rewards, *_ = envs.step(["Ilsa Toren founded it.", "Oskar Vell.",

@@ -253,7 +253,7 @@ class HFBackend(Backend):
             sampler = _GumbelSampler(torch, generators, sampling.temperature,
                                      1.0 if sampling.top_p is None else sampling.top_p)
         start = time.perf_counter()
-        if self._ragged(config):
+        if len(requests) > 1 and self._ragged(config):
             ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
                                         _picker(sampler, generators))
@@ -281,7 +281,8 @@ class HFBackend(Backend):
         return completions
 
     def _ragged(self, config: Any) -> bool:
-        """Whether a request can use ragged decoding: its generation settings make no logits
+        """Whether a batch can use ragged decoding (a single prompt has no padding to skip, and
+        ``generate`` is as fast there): its generation settings make no logits
         processor (no ``SamplingParams.extra`` such as ``repetition_penalty``, none in the
         model's own generation config), and the model's cache allows it."""
         if set(config.to_diff_dict()) - _PLAIN_SETTINGS:

@@ -38,8 +38,14 @@ __all__ = [
 
 
 def request_key(request: ChatRequest, model: str) -> str:
-    """SHA-256 of the canonical JSON of the request's messages, tools, sampling and the model."""
+    """SHA-256 of the canonical JSON of the request's messages, tools, sampling and the model.
+
+    A greedy request's seed changes nothing, so it is left out: the same greedy call made from
+    any env, at any seed, is one cache entry.
+    """
     payload = {"model": model, **request.to_dict()}
+    if request.sampling.temperature == 0:
+        payload["sampling"] = {k: v for k, v in payload["sampling"].items() if k != "seed"}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -149,7 +155,14 @@ class RequestCache:
 
 
 def _model_name(backend: Backend) -> str:
-    return str(backend.describe().get("model", backend.name))
+    """The model's name in cache keys, with the adapter and the view that change its answers."""
+    described = backend.describe()
+    parts = [str(described.get("model", backend.name))]
+    if described.get("adapter"):
+        parts.append(f"adapter={Path(str(described['adapter'])).name}")
+    if described.get("view"):
+        parts.append(f"view={described['view']}")
+    return " ".join(parts)
 
 
 class RecordingBackend(Backend):

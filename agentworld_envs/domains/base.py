@@ -20,7 +20,7 @@ import functools
 import json
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pydantic
 import yaml
@@ -39,6 +39,9 @@ from agentworld_envs.sim.prompting import (
 from agentworld_envs.sim.reality import Reality
 from agentworld_envs.sim.scenario import Demonstration, DomainKey, Scenario, normalise_tool
 from agentworld_envs.sim.termination import Interpretation, finish, invalid, simulate
+
+if TYPE_CHECKING:
+    from agentworld_envs.sim.rewards import EpisodeLog
 
 __all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain"]
 
@@ -181,6 +184,11 @@ class Domain(abc.ABC):
 
     def start_reality(self, scenario: Scenario, budget: int) -> Reality | None:
         """A real counterpart of the episode, where one exists."""
+        return None
+
+    def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any] | None:
+        """The verdict of a finished episode from its log alone, for domains that have a
+        verifier of their own (floor); None elsewhere."""
         return None
 
 

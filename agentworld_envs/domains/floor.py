@@ -2,8 +2,10 @@
 
 Every action is also played on the real, deterministic :class:`floor_tasks.env.FloorEnv`, so
 each simulated step is measured against the true observation (:mod:`agentworld_envs.bench.
-fidelity`), hybrid mode can fall back to the real tool, and the reward is the real verifier's
-verdict. Scenario ids are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
+fidelity`), hybrid mode can fall back to the real tool, and the real verifier's verdict is
+there for ``reward="real"``. The default reward (``reward="simulated"``) is the same verifier
+run over the simulated episode (:mod:`agentworld_envs.domains.floor_verdict`). Scenario ids
+are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
 
 The floor domain's chat layout is ours (it is not a release domain, so no release layout
 applies to it): the database (one JSON entry per line) and the task in the system prompt's
@@ -25,9 +27,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.domains.base import ToolDomain
+from agentworld_envs.domains.floor_verdict import simulated_verdict
 from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.prompting import environment_notes, fence, fill_template
 from agentworld_envs.sim.reality import Reality, RealStep
+from agentworld_envs.sim.rewards import EpisodeLog
 from agentworld_envs.sim.scenario import (
     Check,
     Control,
@@ -140,6 +144,12 @@ class FloorDomain(ToolDomain):
         """A floor scenario names its AgentFloor task variant (A0 tasks offer no tools)."""
         if scenario.floor is None:
             raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+
+    def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any]:
+        """The AgentFloor verifier over the simulated episode (:mod:`.floor_verdict`)."""
+        if scenario.floor is None:
+            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+        return simulated_verdict(scenario.floor, log.actions, log.observations, log.ending)
 
     def start_reality(self, scenario: Scenario, budget: int) -> FloorReality:
         """The real env of the scenario's task variant."""

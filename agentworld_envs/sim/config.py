@@ -51,8 +51,15 @@ class SimConfig(pydantic.BaseModel):
         judge_backend: The rubric judge's backend; None uses the world model's.
         judge_sampling: Judge ``SamplingParams`` fields (defaults: temperature 0,
             max_tokens 2048).
-        reward: Overrides the kind of every scenario's reward spec (``rule``, ``judge``,
-            ``hybrid``).
+        reward: Where the reward's facts come from. ``simulated`` (default): the simulated
+            episode alone, the actions and the observations the agent saw (for floor, the
+            AgentFloor verifier over that trace), so the reward depends on what the world
+            model said. ``real``: the real counterpart's episode (the shadow AgentFloor env,
+            the MCP twin), an oracle for analysis; only where the scenario has one. Where it
+            has, ``info["reward_breakdown"]`` also holds the other source's reward and
+            whether the two ``agree``.
+        reward_kind: Overrides the kind of every scenario's reward spec (``rule``,
+            ``judge``, ``hybrid``).
         scenarios: ``builtin`` (the hand-written ones), ``generated`` (the domain's procedural
             generator, seeded from ``np_random``), or a list of scenario ids or dicts.
         controls: Control instructions added to every scenario's own.
@@ -90,7 +97,8 @@ class SimConfig(pydantic.BaseModel):
     prompts: str | None = None
     judge_backend: BackendConfig | None = None
     judge_sampling: dict[str, Any] = {}
-    reward: Literal["rule", "judge", "hybrid"] | None = None
+    reward: Literal["simulated", "real"] = "simulated"
+    reward_kind: Literal["rule", "judge", "hybrid"] | None = None
     scenarios: Literal["builtin", "generated"] | list[str | dict[str, Any] | Scenario] = "builtin"
     controls: list[Control] = []
     fictional: bool | None = None

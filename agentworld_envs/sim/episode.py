@@ -123,8 +123,8 @@ class Episode:
         self.budget = budget
         self.candidates = shuffled(scenario.candidate_actions, rng)
         """The scenario's candidate actions in this episode's order (a shuffle from ``rng``)."""
-        self.reward_spec = (scenario.reward if config.reward is None
-                            else scenario.reward.model_copy(update={"kind": config.reward}))
+        self.reward_spec = (scenario.reward if config.reward_kind is None
+                            else scenario.reward.model_copy(update={"kind": config.reward_kind}))
         self.fictional = scenario.fictional if config.fictional is None else config.fictional
         self.controls = [*scenario.controls, *config.controls]
         self.sampling = config.world_model_params()
@@ -140,8 +140,14 @@ class Episode:
         """World-model requests sent (the ``### Turn N`` of the next is one more)."""
         self.ended = False
         self.log = EpisodeLog(scenario)
+        """What the agent saw: the simulated episode."""
         self.transcript: list[dict[str, Any]] = []
         self.reality = domain.start_reality(scenario, budget)
+        if config.reward == "real" and self.reality is None:
+            raise ValueError(f'reward="real" needs a real counterpart, and {domain.key} '
+                             f"scenario {scenario.id} has none; use the simulated reward")
+        self.real_log = EpisodeLog(scenario) if self.reality is not None else None
+        """The same actions with the real counterpart's observations, where there is one."""
         self._pending: _Pending | None = None
 
     def first_observation(self) -> tuple[str, dict[str, Any]]:
@@ -223,7 +229,8 @@ class Episode:
                 self.log.ending = STEP_BUDGET
             else:
                 self.log.ending = interpretation.ending or (real.ending if real else None)
-            self.log.real_verdict = real.verdict if real else None
+            if self.real_log is not None and real is not None:
+                self.real_log.ending, self.real_log.verdict = self.log.ending, real.verdict
             info.update(termination=self.log.ending, answer=self.log.answer or "")
         return result
 
@@ -276,11 +283,15 @@ class Episode:
                               {"role": "assistant", "content": observation_turn(observation)}]
             if self.domain.shows_state:
                 self.state = observation
-        self.log.actions.append(pending.action)
-        self.log.observations.append(observation)
-        self.log.tools_called.extend(interpretation.tools)
-        if interpretation.ending is not None:
-            self.log.answer = interpretation.answer
+        logs = [(self.log, observation)]
+        if self.real_log is not None and pending.real is not None:
+            logs.append((self.real_log, pending.real.observation))
+        for log, seen in logs:
+            log.actions.append(pending.action)
+            log.observations.append(seen)
+            log.tools_called.extend(interpretation.tools)
+            if interpretation.ending is not None:
+                log.answer = interpretation.answer
         self.transcript.append({
             "turn": self.turn, "action": pending.action, "kind": interpretation.kind,
             "controls": list(pending.controls),
@@ -300,7 +311,24 @@ class Episode:
         return judge_request(self.log, self.reward_spec.rubric, sampling)
 
     def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:
-        """Put the end-of-episode reward and its breakdown into ``result``."""
-        result.reward, breakdown = settle(self.reward_spec, self.log, judge,
+        """Put the end-of-episode reward and its breakdown into ``result``.
+
+        The reward comes from the log of ``config.reward``. Where the other log exists too,
+        the breakdown holds its reward and checks under its name (``real`` or
+        ``simulated``) and ``agree``: whether the two rewards are equal. The judge, when asked,
+        read the simulated episode; both sources use its score.
+        """
+        self.log.verdict = self.domain.verdict(self.scenario, self.log)
+        logs = {"simulated": self.log, "real": self.real_log}
+        source = self.config.reward
+        result.reward, breakdown = settle(self.reward_spec, logs[source], judge,
                                           reveal=self.config.reveal_reference)
+        breakdown["source"] = source
+        other = "real" if source == "simulated" else "simulated"
+        if logs[other] is not None:
+            reward, other_breakdown = settle(self.reward_spec, logs[other], judge,
+                                             reveal=self.config.reveal_reference)
+            breakdown[other] = {key: other_breakdown[key] for key in ("reward", "checks")
+                                if key in other_breakdown}
+            breakdown["agree"] = reward == result.reward
         result.info["reward_breakdown"] = breakdown

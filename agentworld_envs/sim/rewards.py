@@ -59,8 +59,9 @@ class EpisodeLog:
     tools_called: list[str] = field(default_factory=list)
     answer: str | None = None
     ending: str | None = None
-    real_verdict: dict[str, Any] | None = None
-    """The real environment's verdict, for scenarios simulated against reality."""
+    verdict: dict[str, Any] | None = None
+    """The AgentFloor verdict of this episode (floor scenarios): the verifier's, over what the
+    agent saw for the simulated log, the real env's for the real one."""
 
 
 def _normalise(text: str) -> str:
@@ -117,7 +118,10 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     if kind == "observation_contains":
         final = log.observations[-1] if log.observations else ""
         return _normalise(check.value or "") in _normalise(final)
-    return bool(log.real_verdict and log.real_verdict.get("passed"))
+    if kind == "answer_observed":
+        expected = check.value or log.scenario.reference_answer or ""
+        return any(answer_matches(o, expected, check.match) for o in log.observations)
+    return bool(log.verdict and log.verdict.get("passed"))
 
 
 def run_checks(checks: list[Check], log: EpisodeLog, *, reveal: bool = True) -> dict[str, bool]:

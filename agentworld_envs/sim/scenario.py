@@ -40,6 +40,7 @@ CheckName = Literal[
     "action_matches",
     "no_action_matches",
     "observation_contains",
+    "answer_observed",
     "floor_verifier",
 ]
 _NEEDS_VALUE = {"called_tool", "action_matches", "no_action_matches", "observation_contains"}
@@ -76,8 +77,10 @@ class Check(_Frozen):
     ``answer_matches`` compares the agent's answer with ``value`` (default: the scenario's
     reference answer) by ``match``; ``called_tool`` names a tool; ``action_matches`` and
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
-    looks for text in the final observation; ``completed`` and ``infeasible`` check how the
-    episode ended; ``floor_verifier`` is the real AgentFloor verdict.
+    looks for text in the final observation; ``answer_observed`` asks that ``value`` (default:
+    the reference answer) was shown in some observation, by ``match``, so that the answer was
+    read from the world, not guessed; ``completed`` and ``infeasible`` check how the episode
+    ended; ``floor_verifier`` is the AgentFloor verifier's verdict.
     """
 
     check: CheckName

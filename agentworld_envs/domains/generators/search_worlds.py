@@ -159,5 +159,6 @@ def search_world_scenario(seed: int) -> Scenario:
         instruction=f"{world.question} Search the web, then answer in one sentence.",
         world="\n".join(f"- {fact}" for fact in world.facts),
         reference_answer=world.answer,
-        reward=RewardSpec(checks=[Check(check="answer_matches", match=world.match)]),
+        reward=RewardSpec(checks=[Check(check="answer_matches", match=world.match),
+                                  Check(check="answer_observed", match=world.match)]),
         candidate_actions=candidates, solution=solution, fictional=True)
