@@ -153,6 +153,26 @@ def test_a_row_that_ends_leaves_the_batch_and_the_others_go_on(tiny_lm_dir: Path
         r[: r.index(end) + 1] if end in r else r for r in padded(early, requests)]
 
 
+def test_greedy_memo_answers_a_prompt_seen_before_without_generating(
+        tiny_lm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memo = HFBackend(str(tiny_lm_dir), greedy_memo=2)
+    generated: list[int] = []
+    real = memo._generate
+    monkeypatch.setattr(memo, "_generate", lambda rs: generated.append(len(rs)) or real(rs))
+    greedy = [ChatRequest(m, sampling=SamplingParams(max_tokens=6, seed=i))
+              for i, m in enumerate(PROMPTS)]
+    first = memo.complete(greedy)
+    again = memo.complete([greedy[2], greedy[1]])
+    assert generated == [3] and [c.text for c in again] == [first[2].text, first[1].text]
+    memo.complete([ChatRequest(PROMPTS[0], sampling=SamplingParams(max_tokens=6, seed=9))])
+    assert generated == [3, 1]  # the oldest answer left the memo (it keeps 2)
+    sampled = ChatRequest(PROMPTS[1], sampling=SamplingParams(max_tokens=6, temperature=1.0,
+                                                              seed=1))
+    memo.complete([sampled])
+    memo.complete([sampled])
+    assert generated == [3, 1, 1, 1]  # sampled answers are never reused
+
+
 def test_tools_thinking_and_tool_call_history_reach_the_template(
     tiny_lm_dir: Path, hf: HFBackend
 ) -> None:
@@ -204,6 +224,7 @@ def test_describe(hf: HFBackend, tiny_lm_dir: Path) -> None:
     assert hf.describe() == {
         "name": "hf", "model": str(tiny_lm_dir), "device": "cpu", "dtype": "auto",
         "batch_size": 8, "enable_thinking": None, "adapter": None, "view": None,
+        "greedy_memo": 0,
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,6 +111,10 @@ class HFBackend(Backend):
         adapter: A PEFT (LoRA) adapter folder, merged into the model on load (needs ``peft``).
         view: The name of a view in :data:`agentworld_envs.models.compact_view.VIEWS` that
             rewrites each chat before its template (the layout the model was trained on).
+        greedy_memo: Greedy answers kept for reuse, by the prompt the model reads (after the
+            view and the template) and the settings: an env that comes back to a state it
+            has seen is answered without generating (exact: greedy decoding is
+            deterministic). 0 keeps none.
 
     ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
     its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
@@ -127,6 +132,7 @@ class HFBackend(Backend):
         enable_thinking: bool | None = None,
         adapter: str | None = None,
         view: str | None = None,
+        greedy_memo: int = 0,
     ) -> None:
         torch, transformers = _import_hf()
         if batch_size < 1:
@@ -138,6 +144,8 @@ class HFBackend(Backend):
         self.enable_thinking = enable_thinking
         self.adapter = adapter
         self.view = view
+        self.greedy_memo = greedy_memo
+        self._memo: OrderedDict[str, Completion] = OrderedDict()
         self._view = _view(view)
         self._torch = torch
         from agentworld_envs.models.pretrained import resolve_model
@@ -160,7 +168,7 @@ class HFBackend(Backend):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
-                             self.enable_thinking, self.adapter, self.view))
+                             self.enable_thinking, self.adapter, self.view, self.greedy_memo))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata."""
@@ -173,6 +181,7 @@ class HFBackend(Backend):
             "enable_thinking": self.enable_thinking,
             "adapter": self.adapter,
             "view": self.view,
+            "greedy_memo": self.greedy_memo,
         }
 
     def close(self) -> None:
@@ -185,23 +194,28 @@ class HFBackend(Backend):
         """Generate for every request, batching requests that share sampling settings.
 
         Seeds may differ within a batch: each request samples from its own generator. Greedy
-        requests that are identical but for their seed (envs of a vector that play the same
-        action in the same state) are generated once and answered alike.
+        requests that read the same prompt (envs of a vector that play the same action in the
+        same state) are generated once and answered alike, and with ``greedy_memo`` an answer
+        is reused by later calls too.
         """
         groups: dict[str, list[int]] = {}
         first: dict[str, int] = {}
         copies: dict[int, int] = {}
+        results: list[Completion | None] = [None] * len(requests)
         for i, request in enumerate(requests):
             settings = {k: v for k, v in request.sampling.to_dict().items() if k != "seed"}
             key = json.dumps(settings, sort_keys=True, default=str)
             if request.sampling.temperature == 0:
-                same = json.dumps([key, request.messages, request.tools], default=str)
+                same = self._greedy_key(request, key)
+                if same in self._memo:
+                    self._memo.move_to_end(same)
+                    results[i] = copy.deepcopy(self._memo[same])
+                    continue
                 if same in first:
                     copies[i] = first[same]
                     continue
                 first[same] = i
             groups.setdefault(key, []).append(i)
-        results: list[Completion | None] = [None] * len(requests)
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
@@ -210,7 +224,17 @@ class HFBackend(Backend):
                     results[i] = completion
         for i, source in copies.items():
             results[i] = copy.deepcopy(results[source])
+        if self.greedy_memo:
+            for same, i in first.items():
+                self._memo[same] = copy.deepcopy(results[i])
+            while len(self._memo) > self.greedy_memo:
+                self._memo.popitem(last=False)
         return results  # type: ignore[return-value]
+
+    def _greedy_key(self, request: ChatRequest, settings: str) -> str:
+        """What decides a greedy answer: the rendered prompt and the settings."""
+        template_kwargs = request.sampling.extra.get("chat_template_kwargs") or {}
+        return json.dumps([settings, self._prompt(request, template_kwargs)])
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
         kwargs = dict(template_kwargs)

@@ -46,7 +46,8 @@ def adapter_dir(name: str) -> Path:
 
 def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:
     """Plain-data ``hf`` config of the embedded model: the base, with the shipped ``adapter``
-    (and its compact view) when one is named; CPU, batches of 16.
+    (and its compact view) when one is named; CPU, batches of 16, the last 4,096 greedy
+    answers kept for states an env comes back to.
 
     The base's folder is resolved (converted on first use) when the backend is built.
     Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
@@ -54,7 +55,7 @@ def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, 
     return {"name": "hf", "model": "smollm2",
             "adapter": str(adapter_dir(adapter)) if adapter else None,
             "view": "compact" if adapter else None, "device": "cpu", "batch_size": 16,
-            **overrides}
+            "greedy_memo": 4096, **overrides}
 
 
 def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBackend:
