@@ -51,6 +51,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
+from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
 from floor_tasks.env import FloorEnv
@@ -200,11 +201,12 @@ def play_real(task: str, variant: str, policy: LinearPolicy, steps: int | None, 
 class SimTrainer:
     """Batches of simulated episodes from a vector of ``AgentWorld/Floor-v0`` envs."""
 
-    def __init__(self, args: Args, backend: str | dict[str, Any], seed: int) -> None:
+    def __init__(self, args: Args, backend: Any, seed: int) -> None:
         self.args = args
         self.agreement: list[bool] = []
         self.envs = gym.make_vec(
             env_id("floor"), num_envs=args.batch, backend=backend, max_steps=args.train_steps,
+            sampling=EMBEDDED_SAMPLING,
             scenarios=[f"{args.task}/{v}" for v in args.train_variants],
             record_path=str(args.out / "world_model_calls.jsonl"))
         self.seed = seed
@@ -251,12 +253,12 @@ def evaluate(args: Args, policy: LinearPolicy) -> float:
     return float(np.mean([np.mean(rewards) for rewards in by_decision.values()]))
 
 
-def run_arm(args: Args, arm: str, seed: int, world_model: str) -> dict[str, Any]:
+def run_arm(args: Args, arm: str, seed: int, world_model: Any) -> dict[str, Any]:
     rng = np.random.default_rng([seed, ARMS.index(arm)])
     policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate, args.entropy_coef)
     sim = None
     if arm in ("sim", "real-capped+sim"):
-        sim = SimTrainer(args, None if world_model == "embedded" else world_model, seed * 1000)
+        sim = SimTrainer(args, world_model, seed * 1000)
     elif arm == "sim-garbage":
         sim = SimTrainer(args, "scripted", seed * 1000)
     curve = [(0, evaluate(args, policy))]
@@ -318,8 +320,11 @@ def main() -> None:
         parser.error(f"{args.task} is not a branching task")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
+    # one live world model for every arm and seed, so its greedy memo is shared
+    world_model = (embedded_world_model(DOMAIN_ADAPTERS["floor"])
+                   if args.world_model == "embedded" else args.world_model)
     for arm in args.arms:
-        results[arm] = [run_arm(args, arm, seed, args.world_model) for seed in range(args.seeds)]
+        results[arm] = [run_arm(args, arm, seed, world_model) for seed in range(args.seeds)]
         finals = [run["final"] for run in results[arm]]
         print(f"{arm:16s} balanced success {np.mean(finals):.2f} "
               f"95% CI {interval(finals)}", flush=True)
