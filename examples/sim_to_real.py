@@ -262,11 +262,9 @@ def run_arm(args: Args, arm: str, seed: int, world_model: Any) -> dict[str, Any]
     elif arm == "sim-garbage":
         sim = SimTrainer(args, "scripted", seed * 1000)
     curve = [(0, evaluate(args, policy))]
-    updates = 0 if arm == "untrained" else args.updates
+    updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
     for update in range(1, updates + 1):
         real = arm == "real" or (arm.startswith("real-capped") and update <= args.real_updates)
-        if arm == "real-capped" and update > args.real_updates:
-            break
         batch = (real_batch(args, policy, rng, args.train_variants, args.train_steps) if real
                  else sim.batch(policy))
         policy.update(batch)
@@ -274,7 +272,7 @@ def run_arm(args: Args, arm: str, seed: int, world_model: Any) -> dict[str, Any]
             curve.append((update, evaluate(args, policy)))
     if sim is not None:
         sim.close()
-    return {"curve": curve, "final": evaluate(args, policy),
+    return {"curve": curve, "final": curve[-1][1], "updates": updates,
             "sim_real_agreement": float(np.mean(sim.agreement)) if sim and sim.agreement
             else None}
 
@@ -295,11 +293,10 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for arm, runs in results.items():
         steps = sorted({u for run in runs for u, _ in run["curve"]})
-        means = [np.mean([dict(run["curve"]).get(u, run["final"]) for run in runs])
-                 for u in steps]
-        ax.plot(steps, means, marker="o", label=arm)
+        means = [np.mean([dict(run["curve"])[u] for run in runs]) for u in steps]
+        ax.plot(steps, means, marker="o", label=f"{arm} ({len(runs)} seeds)")
     ax.set_xlabel("policy updates")
-    ax.set_ylabel("success on held-out real variants")
+    ax.set_ylabel("balanced success, held-out real variants")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
     fig.tight_layout()
