@@ -9,21 +9,7 @@ import pytest
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 import floor_tasks
 from agentworld_envs.registration import make
-from floor_tasks.env import FloorEnv
-
-
-def real_observations(task_id: str, variant: str = "v0") -> list[str]:
-    env = FloorEnv(task_id, variant=variant)
-    env.reset(seed=0)
-    return [env.step(action)[0] for action in floor_tasks.solution(task_id, variant)]
-
-
-def world_model(observations: list[str]) -> dict:
-    """A scripted backend that predicts the given observation for each turn."""
-    return {"name": "scripted", "rules": [
-        {"match": f"^### Turn {turn}\n", "reply": f"<think>recall</think><predicted_observation>"
-                                                  f"\n{observation}\n</predicted_observation>"}
-        for turn, observation in enumerate(observations, start=1)]}
+from tests.helpers.floor_world import predicting, real_observations
 
 
 def play(env, task_id: str) -> list[tuple]:
@@ -33,7 +19,8 @@ def play(env, task_id: str) -> list[tuple]:
 
 def test_a_perfect_world_model_has_full_fidelity_and_passes_the_real_verifier() -> None:
     real = real_observations("C3")
-    steps = play(make("floor", backend=world_model(real), reveal_reference=True), "C3")
+    backend = predicting(real, thinking="recall")
+    steps = play(make("floor", backend=backend, reveal_reference=True), "C3")
     for (obs, _, _, _, info), truth in zip(steps, real, strict=True):
         assert obs == truth == info["real_observation"]
         assert info["fidelity"] == {"exact": True, "structural": 1.0, "values": 1.0,
@@ -48,14 +35,14 @@ def test_a_perfect_world_model_has_full_fidelity_and_passes_the_real_verifier() 
 def test_wrong_values_keep_the_structure_but_lose_value_fidelity() -> None:
     real = real_observations("C3")
     wrong = [o.replace('"skill_score": 70', '"skill_score": 40') for o in real]
-    steps = play(make("floor", backend=world_model(wrong)), "C3")
+    steps = play(make("floor", backend=predicting(wrong, thinking="recall")), "C3")
     first = steps[0][4]["fidelity"]
     assert first["exact"] is False and first["structural"] == 1.0 and 0 < first["values"] < 1
     assert steps[-1][4]["fidelity"]["exact"]  # the submission envelope holds no skill_score
 
 
 def test_the_real_verifier_scores_what_really_happened_not_what_was_simulated() -> None:
-    env = make("floor", backend=world_model(real_observations("C3")))
+    env = make("floor", backend=predicting(real_observations("C3"), thinking="recall"))
     env.reset(seed=0, options={"scenario": "C3"})
     _, reward, terminated, _, info = env.step(
         '{"name": "submit_decision", "arguments": {"record_id": "APP-55", "action": "reject"}}')

@@ -16,22 +16,9 @@ from agentworld_envs.sim.scenario import FloorRef
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.env import FloorEnv
 from floor_tasks.verifier import verify
+from tests.helpers.floor_world import predicting, real_observations
 
 GARBAGE = {"name": "scripted", "rules": [{"match": ".", "reply": "lorem ipsum"}]}
-
-
-def real_observations(task_id: str, variant: str = "v0") -> list[str]:
-    env = FloorEnv(task_id, variant=variant)
-    env.reset(seed=0)
-    return [env.step(action)[0] for action in floor_tasks.solution(task_id, variant)]
-
-
-def predicting(observations: list[str]) -> dict:
-    """A scripted world model that predicts the given observation for each turn."""
-    return {"name": "scripted", "rules": [
-        {"match": f"^### Turn {turn}\n", "reply": f"<predicted_observation>\n{observation}\n"
-                                                  "</predicted_observation>"}
-        for turn, observation in enumerate(observations, start=1)]}
 
 
 def solve(env, task_id: str, variant: str = "v0") -> tuple[float, dict]:
