@@ -72,6 +72,7 @@ class Args:
     eval_variants: list[str] = field(default_factory=lambda: ["v2", "v3", "v4", "i2", "i4"])
     """Held-out variants scored on the real env: other wordings, and records never seen."""
     seeds: int = 5
+    """Seeds per arm (each fixes the policy's start, the variant draws and the envs)."""
     updates: int = 20
     """Policy updates per arm (batches of ``batch`` episodes)."""
     batch: int = 64
@@ -81,16 +82,22 @@ class Args:
     train_steps: int = 2
     """Step budget of a training episode."""
     learning_rate: float = 0.1
+    """REINFORCE step size."""
     entropy_coef: float = 0.05
+    """Weight of the entropy bonus."""
     eval_every: int = 4
+    """Updates between scores on the held-out real variants."""
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     """The arms to run."""
     world_model: str = "embedded"
-    """The ``sim`` arm's world model: ``embedded`` (the fine-tuned default) or ``scripted``."""
+    """The simulated arms' world model: ``embedded`` (the fine-tuned default) or ``scripted``
+    (the placeholder, for quick checks); ``sim-garbage`` always uses the placeholder."""
     out: Path = Path("runs/sim_to_real")
+    """Where results, curves and the world model's recorded answers go."""
 
 
 def words(text: str) -> list[str]:
+    """Lower-cased words (record ids such as ``cmp-31`` stay whole)."""
     return _WORD.findall(text.lower())
 
 
