@@ -10,7 +10,7 @@ import pytest
 from agentworld_envs.domains import generate_scenario
 from agentworld_envs.sim.cli import add_commands, fidelity_report
 from agentworld_envs.sim.scenario import Scenario
-from tests.test_sim_floor import real_observations, world_model
+from tests.helpers.floor_world import predicting, real_observations
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -40,7 +40,7 @@ def test_scenarios_and_generate_print_valid_scenarios(capsys: pytest.CaptureFixt
 
 def test_fidelity_of_a_perfect_and_of_a_placeholder_world_model(
         capsys: pytest.CaptureFixture[str]) -> None:
-    perfect = json.dumps(world_model(real_observations("C3")))
+    perfect = json.dumps(predicting(real_observations("C3"), thinking="recall"))
     out = run(capsys, "fidelity", "--backend", perfect, "--tasks", "C3")
     assert out.splitlines()[1].split() == ["C3/v0", "3", "1.000", "1.000", "1.000"]
     report = json.loads(run(capsys, "fidelity", "--backend", "scripted", "--tasks", "C3,E4",
