@@ -39,7 +39,6 @@ Quick check (seconds, placeholder world model for both sim arms):
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import zlib
@@ -56,6 +55,7 @@ from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
 from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
+from trainers.common.args import parse_args
 
 ARMS = ("untrained", "sim", "sim-garbage", "real", "real-capped", "real-capped+sim")
 _WORD = re.compile(r"[a-z0-9_\-]+")
@@ -63,7 +63,7 @@ _WORD = re.compile(r"[a-z0-9_\-]+")
 
 @dataclass
 class Args:
-    """Command-line settings."""
+    """Sim-to-real on a branching AgentFloor task (lists are comma-separated)."""
 
     task: str = "C1"
     """A branching AgentFloor task."""
@@ -311,22 +311,15 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    defaults = Args()
-    for name, value in asdict(defaults).items():
-        flag = f"--{name.replace('_', '-')}"
-        if isinstance(value, list):
-            parser.add_argument(flag, type=lambda s: s.split(","), default=value)
-        else:
-            parser.add_argument(flag, type=type(value), default=value)
-    args = Args(**vars(parser.parse_args()))
+    args = parse_args(Args, prog="sim_to_real.py")
     if args.task not in branching_tasks():
-        parser.error(f"{args.task} is not a branching task")
+        raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()}")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared
+    simulated = {"sim", "real-capped+sim"} & set(args.arms)
     world_model = (embedded_world_model(DOMAIN_ADAPTERS["floor"])
-                   if args.world_model == "embedded" else args.world_model)
+                   if args.world_model == "embedded" and simulated else args.world_model)
     for arm in args.arms:
         results[arm] = [run_arm(args, arm, seed, world_model) for seed in range(args.seeds)]
         finals = [run["final"] for run in results[arm]]

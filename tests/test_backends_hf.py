@@ -112,7 +112,7 @@ def test_top_p_near_zero_is_greedy(hf: HFBackend) -> None:
 
 def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
     """The token ids ``generate`` gives on the left-padded batch (the reference path)."""
-    config, kwargs = backend._generation_config(requests[0].sampling)
+    config = backend._generation_config(requests[0].sampling)
     sampler = None
     if requests[0].sampling.temperature > 0:
         from agentworld_envs.backends.hf import _generator, _GumbelSampler
@@ -120,7 +120,7 @@ def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
         sampler = _GumbelSampler(backend._torch, [
             _generator(backend._torch, "cpu", r.sampling.seed) for r in requests],
             requests[0].sampling.temperature, 1.0)
-    rows, _ = backend._padded_generate([backend._prompt(r, kwargs) for r in requests], config,
+    rows, _ = backend._padded_generate([backend._prompt(r, {}) for r in requests], config,
                                        sampler)
     return rows
 
@@ -158,7 +158,7 @@ def test_greedy_memo_answers_a_prompt_seen_before_without_generating(
     memo = HFBackend(str(tiny_lm_dir), greedy_memo=2)
     generated: list[int] = []
     real = memo._generate
-    monkeypatch.setattr(memo, "_generate", lambda rs: generated.append(len(rs)) or real(rs))
+    monkeypatch.setattr(memo, "_generate", lambda rs, ps: generated.append(len(rs)) or real(rs, ps))
     greedy = [ChatRequest(m, sampling=SamplingParams(max_tokens=6, seed=i))
               for i, m in enumerate(PROMPTS)]
     first = memo.complete(greedy)

@@ -185,8 +185,8 @@ def test_identical_greedy_requests_are_generated_once(tiny_lm_dir: Path,
     backend = HFBackend(str(tiny_lm_dir), batch_size=8)
     sizes: list[int] = []
     generate = backend._generate
-    monkeypatch.setattr(backend, "_generate", lambda batch: sizes.append(len(batch))
-                        or generate(batch))
+    monkeypatch.setattr(backend, "_generate", lambda batch, prompts: sizes.append(len(batch))
+                        or generate(batch, prompts))
     chat = [{"role": "user", "content": "lookup P1"}]
     greedy = [SamplingParams(max_tokens=3, seed=s) for s in (1, 2)]
     requests = [ChatRequest(chat, sampling=greedy[0]), ChatRequest(chat, sampling=greedy[1]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -123,6 +124,16 @@ def test_parse_args_reads_every_kind_of_field() -> None:
         4, {"vocab_size": 5}, "static", 0.1, True)
     with pytest.raises(SystemExit):
         parse_args(Args, ["--order", "sideways"])
+
+
+def test_parse_args_reads_a_list_field_as_comma_separated_items() -> None:
+    @dataclasses.dataclass
+    class Listed:
+        seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+        """seeds to run"""
+
+    assert parse_args(Listed, ["--seeds", "3,1,2"]).seeds == [3, 1, 2]
+    assert parse_args(Listed, []).seeds == [0]
 
 
 def test_base_args_reject_wrong_types_with_the_field_name() -> None:

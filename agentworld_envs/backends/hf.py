@@ -202,11 +202,13 @@ class HFBackend(Backend):
         first: dict[str, int] = {}
         copies: dict[int, int] = {}
         results: list[Completion | None] = [None] * len(requests)
+        prompts = [self._prompt(r, r.sampling.extra.get("chat_template_kwargs") or {})
+                   for r in requests]
         for i, request in enumerate(requests):
             settings = {k: v for k, v in request.sampling.to_dict().items() if k != "seed"}
             key = json.dumps(settings, sort_keys=True, default=str)
             if request.sampling.temperature == 0:
-                same = self._greedy_key(request, key)
+                same = json.dumps([key, prompts[i]])  # all that decides a greedy answer
                 if same in self._memo:
                     self._memo.move_to_end(same)
                     results[i] = copy.deepcopy(self._memo[same])
@@ -219,7 +221,8 @@ class HFBackend(Backend):
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
-                batch = self._generate([requests[i] for i in chunk])
+                batch = self._generate([requests[i] for i in chunk],
+                                       [prompts[i] for i in chunk])
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
         for i, source in copies.items():
@@ -230,11 +233,6 @@ class HFBackend(Backend):
             while len(self._memo) > self.greedy_memo:
                 self._memo.popitem(last=False)
         return results  # type: ignore[return-value]
-
-    def _greedy_key(self, request: ChatRequest, settings: str) -> str:
-        """What decides a greedy answer: the rendered prompt and the settings."""
-        template_kwargs = request.sampling.extra.get("chat_template_kwargs") or {}
-        return json.dumps([settings, self._prompt(request, template_kwargs)])
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
         kwargs = dict(template_kwargs)
@@ -249,9 +247,10 @@ class HFBackend(Backend):
             **kwargs,
         )
 
-    def _generation_config(self, sampling: SamplingParams) -> tuple[Any, dict[str, Any]]:
-        extra = dict(sampling.extra)
-        template_kwargs = extra.pop("chat_template_kwargs", None) or {}
+    def _generation_config(self, sampling: SamplingParams) -> Any:
+        """The ``GenerationConfig`` of ``sampling`` (``chat_template_kwargs`` go to the
+        template, not here)."""
+        extra = {k: v for k, v in sampling.extra.items() if k != "chat_template_kwargs"}
         config = copy.deepcopy(self._model.generation_config)
         unused = config.update(
             max_new_tokens=sampling.max_tokens,
@@ -264,13 +263,13 @@ class HFBackend(Backend):
         )
         if unused:
             raise ValueError(f"unknown generation settings in SamplingParams.extra: {unused}")
-        return config, template_kwargs
+        return config
 
-    def _generate(self, requests: list[ChatRequest]) -> list[Completion]:
+    def _generate(self, requests: list[ChatRequest], prompts: list[str]) -> list[Completion]:
+        """Generate for requests that share sampling settings, given their rendered prompts."""
         torch = self._torch
         sampling = requests[0].sampling
-        config, template_kwargs = self._generation_config(sampling)
-        prompts = [self._prompt(r, template_kwargs) for r in requests]
+        config = self._generation_config(sampling)
         sampler, generators = None, []
         if sampling.temperature > 0:
             generators = [_generator(torch, self.device, r.sampling.seed) for r in requests]

@@ -142,20 +142,23 @@ class FloorDomain(ToolDomain):
 
     def check(self, scenario: Scenario) -> None:
         """A floor scenario names its AgentFloor task variant (A0 tasks offer no tools)."""
-        if scenario.floor is None:
-            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+        _floor_ref(scenario)
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any]:
         """The AgentFloor verifier over the simulated episode (:mod:`.floor_verdict`)."""
-        if scenario.floor is None:
-            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
-        return simulated_verdict(scenario.floor, log.actions, log.observations, log.ending)
+        return simulated_verdict(_floor_ref(scenario), log.actions, log.observations,
+                                 log.ending)
 
     def start_reality(self, scenario: Scenario, budget: int) -> FloorReality:
         """The real env of the scenario's task variant."""
-        if scenario.floor is None:
-            raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
-        return FloorReality(scenario.floor, budget)
+        return FloorReality(_floor_ref(scenario), budget)
+
+
+def _floor_ref(scenario: Scenario) -> FloorRef:
+    """The scenario's AgentFloor task variant; a ValueError when it names none."""
+    if scenario.floor is None:
+        raise ValueError(f"floor scenario {scenario.id} names no AgentFloor task")
+    return scenario.floor
 
 
 DOMAIN = FloorDomain()

@@ -42,8 +42,8 @@ _SHAPES: dict[str, dict[str, type]] = {
 _ROWS = {"compare_records": "comparison", "list_options": "options", "search_records": "matches"}
 """Result lists whose rows the verifier reads by their ``id``."""
 _STATUSES = ("ok", "not_found", "error")
-_ENDINGS = {"submitted": "submitted", "final_answer": "final_answer",
-            STEP_BUDGET: "step_budget_exhausted"}
+_BUDGET_ENDING = "step_budget_exhausted"
+"""What the real env calls the simulator's ``step_budget`` ending (the others share names)."""
 
 
 def simulated_verdict(ref: FloorRef, actions: Sequence[str], observations: Sequence[str],
@@ -54,7 +54,7 @@ def simulated_verdict(ref: FloorRef, actions: Sequence[str], observations: Seque
     for turn, (action, observation) in enumerate(zip(actions, observations, strict=False), 1):
         if _play_turn(trace, turn, action, observation):
             break
-    trace.termination = _ENDINGS.get(ending or "", ending)
+    trace.termination = _BUDGET_ENDING if ending == STEP_BUDGET else ending
     return verify(trace)
 
 
@@ -69,7 +69,6 @@ def _play_turn(trace: Trace, turn: int, action: str, observation: str) -> bool:
         logged = _call(turn, call.name, call.arguments, _next(shown, call.name))
         trace.calls.append(logged)
         if call.name == "submit_decision" and logged["status"] == "ok":
-            trace.termination = "submitted"
             return True
     if parsed.is_final_answer:
         trace.final_answer = parsed.text

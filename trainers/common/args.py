@@ -221,6 +221,9 @@ def _converter(hint: Any) -> tuple[Any, dict[str, Any]]:
         return type(typing.get_args(base)[0]), {"choices": typing.get_args(base)}
     if typing.get_origin(base) is dict:
         return json.loads, {}
+    if typing.get_origin(base) is list:
+        item = typing.get_args(base)[0]
+        return (lambda text: [item(part) for part in text.split(",")]), {}
     if optional:
         return (lambda text: None if text.lower() == "none" else base(text)), {}
     return base, {}
