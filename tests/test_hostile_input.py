@@ -70,6 +70,21 @@ def test_loads_rejects_out_of_bounds_json_with_one_error_type(text: str) -> None
         bounded_json.loads(text)
 
 
+@pytest.mark.parametrize(("text", "bounded"), [
+    ("9" * 300, True), ("-" + "9" * 300, True), ("1" + "0" * 300, False),
+    ("-1" + "0" * 300, False), ("1e308", True), ("-1e309", False), ("[Infinity]", False),
+    ("[" * 200 + "1" + "]" * 200, True), ("[" * 201 + "1" + "]" * 201, False),
+    ('{"a": ' * 200 + "1" + "}" * 200, True), ('{"a": ' * 201 + "1" + "}" * 201, False),
+])
+def test_loads_bounds_are_exact(text: str, bounded: bool) -> None:
+    """The bounds hold at their edges, whichever check (number hooks, bracket count) sees them."""
+    if bounded:
+        assert bounded_json.loads(text) == json.loads(text)
+    else:
+        with pytest.raises(bounded_json.JSONError):
+            bounded_json.loads(text)
+
+
 def test_loads_keeps_ordinary_json() -> None:
     doc = {"a": [1, -2.5, "x" * 10_000, {"b": None}], "c": 10 ** 299}
     assert bounded_json.loads(json.dumps(doc)) == doc

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentworld_envs.backends import Completion
+from agentworld_envs.sim import parsing
 from agentworld_envs.sim.fidelity import parse_json_observation, step_fidelity, summarise
 from agentworld_envs.sim.model_client import Fault
 from agentworld_envs.sim.parsing import (
@@ -93,6 +95,31 @@ def test_parser_reads_as_the_release_unless_it_flags_why_not(raw: str) -> None:
     if not {"lenient_tag", "stray_close_tag"} & set(out.flags):
         assert out.observation == out.release_observation
     assert ("no_output" in out.flags) == (out.observation == NO_OUTPUT)
+
+
+_PLAIN_BODY = st.lists(st.sampled_from(["a", " ", "\n", "é", "{}", "**Environment Observation:**",
+                                         ">", "x" * 40]), max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.tuples(st.sampled_from(["", " ", "\n"]), _PLAIN_BODY, st.sampled_from(["", "\n "]),
+                 st.integers(1, 200)))
+def test_plain_outputs_read_as_the_general_reading(parts: tuple[str, str, str, int]) -> None:
+    """The short cut for one plain block gives what the full reading gives, diagnostics too."""
+    lead, body, tail, max_chars = parts
+    raw = f"{lead}<predicted_observation>{body}</predicted_observation>{tail}"
+    assert parsing._plain_reading(raw) is not None
+    fast = parse_world_model_output(raw, max_chars=max_chars)
+    with mock.patch.object(parsing, "_plain_reading", return_value=None):
+        assert fast == parse_world_model_output(raw, max_chars=max_chars)
+
+
+@pytest.mark.parametrize("raw", ["<predicted_observation>a<b</predicted_observation>",
+                                 "<predicted_observation >a</predicted_observation>",
+                                 "<THINK></THINK><predicted_observation>a</predicted_observation>",
+                                 "x<predicted_observation>a</predicted_observation>"])
+def test_other_outputs_take_the_general_reading(raw: str) -> None:
+    assert parsing._plain_reading(raw) is None
 
 
 @pytest.mark.parametrize(("text", "score"), [

@@ -46,6 +46,13 @@ class SamplingParams:
     extra: dict[str, Any] = field(default_factory=dict)
     """Extra API parameters, merged into the request payload (e.g. ``chat_template_kwargs``)."""
 
+    def with_seed(self, seed: int | None) -> SamplingParams:
+        """The same settings with another seed: ``dataclasses.replace`` without re-running
+        ``__init__`` (an env asks for one per step)."""
+        copy = object.__new__(SamplingParams)
+        copy.__dict__.update(self.__dict__, seed=seed)
+        return copy
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form (used in cache keys and run records)."""
         data = asdict(self)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, SamplingParams
@@ -59,7 +59,7 @@ def predict(world_model: Backend, items: Sequence[BenchItem], sampling: Sampling
     request the backend fails gets None (no generation).
     """
     requests = [ChatRequest(item.messages(), sampling=sampling if sampling.seed is None
-                            else replace(sampling, seed=sampling.seed + i))
+                            else sampling.with_seed(sampling.seed + i))
                 for i, item in enumerate(items)]
     outputs: list[str | None] = []
     for start in range(0, len(requests), batch_size):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -45,15 +46,49 @@ def _number_problem(item: Any) -> bool:
     return isinstance(item, float) and not math.isfinite(item)
 
 
+class _Suspects(threading.local):
+    """Whether the decoding under way (in this thread) met a number out of bounds."""
+
+    seen = False
+
+
+_SUSPECTS = _Suspects()
+
+
+def _out_of_bounds() -> float:
+    _SUSPECTS.seen = True
+    return math.inf  # a stand-in that :func:`_problem` reports
+
+
+def _parse_int(digits: str) -> int | float:
+    return (int(digits) if len(digits) - digits.startswith("-") <= MAX_INT_DIGITS
+            else _out_of_bounds())
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else _out_of_bounds()
+
+
+def _parse_constant(name: str) -> float:
+    return _out_of_bounds()
+
+
+def _bounded_decoder(object_hook: Any = None) -> json.JSONDecoder:
+    """A decoder whose number hooks flag, in :data:`_SUSPECTS`, a number out of bounds."""
+    return json.JSONDecoder(object_hook=object_hook, parse_int=_parse_int,
+                            parse_float=_parse_float, parse_constant=_parse_constant)
+
+
 def _collecting_decoder(completed: list[dict[str, Any]]) -> json.JSONDecoder:
     """A decoder that also appends every object it completes to ``completed``."""
     def hook(obj: dict[str, Any]) -> dict[str, Any]:
         completed.append(obj)
         return obj
-    return json.JSONDecoder(object_hook=hook)
+    return _bounded_decoder(hook)
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = _bounded_decoder()
 
 
 def _problem(value: Any) -> str | None:
@@ -70,11 +105,14 @@ def _problem(value: Any) -> str | None:
     return None
 
 
+_CONTAINERS = (dict, list, tuple, set)
+
+
 def depth(value: Any) -> int:
     """Nesting depth of a JSON-like value (0 for a scalar), without recursion."""
     level, deep = [value], 0
     while True:
-        level = [v for item in level if isinstance(item, dict | list | tuple | set)
+        level = [v for item in level if isinstance(item, _CONTAINERS)
                  for v in (item.values() if isinstance(item, dict) else item)]
         if not level:
             return deep
@@ -137,8 +175,6 @@ def _decode_once(decoder: json.JSONDecoder, text: str, index: int,
             msg, pos = "Expecting value", stop.value
         except json.JSONDecodeError as exc:
             msg, pos = exc.msg, exc.pos
-        except ValueError:  # an integer too long for int() itself; where it starts is unknown
-            raise JSONError(_BAD_NUMBER, index + 1) from None
         finally:
             size *= 4
         if whole or (pos < len(window) - _LOOKAHEAD and not msg.startswith("Unterminated")):
@@ -147,11 +183,16 @@ def _decode_once(decoder: json.JSONDecoder, text: str, index: int,
 
 def _decode(decoder: json.JSONDecoder, text: str, index: int,
             completed: list[dict[str, Any]]) -> tuple[Any, int]:
+    _SUSPECTS.seen = False
     try:
         value, end = _decode_once(decoder, text, index, completed)
     except RecursionError:
         raise JSONError(_TOO_DEEP, _value_end(text, index)) from None
-    problem = _problem(value)
+    # The walk is needed only where a hook flagged a number, or where the value has enough
+    # brackets to nest too deeply; either way it decides.
+    brackets = text.count("[", index, end) + text.count("{", index, end)
+    suspect = _SUSPECTS.seen or brackets > MAX_DEPTH
+    problem = _problem(value) if suspect else None
     if problem is not None:
         raise JSONError(problem, end)
     return value, end

@@ -92,7 +92,7 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
     call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
     if isinstance(obj.get("function"), dict):
         obj = obj["function"]
-    if "name" not in obj or not ({"arguments", "parameters"} & obj.keys()):
+    if "name" not in obj or ("arguments" not in obj and "parameters" not in obj):
         return None
     name = obj["name"]
     if not isinstance(name, str) or not name.strip():
@@ -113,8 +113,8 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
         return ParseError(
             f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
             _json_snippet(args))
-    too_deep = [key for key, value in args.items()
-                if isinstance(value, dict | list) and depth(value) >= MAX_ARGUMENT_DEPTH]
+    too_deep = depth(args) > MAX_ARGUMENT_DEPTH and [  # the walk finds the key only then
+        key for key, value in args.items() if depth(value) >= MAX_ARGUMENT_DEPTH]
     if too_deep:
         return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
                           f"{MAX_ARGUMENT_DEPTH} levels deep", _snippet(name))

@@ -15,7 +15,7 @@ nothing, or was cut off by the token limit: the observation is the domain's fall
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -83,6 +83,8 @@ def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
         return "", f"an action must be a string, got {type(action).__name__}"
     if len(action) > limit:
         return "", f"the action is {len(action)} characters long; the limit is {limit}"
+    if action.isascii():
+        return action, None
     return action.encode("utf-8", "replace").decode("utf-8"), None
 
 
@@ -94,7 +96,7 @@ def _model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
                 fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
                 diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
     """``info["world_model"]``: whether the model was asked, and what went wrong."""
-    ok = called and not set(_UNUSABLE) & set(flags)
+    ok = called and frozenset(_UNUSABLE).isdisjoint(flags)
     info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
             "fault_message": fault_message, "finish_reason": finish_reason,
             "output_tokens": output_tokens}
@@ -189,7 +191,7 @@ class Episode:
                 interpretation.language, self.state, self.fictional, controls)
             seed = int(self.rng.integers(0, _SEED_BOUND))
             request = ChatRequest([*self.messages, {"role": "user", "content": content}],
-                                  sampling=replace(self.sampling, seed=seed))
+                                  sampling=self.sampling.with_seed(seed))
         self._pending = _Pending(text, interpretation, request, controls, real)
         return request
 
@@ -202,8 +204,9 @@ class Episode:
         interpretation, real = pending.interpretation, pending.real
         if interpretation.kind == "simulate":
             reading = self._read(outcome)
-            self.counts.update(f for f in (*_UNUSABLE, "placeholder")
-                               if f in reading.info["flags"] or f == reading.source)
+            for flag in (*_UNUSABLE, "placeholder"):
+                if flag in reading.info["flags"] or flag == reading.source:
+                    self.counts[flag] += 1
         else:
             reading = _Reading(interpretation.observation, _model_info(False), source="local")
         reading.info.update(self.identity, counts=dict(self.counts))
@@ -307,7 +310,7 @@ class Episode:
     def judge_request(self) -> ChatRequest:
         """The judge's request for this finished episode (its seed drawn from ``rng``)."""
         seed = int(self.rng.integers(0, _SEED_BOUND))
-        sampling = replace(self.config.judge_params(), seed=seed)
+        sampling = self.config.judge_params().with_seed(seed)
         return judge_request(self.log, self.reward_spec.rubric, sampling)
 
     def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:

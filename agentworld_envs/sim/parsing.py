@@ -220,6 +220,36 @@ def parse_world_model_output(text: str, max_chars: int = 65536,
         >>> out.observation, out.flags
         ('real', ())
     """
+    plain = _plain_reading(text)
+    observation, flags, release = plain or _reading(text, expect_tag)
+    if "no_output" not in flags and len(observation) > max_chars:
+        flags.append("over_long")
+        observation = observation[: max(0, max_chars - len(TRUNCATION_NOTE))] + TRUNCATION_NOTE
+    diagnostics = {
+        "start_tags": 1 if plain else len(_LENIENT.open.findall(text)),
+        "end_tags": 1 if plain else len(_LENIENT.close.findall(text)),
+        "raw_chars": len(text),
+        "observation_chars": len(observation),
+    }
+    return WorldModelOutput(observation, tuple(flags), release, diagnostics)
+
+
+_PLAIN_OPEN, _PLAIN_CLOSE = f"<{OBSERVATION_TAG}>", f"</{OBSERVATION_TAG}>"
+
+
+def _plain_reading(text: str) -> tuple[str, list[str], str] | None:
+    """The reading of the common output, one block and no other ``<`` (so no think tag and
+    nothing lenient), without the general reading's passes; None for any other output."""
+    stripped = text.strip()
+    if (text.count("<") != 2 or not stripped.startswith(_PLAIN_OPEN)
+            or not stripped.endswith(_PLAIN_CLOSE)):
+        return None
+    observation = clean_response_marker(stripped[len(_PLAIN_OPEN):-len(_PLAIN_CLOSE)])
+    return observation, [], observation
+
+
+def _reading(text: str, expect_tag: bool) -> tuple[str, list[str], str]:
+    """The observation, the flags and the release's observation of any output."""
     release = clean_response_marker(parse_model_output(text))
     flags: list[str] = []
     if not text.strip():
@@ -238,13 +268,4 @@ def parse_world_model_output(text: str, max_chars: int = 65536,
         flags.append("stray_close_tag")
     if observation == NO_OUTPUT and not reading.tagged:
         flags.append("no_output")
-    elif len(observation) > max_chars:
-        flags.append("over_long")
-        observation = observation[: max(0, max_chars - len(TRUNCATION_NOTE))] + TRUNCATION_NOTE
-    diagnostics = {
-        "start_tags": len(_LENIENT.open.findall(text)),
-        "end_tags": len(_LENIENT.close.findall(text)),
-        "raw_chars": len(text),
-        "observation_chars": len(observation),
-    }
-    return WorldModelOutput(observation, tuple(flags), release, diagnostics)
+    return observation, flags, release

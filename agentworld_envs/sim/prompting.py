@@ -71,7 +71,7 @@ def fill_template(template: str, *, tool_definitions: str, demonstrations: str,
 
 def fence(text: str, language: str) -> str:
     """A fenced code block that stays closed whatever backticks ``text`` holds."""
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2) if "```" in text else 2
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{language}\n{text}\n{ticks}"
 
@@ -89,10 +89,13 @@ def indented_json(value: Any, newline: str = "\n") -> str:
     if isinstance(value, dict) and value:
         if not all(isinstance(key, str) for key in value):  # keys json.dumps converts
             return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
-        items = (f"{encode_basestring(k)}: {indented_json(v, inner)}" for k, v in value.items())
+        items = (f"{encode_basestring(k)}: "
+                 f"{encode_basestring(v) if type(v) is str else indented_json(v, inner)}"
+                 for k, v in value.items())
         return f"{{{inner}{(',' + inner).join(items)}{newline}}}"
     if isinstance(value, list | tuple) and value:
-        items = (indented_json(item, inner) for item in value)
+        items = (encode_basestring(item) if type(item) is str else indented_json(item, inner)
+                 for item in value)
         return f"[{inner}{(',' + inner).join(items)}{newline}]"
     return _SCALAR_JSON(value)
 

@@ -30,21 +30,33 @@ def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[s
     ``infos`` may be shorter than ``num_envs``; missing sub-envs have no info.
     """
     batched: dict[str, Any] = {}
-    keys = dict.fromkeys(key for info in infos if info for key in info)  # first-seen order
+    first_keys = infos[0].keys() if infos and infos[0] else None
+    if (first_keys is not None and len(infos) == num_envs
+            and all(info and info.keys() == first_keys for info in infos)):
+        every, keys = list(range(num_envs)), list(first_keys)  # the usual case: one key set
+    else:
+        every, keys = None, dict.fromkeys(key for info in infos if info for key in info)
     for key in keys:
-        present = [(i, info[key]) for i, info in enumerate(infos) if info and key in info]
-        first = present[0][1]
+        where = every or [i for i, info in enumerate(infos) if info and key in info]
+        values = [info[key] for info in infos] if every else [infos[i][key] for i in where]
+        first = values[0]
         if key != "final_obs" and isinstance(first, dict):
-            nested: list[dict[str, Any] | None] = [None] * num_envs
-            for i, value in present:
-                nested[i] = value
+            nested: list[dict[str, Any] | None] = values
+            if not every:
+                nested = [None] * num_envs
+                for i, value in zip(where, values, strict=True):
+                    nested[i] = value
             array: Any = batch_infos(nested, num_envs)
         else:
-            array = (np.full(num_envs, fill_value=None, dtype=object) if key == "final_obs"
+            empty = (np.full(num_envs, fill_value=None, dtype=object) if key == "final_obs"
                      else _empty(first, num_envs))
-            for i, value in present:
-                array[i] = value
+            if len(where) == num_envs and empty.ndim == 1:  # every sub-env: one C loop
+                array = np.fromiter(values, dtype=empty.dtype, count=num_envs)
+            else:
+                array = empty
+                for i, value in zip(where, values, strict=True):
+                    array[i] = value
         mask = np.zeros(num_envs, dtype=np.bool_)
-        mask[[i for i, _ in present]] = True
+        mask[where] = True
         batched[key], batched[f"_{key}"] = array, mask
     return batched

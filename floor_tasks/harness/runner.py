@@ -9,7 +9,6 @@ inside one episode (its env, its action, its record) can be confined to that epi
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -110,7 +109,7 @@ class _Episode:
     def request(self, settings: RunSettings) -> ChatRequest:
         """The conversation so far, sampled with this episode's own seed."""
         return ChatRequest(messages=[dict(m) for m in self.messages], tools=self.tools,
-                           sampling=dataclasses.replace(settings.sampling, seed=self.job.seed))
+                           sampling=settings.sampling.with_seed(self.job.seed))
 
     def advance(self, completion: Completion) -> None:
         """Play one completion as the next assistant turn."""
