@@ -36,12 +36,15 @@ class ToolFailure(Exception):
         self.hint, self.result = hint, result
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _copy(value: Any) -> Any:
     """Copy of fixture data (nested dicts, lists and scalars), cheaper than ``deepcopy``."""
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else _copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [v if type(v) in _SCALARS else _copy(v) for v in value]
     return value
 
 

@@ -210,11 +210,11 @@ class SharedContextEnv(AECEnv, EzPickle):
         self._clear_rewards()
         self.infos[agent] = {"role": self.task.roles[self._index[agent]],
                              **self.episode.act(action)}
-        episode = self.episode
-        if episode.speaker is None or episode.truncated:
+        episode, speaker = self.episode, self.episode.speaker
+        if speaker is None or episode.truncated:
             self._finish(episode.truncated)
         else:
-            self.agent_selection = self.possible_agents[episode.speaker]
+            self.agent_selection = self.possible_agents[speaker]
         self._accumulate_rewards()
 
     def _finish(self, truncated: bool) -> None:
@@ -312,10 +312,24 @@ class SharedContextParallelEnv(ParallelEnv):
         self.aec_env.close()
 
 
+class _DirectLastOrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` whose ``last()`` asks the env in one call.
+
+    The inherited ``last()`` runs on the wrapper: every step it reads five attributes through the
+    wrapper's ``__getattr__`` and observes through two wrapper layers. The result is the same.
+    """
+
+    def last(self, observe: bool = True) -> tuple[Any, ...]:
+        """The env's ``last()``; before ``reset()`` the error the inherited one raises."""
+        if not self._has_reset:
+            raise AttributeError("agent_selection cannot be accessed before reset")
+        return self.env.last(observe)
+
+
 def wrap(raw: SharedContextEnv) -> AECEnv:
-    """The standard AEC wrapping: ``OrderEnforcingWrapper``.
+    """The standard AEC wrapping: ``OrderEnforcingWrapper`` (with a direct ``last()``).
 
     ``AssertOutOfBoundsWrapper`` is left out on purpose: an out-of-space message is the env's to
     judge (it becomes an invalid message), not an error.
     """
-    return wrappers.OrderEnforcingWrapper(raw)
+    return _DirectLastOrderEnforcingWrapper(raw)

@@ -92,6 +92,19 @@ def test_use_before_reset_raises_reset_needed_in_every_form(env_id: str) -> None
             call()
     with pytest.raises(AssertionError, match="reset"):  # the wrapped AEC form, PettingZoo's own
         pettingzoo.make("aec", env_id).step("hello")
+    with pytest.raises(AttributeError, match="before reset"):  # as PettingZoo's wrapped last()
+        pettingzoo.make("aec", env_id).last()
+
+
+@pytest.mark.parametrize("env_id", team_envs.ENV_IDS)
+def test_the_wrapped_last_is_the_envs_own(env_id: str) -> None:
+    env = pettingzoo.make("aec", env_id)
+    assert isinstance(env, pettingzoo.utils.wrappers.OrderEnforcingWrapper)
+    env.reset(seed=2)
+    env.step(None if env.terminations[env.agent_selection] else "a")
+    wrapped, raw = env.last(), env.unwrapped.last()
+    assert repr(wrapped) == repr(raw)
+    assert env.last(observe=False) == (None, *raw[1:])
 
 
 @pytest.mark.parametrize("env_id", team_envs.ENV_IDS)

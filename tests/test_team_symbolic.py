@@ -159,6 +159,47 @@ def test_observation_text_shows_inputs_and_heard_messages() -> None:
     assert "agent_1 (relay)" in text and f"agent_0: {'abcd'[secret[0]]}" in text
 
 
+def test_observation_text_and_render_spell_out_the_whole_episode_so_far() -> None:
+    env = pettingzoo.make("aec", "team_envs/compositional-v0", roles=["add", "relay", "sub"],
+                          window=None, render_mode="ansi")
+    env.reset(seed=4)
+    env.step(np.array([2]))
+    env.step("zz")  # invalid: an empty message
+    observation = env.observe("agent_2")
+    assert observation["text"] == (
+        "compositional team; you are agent_2 (sub); turn 2 of 3\nyour input: sub d\n"
+        "heard: agent_0: c; agent_1: _\nreply with 1 symbol(s) from: a b c d")
+    assert observation["context"].tolist() == [2, 4, 4]
+    assert env.render() == ("agent_0 (add) [add c]: c\nagent_1 (relay) [relay]: _\n"
+                            "agent_2 (sub) [sub d]: ...")
+
+
+def _transcript(env: pettingzoo.AECEnv, seed: int) -> list:
+    """Every ``last()`` and render of one episode played with a fixed invalid/valid mix."""
+    env.reset(seed=seed)
+    steps = []
+    for turn, name in enumerate(env.agent_iter()):
+        observation, reward, terminated, truncated, info = env.last()
+        steps.append(({k: np.asarray(v).tolist() for k, v in observation.items()}, reward,
+                      terminated, truncated, info, env.render()))
+        action = env.action_space(name).nvec - 1 - turn % 2 if turn % 3 else "not a message"
+        env.step(None if terminated or truncated else action)
+    return steps
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), [
+    ("team_envs/relay-v0", {"n_agents": 4, "window": 2, "message_length": 2}),
+    ("team_envs/referential-v0", {"n_agents": 3, "window": None}),
+    ("team_envs/compositional-v0", {"roles": ["sub", "relay", "add"], "credit": "steps"}),
+])
+def test_a_reused_env_observes_what_a_fresh_one_does(env_id: str, kwargs: dict) -> None:
+    """Nothing the env caches (texts, hearing masks) carries over from one episode to the next."""
+    reused = pettingzoo.make("aec", env_id, render_mode="ansi", **kwargs)
+    for seed in (3, 8, 3):
+        fresh = pettingzoo.make("aec", env_id, render_mode="ansi", **kwargs)
+        assert _transcript(reused, seed) == _transcript(fresh, seed)
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"vocab_size": 1}, "vocab_size"), ({"message_length": 0}, "message_length"),
     ({"window": 0}, "window"), ({"credit": "all"}, "credit"),

@@ -122,9 +122,7 @@ class _BoundTool:
                 f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
                 for err in exc.errors(include_url=False))
             raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
-        values = {name: getattr(model, name) for name in type(model).model_fields}
-        values.update(model.model_extra or {})
-        return values
+        return {**model.__dict__, **(model.__pydantic_extra__ or {})}
 
 
 @functools.cache

@@ -79,6 +79,7 @@ class SymbolicTask(TeamTask):
         n_agents = check_team_size(n_agents)
         self.window = None if window is None else _check_int("window", window, 1, n_agents)
         self.roles = self._roles(n_agents)
+        self._heard_masks = [self._heard_mask(agent) for agent in range(n_agents)]
 
     def _roles(self, n_agents: int) -> tuple[str, ...]:
         return ("sender",) + ("relay",) * (n_agents - 2) + ("receiver",)
@@ -109,12 +110,17 @@ class SymbolicTask(TeamTask):
         start = 0 if self.window is None else max(0, agent - self.window)
         return range(start, agent)
 
+    def _heard_mask(self, agent: int) -> np.ndarray:
+        """Which of the flat ``n * length`` message symbols ``agent`` hears."""
+        mask = np.zeros((self.n_agents, self.message_length), dtype=bool)
+        speakers = self.hears(agent)
+        mask[speakers.start:speakers.stop] = True
+        return mask.reshape(-1)
+
     def context(self, messages: np.ndarray, agent: int) -> np.ndarray:
         """What ``agent`` hears: the ``(size, n * length)`` messages, padded where unheard."""
-        heard = np.full_like(messages, self.pad)
-        speakers = self.hears(agent)
-        heard[:, speakers.start:speakers.stop] = messages[:, speakers.start:speakers.stop]
-        return heard.reshape(messages.shape[0], -1)
+        return np.where(self._heard_masks[agent], messages.reshape(messages.shape[0], -1),
+                        self.pad)
 
     def observation_space(self, agent: int) -> spaces.Dict:
         """``text``, ``turn``, the heard ``context`` and, if the agent has one, ``private``."""
@@ -161,15 +167,16 @@ class SymbolicTask(TeamTask):
                 return None
             if array.dtype.kind not in "iu" or array.ndim != 1:
                 return None
-            values = [int(v) for v in array]
+            values = array.tolist()
         if len(values) != self.message_length or not all(
                 0 <= v < self.vocab_size for v in values):
             return None
-        return np.asarray(values, dtype=np.int64)
+        return np.array(values, dtype=np.int64)
 
     def symbols(self, message: np.ndarray) -> str:
         """A message as letters, ``_`` for an empty symbol."""
-        return " ".join(SYMBOLS[v] if v < self.vocab_size else _SILENT for v in message)
+        return " ".join(SYMBOLS[v] if v < self.vocab_size else _SILENT
+                        for v in np.asarray(message).tolist())
 
 
 class SymbolicBatch:
@@ -205,7 +212,11 @@ class SymbolicBatch:
         """Record the speaker's ``(size, length)`` messages; out-of-range symbols become empty."""
         messages = np.asarray(messages, dtype=np.int64).reshape(self.size, -1)
         valid = (messages >= 0) & (messages < self.task.vocab_size)
-        self.messages[:, self.turn] = np.where(valid, messages, self.task.pad)
+        self.record(np.where(valid, messages, self.task.pad))
+
+    def record(self, messages: np.ndarray) -> None:
+        """Record the speaker's messages, already checked to hold only symbols and pads."""
+        self.messages[:, self.turn] = messages
         self.turn += 1
 
     def score(self) -> np.ndarray:
@@ -214,11 +225,19 @@ class SymbolicBatch:
 
 
 class SymbolicEpisode(TeamEpisode):
-    """A PettingZoo episode: a :class:`SymbolicBatch` of one, with text rendering."""
+    """A PettingZoo episode: a :class:`SymbolicBatch` of one, with text rendering.
+
+    The text of each private input, of each message and of the fixed parts of each agent's
+    observation text is built once, when the episode starts or the message is recorded.
+    """
 
     def __init__(self, task: SymbolicTask, batch: SymbolicBatch) -> None:
         self.task = task
         self.batch = batch
+        self._inputs = [task.describe_private(agent, batch.private[agent][0])
+                        for agent in range(task.n_agents)]
+        self._said = [task.symbols(batch.messages[0, agent]) for agent in range(batch.turn)]
+        self._frames = [self._frame(agent) for agent in range(task.n_agents)]
 
     @property
     def speaker(self) -> int | None:
@@ -228,24 +247,27 @@ class SymbolicEpisode(TeamEpisode):
     def observe(self, agent: int) -> dict[str, Any]:
         """Text, turn, heard context and private input of ``agent``."""
         context, private = self.batch.observe(agent)
-        observation = {"text": self._text(agent, private[0]), "turn": self.batch.turn,
+        observation = {"text": self._text(agent), "turn": self.batch.turn,
                        "context": context[0]}
         if private.shape[1]:
             observation["private"] = private[0]
         return observation
 
-    def _text(self, agent: int, private: np.ndarray) -> str:
+    def _frame(self, agent: int) -> tuple[str, str, str]:
+        """``agent``'s observation text before the turn, before the heard messages, and after."""
         task = self.task
-        heard = [f"{agent_name(j)}: {task.symbols(self.batch.messages[0, j])}"
-                 for j in task.hears(agent) if j < self.batch.turn]
-        return "\n".join([
-            f"{task.family} team; you are {agent_name(agent)} ({task.roles[agent]}); "
-            f"turn {self.batch.turn} of {task.n_agents}",
-            f"your input: {task.describe_private(agent, private)}",
-            f"heard: {'; '.join(heard) or 'nothing yet'}",
-            f"reply with {task.message_length} symbol(s) from: "
-            f"{' '.join(SYMBOLS[:task.vocab_size])}",
-        ])
+        return (f"{task.family} team; you are {agent_name(agent)} ({task.roles[agent]}); turn ",
+                f" of {task.n_agents}\nyour input: {self._inputs[agent]}\nheard: ",
+                f"\nreply with {task.message_length} symbol(s) from: "
+                f"{' '.join(SYMBOLS[:task.vocab_size])}")
+
+    def _text(self, agent: int) -> str:
+        turn = self.batch.turn
+        speakers = self.task.hears(agent)
+        heard = "; ".join(f"{agent_name(j)}: {self._said[j]}"
+                          for j in range(speakers.start, min(speakers.stop, turn)))
+        before_turn, before_heard, after = self._frames[agent]
+        return f"{before_turn}{turn}{before_heard}{heard or 'nothing yet'}{after}"
 
     def act(self, action: Any) -> dict[str, Any]:
         """Record the speaker's message; an unreadable one becomes an empty message."""
@@ -253,8 +275,9 @@ class SymbolicEpisode(TeamEpisode):
         invalid = message is None
         if invalid:
             message = np.full(self.task.message_length, self.task.pad, dtype=np.int64)
-        self.batch.act(message[None])
-        return {"invalid_action": invalid, "message": self.task.symbols(message)}
+        self.batch.record(message)
+        self._said.append(self.task.symbols(message))
+        return {"invalid_action": invalid, "message": self._said[-1]}
 
     def verdict(self) -> tuple[float, dict[str, Any]]:
         """The team reward, and whether it is full marks."""
@@ -264,13 +287,9 @@ class SymbolicEpisode(TeamEpisode):
     def render(self) -> str:
         """Private inputs and messages so far."""
         task = self.task
-        lines = []
-        for agent in range(task.n_agents):
-            said = (task.symbols(self.batch.messages[0, agent]) if agent < self.batch.turn
-                    else "...")
-            lines.append(f"{agent_name(agent)} ({task.roles[agent]}) "
-                         f"[{task.describe_private(agent, self.batch.private[agent][0])}]: {said}")
-        return "\n".join(lines)
+        said = self._said + ["..."] * (task.n_agents - len(self._said))
+        return "\n".join(f"{agent_name(agent)} ({task.roles[agent]}) [{self._inputs[agent]}]: "
+                         f"{said[agent]}" for agent in range(task.n_agents))
 
 
 class ChainTask(SymbolicTask):
@@ -293,10 +312,10 @@ class ChainTask(SymbolicTask):
 
     def score(self, private: Sequence[np.ndarray], messages: np.ndarray) -> np.ndarray:
         """Fraction of correct symbols in the last message, or in all messages."""
-        correct = messages == self.targets(private)
+        correct = messages == self.targets(private)  # means as sums: the same floats, faster
         if self.credit == "final":
-            return correct[:, -1].mean(axis=1)
-        return correct.mean(axis=(1, 2))
+            return correct[:, -1].sum(axis=1) / self.message_length
+        return correct.sum(axis=(1, 2)) / (self.n_agents * self.message_length)
 
 
 class RelayTask(ChainTask):
@@ -413,6 +432,7 @@ class ReferentialTask(SymbolicTask):
         if self.candidates > self.values ** self.attributes:
             raise ValueError(f"candidates={candidates} exceeds the {self.values ** attributes} "
                              "distinct objects")
+        self._powers = self.values ** np.arange(self.attributes - 1, -1, -1)
 
     def _roles(self, n_agents: int) -> tuple[str, ...]:
         return ("speaker",) + ("relay",) * (n_agents - 2) + ("listener",)
@@ -426,17 +446,16 @@ class ReferentialTask(SymbolicTask):
         return ()
 
     def _digits(self, objects: np.ndarray) -> np.ndarray:
-        powers = self.values ** np.arange(self.attributes - 1, -1, -1)
-        return (objects[..., None] // powers) % self.values
+        return (objects[..., None] // self._powers) % self.values
 
     def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
         """Distinct candidates in random order and a uniformly chosen target among them."""
         n_objects = self.values ** self.attributes
         objects = rng.random((size, n_objects)).argsort(axis=1)[:, :self.candidates]
         position = rng.integers(self.candidates, size=size)
-        target = objects[np.arange(size), position]
+        digits = self._digits(objects)
         empty = [np.zeros((size, 0), dtype=np.int64)] * (self.n_agents - 2)
-        return [self._digits(target), *empty, self._digits(objects).reshape(size, -1)]
+        return [digits[np.arange(size), position], *empty, digits.reshape(size, -1)]
 
     def target_position(self, private: Sequence[np.ndarray]) -> np.ndarray:
         """Where the target sits among each episode's candidates."""
@@ -451,7 +470,7 @@ class ReferentialTask(SymbolicTask):
         """``target: 12`` for the speaker, ``candidates: a=12 b=20 c=01`` for the listener."""
         if not private.size:
             return "-"
-        objects = ["".join(str(v) for v in obj) for obj in private.reshape(-1, self.attributes)]
+        objects = ["".join(map(str, obj)) for obj in private.reshape(-1, self.attributes).tolist()]
         if agent == 0:
             return f"target: {objects[0]}"
         return "candidates: " + " ".join(f"{SYMBOLS[k]}={obj}" for k, obj in enumerate(objects))
