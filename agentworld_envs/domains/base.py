@@ -157,9 +157,11 @@ class Domain(abc.ABC):
         first = turn == 1
         task = scenario.instruction if _shown(self.task_turns, first) else None
         notes = self.simulation_notes(scenario, fictional) if first else {}
+        instruction = (simulation_instruction(**notes, controls=controls) if notes or controls
+                       else None)
         return user_turn(turn, action_text, language,
                          state=state if _shown(self.state_turns, first) else None, task=task,
-                         instruction=simulation_instruction(**notes, controls=controls))
+                         instruction=instruction)
 
     def simulation_notes(self, scenario: Scenario, fictional: bool) -> dict[str, Any]:
         """What the first turn's Simulation Instruction says about the world."""
@@ -205,6 +207,14 @@ class ToolDomain(Domain):
         merged.update({t["function"]["name"]: t for t in scenario.tools})
         return list(merged.values())
 
+    @functools.cached_property
+    def _catalog_tool_names(self) -> frozenset[str]:
+        return frozenset(t["function"]["name"] for t in self.catalog.tools)
+
+    def tool_names(self, scenario: Scenario) -> frozenset[str]:
+        """The names of :meth:`tools`."""
+        return self._catalog_tool_names.union(t["function"]["name"] for t in scenario.tools)
+
     def check(self, scenario: Scenario) -> None:
         """A tool scenario needs tools."""
         if not self.tools(scenario):
@@ -233,7 +243,7 @@ class ToolDomain(Domain):
             return self.reject("; ".join(e.message for e in parsed.errors), state)
         if not parsed.calls:
             return finish("final_answer", "", answer=parsed.text)
-        known = {t["function"]["name"] for t in self.tools(scenario)}
+        known = self.tool_names(scenario)
         unknown = sorted({c.name for c in parsed.calls} - known)
         if unknown:
             return self.reject(f"unknown tool(s): {', '.join(unknown)}", state,

@@ -34,7 +34,7 @@ MAX_ERRORS = 32
 """Parse errors reported for one action; the rest are counted in one more error."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call read from an action: the tool's name and its argument object."""
 
@@ -59,7 +59,7 @@ class ParseError:
         return {"message": self.message, "snippet": self.snippet}
 
 
-@dataclass
+@dataclass(slots=True)
 class ParsedAction:
     """The calls, parse errors and final-answer text found in one action."""
 

@@ -43,7 +43,7 @@ LENGTH_LIMIT = "the world model reached its token limit before finishing the obs
 _SEED_BOUND = 2**31 - 1
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult:
     """What one step returns, before the vector env batches it."""
 
@@ -56,7 +56,7 @@ class StepResult:
     """True on the step that ended the episode (not on steps after its end)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     action: str
     interpretation: Interpretation
@@ -65,7 +65,7 @@ class _Pending:
     real: RealStep | None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Reading:
     observation: str
     info: dict[str, Any]

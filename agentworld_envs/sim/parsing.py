@@ -63,7 +63,7 @@ _RELEASE = _Tags.of("")
 _LENIENT = _Tags.of(r"\s*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorldModelOutput:
     """The observation read from one world-model output, with what was wrong with it.
 
@@ -169,7 +169,7 @@ def clean_response_marker(text: str) -> str:
     return text.replace(RESPONSE_MARKER, "").strip()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Reading:
     text: str
     tagged: bool

@@ -87,15 +87,15 @@ def indented_json(value: Any, newline: str = "\n") -> str:
         return encode_basestring(value)
     inner = newline + "  "
     if isinstance(value, dict) and value:
-        if not all(isinstance(key, str) for key in value):  # keys json.dumps converts
+        if not all([type(key) is str for key in value]):  # keys json.dumps converts
             return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
-        items = (f"{encode_basestring(k)}: "
+        items = [f"{encode_basestring(k)}: "
                  f"{encode_basestring(v) if type(v) is str else indented_json(v, inner)}"
-                 for k, v in value.items())
+                 for k, v in value.items()]
         return f"{{{inner}{(',' + inner).join(items)}{newline}}}"
     if isinstance(value, list | tuple) and value:
-        items = (encode_basestring(item) if type(item) is str else indented_json(item, inner)
-                 for item in value)
+        items = [encode_basestring(item) if type(item) is str else indented_json(item, inner)
+                 for item in value]
         return f"[{inner}{(',' + inner).join(items)}{newline}]"
     return _SCALAR_JSON(value)
 

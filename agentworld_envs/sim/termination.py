@@ -32,7 +32,7 @@ STEP_BUDGET = "step_budget"
 """The ending of a truncated episode."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Interpretation:
     """What one action means to the simulator.
 
