@@ -213,3 +213,17 @@ def test_limits_on_names_and_nesting() -> None:
         deep = [deep]
     nested = parse_action(json.dumps({"name": "f", "arguments": {"a": 1, "b": deep}}))
     assert "argument 'b'" in nested.errors[0].message and not nested.calls
+
+
+@pytest.mark.parametrize(("levels", "too_deep"), [(31, False), (32, True)])
+@pytest.mark.parametrize("as_string", [False, True])
+def test_argument_nesting_limit_is_exact(levels: int, too_deep: bool, as_string: bool) -> None:
+    """An argument nested 32 levels deep is refused, 31 is not, whether the arguments are an
+    object or a JSON string holding one (whose brackets the parser's shortcut also counts)."""
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    arguments = {"b": value}
+    call = {"name": "f", "arguments": json.dumps(arguments) if as_string else arguments}
+    parsed = parse_action(json.dumps(call))
+    assert bool(parsed.errors) == too_deep and bool(parsed.calls) != too_deep

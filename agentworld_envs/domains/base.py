@@ -243,14 +243,15 @@ class ToolDomain(Domain):
             return self.reject("; ".join(e.message for e in parsed.errors), state)
         if not parsed.calls:
             return finish("final_answer", "", answer=parsed.text)
-        known = self.tool_names(scenario)
-        unknown = sorted({c.name for c in parsed.calls} - known)
-        if unknown:
-            return self.reject(f"unknown tool(s): {', '.join(unknown)}", state,
-                               hint=f"Available tools: {', '.join(sorted(known))}.")
+        names = tuple(c.name for c in parsed.calls)
+        if not self._catalog_tool_names.issuperset(names):  # else the scenario may add them
+            known = self.tool_names(scenario)
+            unknown = sorted(set(names) - known)
+            if unknown:
+                return self.reject(f"unknown tool(s): {', '.join(unknown)}", state,
+                                   hint=f"Available tools: {', '.join(sorted(known))}.")
         calls = [c.to_dict() for c in parsed.calls]
-        text = indented_json(calls[0] if len(calls) == 1 else calls)
-        return simulate(text, "json", tuple(c.name for c in parsed.calls))
+        return simulate(indented_json(calls[0] if len(calls) == 1 else calls), "json", names)
 
     def reject(self, error: str, state: str | None, hint: str | None = None) -> Interpretation:
         """A client-side error object, as an MCP client reports a call it cannot send."""

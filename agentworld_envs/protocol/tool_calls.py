@@ -85,8 +85,9 @@ def _json_snippet(value: Any) -> str:
         return _snippet(f"<{type(value).__name__} that cannot be shown>")
 
 
-def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
-    """Read one call object; None when ``obj`` is not shaped like a call at all."""
+def _call_from_object(obj: Any, shallow: bool = False) -> ToolCall | ParseError | None:
+    """Read one call object; None when ``obj`` is not shaped like a call at all. ``shallow``:
+    the text it came from has too few brackets for arguments nested too deeply."""
     if not isinstance(obj, dict):
         return None
     call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
@@ -113,7 +114,7 @@ def _call_from_object(obj: Any) -> ToolCall | ParseError | None:
         return ParseError(
             f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
             _json_snippet(args))
-    too_deep = depth(args) > MAX_ARGUMENT_DEPTH and [  # the walk finds the key only then
+    too_deep = not shallow and depth(args) > MAX_ARGUMENT_DEPTH and [  # then find the key
         key for key, value in args.items() if depth(value) >= MAX_ARGUMENT_DEPTH]
     if too_deep:
         return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
@@ -134,7 +135,8 @@ def _calls_from_json(payload: str, *, strict: bool) -> list[ToolCall | ParseErro
             return [ParseError(f"invalid JSON in tool call: {exc.msg}", _snippet(payload))]
         return None
     items = data if isinstance(data, list) else [data]
-    parsed = [_call_from_object(item) for item in items]
+    shallow = payload.count("[") + payload.count("{") <= MAX_ARGUMENT_DEPTH
+    parsed = [_call_from_object(item, shallow) for item in items]
     if items and all(p is not None for p in parsed):
         return parsed  # type: ignore[return-value]
     if strict or (isinstance(data, list) and any(p is not None for p in parsed)):
