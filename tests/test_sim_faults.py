@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import Backend, ChatRequest, Completion
+from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.registration import env_id, make
+from agentworld_envs.sim.model_client import ModelClient
 from agentworld_envs.sim.parsing import NO_OUTPUT
+from agentworld_envs.sim.scripted import ScriptedBackend
 
 SEARCH = '{"name": "web_search", "arguments": {"queries": ["x"]}}'
 WAIT = '[{"keystrokes": "", "duration": 1}]'
@@ -111,7 +114,7 @@ def test_a_hung_backend_times_out_and_the_env_moves_on() -> None:
 
 def test_closing_an_env_ends_its_model_thread() -> None:
     before = set(threading.enumerate())
-    env = make("terminal", backend="scripted")
+    env = make("terminal", backend=replying("ls", delay_s=0.01))  # a delay makes it blocking
     env.reset(seed=0)
     env.step(WAIT)
     started = [t for t in threading.enumerate() if t not in before]
@@ -244,7 +247,7 @@ class SlowBackend(Backend):
 
 
 def test_timed_out_calls_leave_no_threads_behind() -> None:
-    from agentworld_envs.sim.model_client import Fault, ModelClient
+    from agentworld_envs.sim.model_client import Fault
 
     before = set(threading.enumerate())
     client = ModelClient(SlowBackend(0.3), timeout_s=0.02)
@@ -257,3 +260,25 @@ def test_timed_out_calls_leave_no_threads_behind() -> None:
     assert all(o == [Fault("timeout", o[0].message)] * 2 for o in outcomes)
     assert len(grown) == 1  # the client's one worker, however many calls timed out
     assert set(threading.enumerate()) <= before
+
+
+def test_only_blocking_backends_run_in_the_worker_thread(tmp_path: Path) -> None:
+    """A backend that answers at once is called in the caller's thread (no hand-off per step);
+    one that may block runs in the worker, under the timeout."""
+    seen: list[str] = []
+
+    class Local(ScriptedBackend):
+        def complete(self, requests):
+            seen.append(threading.current_thread().name)
+            return super().complete(requests)
+
+    class Remote(Local):
+        blocking = True
+
+    request = [ChatRequest([{"role": "user", "content": "x"}])]
+    for backend in (Local(), Remote(), RecordingBackend(Local(), tmp_path / "calls.jsonl")):
+        client = ModelClient(backend, timeout_s=5.0)
+        client.complete(request)
+        client.close()
+    assert seen == [threading.current_thread().name, "agentworld-model-call",
+                    threading.current_thread().name]

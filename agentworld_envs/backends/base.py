@@ -110,6 +110,11 @@ class Backend(abc.ABC):
     """A model that completes a batch of chat requests."""
 
     name: str = "backend"
+    blocking: bool = True
+    """Whether a call may wait on something outside this process's control (a server, a
+    model). The simulator bounds only such calls by its timeout, running them in a worker
+    thread; a backend that computes its answers at once (``scripted``, ``replay``) is called
+    directly."""
 
     @abc.abstractmethod
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:

@@ -186,6 +186,11 @@ class RecordingBackend(Backend):
         self.cache = RequestCache(path)
         self.model = _model_name(self.inner) if model is None else model
 
+    @property
+    def blocking(self) -> bool:  # type: ignore[override]
+        """A miss goes to the inner backend, so this one blocks where that one does."""
+        return self.inner.blocking
+
     def describe(self) -> dict[str, Any]:
         """The inner backend's description, plus the cache path."""
         return {"name": self.name, "path": str(self.cache.path), "inner": self.inner.describe()}
@@ -223,6 +228,7 @@ class ReplayBackend(Backend):
     """
 
     name = "replay"
+    blocking = False
 
     def __init__(self, path: str | Path, model: str = "") -> None:
         self.cache = RequestCache(path)

@@ -123,9 +123,11 @@ class ModelClient:
             :class:`~agentworld_envs.backends.Backend` (which the client then never closes).
         record_path: When given, every completion is recorded to (and served from) this JSONL
             request cache, keyed by the request and its sampling parameters.
-        timeout_s: Longest wait for one batched call; None waits forever (and calls run in
-            the caller's thread). A call that times out keeps running in the client's one
-            worker thread and its result is discarded; the next call waits for it to end.
+        timeout_s: Longest wait for one batched call of a blocking backend
+            (:attr:`~agentworld_envs.backends.Backend.blocking`); None waits forever. Calls
+            run in the caller's thread when it is None or the backend does not block. A call
+            that times out keeps running in the client's one worker thread and its result is
+            discarded; the next call waits for it to end.
     """
 
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
@@ -161,7 +163,7 @@ class ModelClient:
         return [_backend_fault(o) if isinstance(o, BaseException) else o for o in outcomes]
 
     def _call(self, requests: list[ChatRequest]) -> list[Any]:
-        if self.timeout_s is None:
+        if self.timeout_s is None or not self.backend.blocking:
             return self.backend.complete_each(requests)
         if self._worker is None:
             self._worker = _Worker()

@@ -87,6 +87,11 @@ class ScriptedBackend(Backend):
         self.batches: list[list[ChatRequest]] = []
         """The batches of requests received, one list per ``complete`` call."""
 
+    @property
+    def blocking(self) -> bool:  # type: ignore[override]
+        """Only a rule with a delay makes a call wait (as a slow server does)."""
+        return any(rule.delay_s for rule in self.rules)
+
     def describe(self) -> dict[str, Any]:
         """The model name and the rules."""
         return {"name": self.name, "model": self.model,

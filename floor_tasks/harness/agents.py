@@ -41,6 +41,7 @@ class OracleBackend(Backend):
     """Plays the reference solution of whichever task variant the conversation is about."""
 
     name = "oracle"
+    blocking = False
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Answer each conversation with the next step of its reference solution."""
