@@ -179,13 +179,14 @@ class FloorEnv(gym.Env[str, str]):
             terminated = True
             self.trace.final_answer = parsed.text
             self.trace.termination = "final_answer"
-        observation = "\n".join(_dumps(e) for e in envelopes)
+        observation = (_dumps(envelopes[0]) if len(envelopes) == 1
+                       else "\n".join([_dumps(e) for e in envelopes]))
         self.transcript.append({"role": "assistant", "content": action if isinstance(
             action, str) else repr(action)})
         if observation:
             self.transcript.append({"role": "tool", "content": observation})
         truncated = not terminated and self._turn >= self.max_steps
-        invalid = any((e.get("error") or {}).get("type") in _INVALID for e in envelopes)
+        invalid = any([(e["error"] or {}).get("type") in _INVALID for e in envelopes])
         info: dict[str, Any] = {"turn": self._turn, "invalid_action": invalid,
                                 "tool_results": envelopes}
         reward = 0.0

@@ -161,16 +161,18 @@ def parse_action(action: Any) -> ParsedAction:
             found.extend(_calls_from_json(match.group(1).strip(), strict=True) or [])
         remainder = _HERMES.sub("", action)
     else:
-        kept, position = [], 0
-        for fence in fenced_blocks(action):
-            if fence.language.lower() not in _CALL_FENCES:
-                continue
-            calls = _calls_from_json(fence.body.strip(), strict=False)
-            if calls is not None:
-                found.extend(calls)
-                kept.append(action[position:fence.start])
-                position = fence.end
-        remainder = "".join(kept) + action[position:]
+        remainder = action
+        if "```" in action:
+            kept, position = [], 0
+            for fence in fenced_blocks(action):
+                if fence.language.lower() not in _CALL_FENCES:
+                    continue
+                calls = _calls_from_json(fence.body.strip(), strict=False)
+                if calls is not None:
+                    found.extend(calls)
+                    kept.append(action[position:fence.start])
+                    position = fence.end
+            remainder = "".join(kept) + action[position:]
         stripped = action.strip()
         if not found and stripped[:1] in ("{", "["):
             calls = _calls_from_json(stripped, strict=False)

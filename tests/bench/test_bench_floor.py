@@ -1,9 +1,16 @@
 """Speed of an AgentFloor env against the JSON floor (pytest-benchmark; timing is never asserted).
 
 The floor is what any text env must at least pay per turn: ``json.loads`` of the action and
-``json.dumps`` of the observation payload. Each env benchmark runs right after its floor and
-stores ``ratio_to_json_floor`` (median over median) in ``benchmark.extra_info``; the ratio table
-is written to the terminal when the module finishes. Run with::
+``json.dumps`` of the observation payload. Each env benchmark runs right after its floor, under
+the same set-up, and stores ``ratio_to_json_floor`` (median over median) in
+``benchmark.extra_info``; the ratio table is written to the terminal when the module finishes:
+
+* ``step``: the first step of an episode, a reset before each (the floor too: a reset evicts
+  the caches, which costs the JSON work after it about 40%);
+* ``warm_step``: a step in the middle of an episode, after another step (the floor in a loop);
+* ``reset``: against serialising the prompt and the info dict.
+
+Run with::
 
     python -m pytest tests/bench -m benchmark --benchmark-only -p no:cacheprovider -o addopts=""
 """
@@ -24,7 +31,8 @@ ENV_ID = "AgentFloor/A1-v0"
 RESET_OPTIONS = {"variant": "v0"}
 MEDIANS: dict[str, float] = {}
 """Median seconds per benchmark, filled as the benchmarks run."""
-PAIRS = {"step": "step_json_floor", "reset": "reset_json_floor"}
+PAIRS = {"step": "step_json_floor", "warm_step": "warm_step_json_floor",
+         "reset": "reset_json_floor"}
 
 pytestmark = pytest.mark.benchmark
 
@@ -82,14 +90,20 @@ def step_payload(env: gym.Env) -> dict[str, Any]:
     return json.loads(env.step(ACTION)[0])
 
 
-def test_step_json_floor(benchmark: Any, step_payload: dict[str, Any]) -> None:
-    """Floor of a step: parse the action, serialise the observation envelope."""
+def _json_floor(payload: dict[str, Any]) -> str:
+    """What any text env pays per turn: parse the action, serialise the observation."""
+    json.loads(ACTION)
+    return json.dumps(payload, ensure_ascii=False)
 
-    def floor() -> str:
-        json.loads(ACTION)
-        return json.dumps(step_payload, ensure_ascii=False)
 
-    benchmark.pedantic(floor, rounds=3000, warmup_rounds=100, iterations=1)
+def test_step_json_floor(benchmark: Any, env: gym.Env, step_payload: dict[str, Any]) -> None:
+    """Floor of a first step: the JSON work, after the same reset as the step's."""
+
+    def setup() -> tuple[tuple, dict]:
+        env.reset(seed=0, options=RESET_OPTIONS)
+        return (step_payload,), {}
+
+    benchmark.pedantic(_json_floor, setup=setup, rounds=3000, warmup_rounds=100, iterations=1)
     _record(benchmark, "step_json_floor")
 
 
@@ -104,6 +118,24 @@ def test_step(benchmark: Any, env: gym.Env) -> None:
                                 warmup_rounds=100, iterations=1)
     assert '"status": "ok"' in result[0]
     _record(benchmark, "step")
+
+
+def test_warm_step_json_floor(benchmark: Any, step_payload: dict[str, Any]) -> None:
+    """Floor of a step in the middle of an episode: the JSON work, in a loop."""
+    benchmark.pedantic(_json_floor, args=(step_payload,), rounds=3000, warmup_rounds=100,
+                       iterations=1)
+    _record(benchmark, "warm_step_json_floor")
+
+
+def test_warm_step(benchmark: Any) -> None:
+    """One lookup_record step after other steps of the same (long) episode."""
+    long = gym.make(ENV_ID, max_episode_steps=10**6)
+    long.reset(seed=0, options=RESET_OPTIONS)
+    result = benchmark.pedantic(lambda: long.step(ACTION), rounds=3000, warmup_rounds=100,
+                                iterations=1)
+    assert '"status": "ok"' in result[0] and not result[2] and not result[3]
+    _record(benchmark, "warm_step")
+    long.close()
 
 
 def test_reset_json_floor(benchmark: Any, env: gym.Env) -> None:
