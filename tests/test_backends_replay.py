@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import warnings
@@ -200,3 +201,15 @@ def test_record_and_replay_a_real_model(tmp_path: Path, tiny_lm_dir: Path) -> No
     with ReplayBackend(path, model=str(tiny_lm_dir)) as replay:
         assert replay.complete(requests) == recorded
     assert all(c.usage.output_tokens == 6 for c in recorded)
+
+
+def test_with_seed_is_replace_with_another_seed() -> None:
+    """The per-step copy equals ``dataclasses.replace``, keeps the original and stays frozen."""
+    sampling = SamplingParams(temperature=0.7, top_k=5, max_tokens=9, seed=1, stop=("x",),
+                              extra={"min_new_tokens": 2})
+    copy = sampling.with_seed(42)
+    assert copy == dataclasses.replace(sampling, seed=42) and sampling.seed == 1
+    assert request_key(ChatRequest([], sampling=copy), "m") == request_key(
+        ChatRequest([], sampling=dataclasses.replace(sampling, seed=42)), "m")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copy.seed = 3  # type: ignore[misc]

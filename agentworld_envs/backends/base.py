@@ -49,7 +49,7 @@ class SamplingParams:
     def with_seed(self, seed: int | None) -> SamplingParams:
         """The same settings with another seed: ``dataclasses.replace`` without re-running
         ``__init__`` (an env asks for one per step)."""
-        copy = object.__new__(SamplingParams)
+        copy = object.__new__(type(self))
         copy.__dict__.update(self.__dict__, seed=seed)
         return copy
 

@@ -224,7 +224,7 @@ def test_env_overhead(benchmark: Any, turn: int, num_envs: int) -> None:
         backend_s.append(backend.spent_s)
         return result
 
-    result = benchmark.pedantic(step, setup=to_turn, rounds=max(7, 2048 // (num_envs * turn)),
+    result = benchmark.pedantic(step, setup=to_turn, rounds=max(15, 2048 // (num_envs * turn)),
                                 warmup_rounds=1)
     assert (result[4]["turn"] == turn).all() and result[4]["world_model"]["ok"].all()
     _record_overhead(benchmark, num_envs, turn, backend_s)
