@@ -2,11 +2,16 @@
 
 The task is a branching one (:func:`floor_tasks.task_sets.branching_tasks`, default C1): the
 right submission depends on the status the lookup returns, so a policy must read observations.
-The agent is a linear softmax policy over the candidate actions, trained with REINFORCE and an
-entropy bonus (CleanRL-style, one file). Its features are hashed pairs of (a word of a value
-the latest tool result holds, a word of the candidate), the candidate's words by turn, and
-whether each record id in the candidate appears in the prompt or in the latest observation, so
-that what it learns carries over to records it never saw.
+Two agents (``--agent``). ``linear`` (the default) is a linear softmax policy over the
+candidate actions, trained with REINFORCE and an entropy bonus (CleanRL-style, one file). Its
+features are hashed pairs of (a word of a value the latest tool result holds, a word of the
+candidate), the candidate's words by turn, and whether each record id in the candidate appears
+in the prompt or in the latest observation, so that what it learns carries over to records it
+never saw. ``ppo`` is Stable-Baselines3 PPO with
+:class:`~agentworld_envs.wrappers.CandidateScoringPolicy` over byte-level token ids of the
+prompt, the latest observation and each candidate (:func:`~agentworld_envs.wrappers.wrap_for_sb3`
+on both envs, the simulated one shown as the real one shows itself); one of its updates is one
+rollout of ``--ppo-envs`` x ``--ppo-steps`` steps.
 
 Arms, each with ``--seeds`` seeds and the same ``--updates`` policy updates of ``--batch``
 episodes (only the capped arms stop early, by design):
@@ -34,7 +39,10 @@ Run (CPU; the first run generates the world model's answers, about 20 minutes)::
 
 Quick check (seconds, placeholder world model for both sim arms):
 ``python examples/sim_to_real.py --out /tmp/s2r --seeds 1 --updates 2 --batch 4
---world-model scripted``
+--world-model scripted``; with ``--agent ppo --ppo-envs 2 --ppo-steps 8 --ppo-epochs 1`` for
+the PPO agent. The PPO run (about 25 minutes on 2 shared cores)::
+
+    python examples/sim_to_real.py --agent ppo --out runs/sim_to_real_ppo
 """
 
 from __future__ import annotations
@@ -48,11 +56,17 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import TimeLimit
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
+import floor_tasks
 from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
+from agentworld_envs.sim.env import AgentWorldEnv
+from agentworld_envs.wrappers import wrap_for_sb3
+from floor_tasks import env_id as floor_env_id
+from floor_tasks.candidates import candidate_actions
 from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
 from trainers.common.args import parse_args
@@ -89,6 +103,26 @@ class Args:
     """Updates between scores on the held-out real variants."""
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     """The arms to run."""
+    agent: str = "linear"
+    """``linear`` (hashed features, REINFORCE) or ``ppo`` (SB3 PPO over token ids)."""
+    ppo_envs: int = 8
+    """PPO: parallel envs of a rollout."""
+    ppo_steps: int = 16
+    """PPO: rollout steps per env, so an update sees ``ppo_envs * ppo_steps`` steps."""
+    ppo_epochs: int = 10
+    """PPO: optimisation epochs per update."""
+    ppo_minibatch: int = 64
+    """PPO: minibatch size."""
+    ppo_learning_rate: float = 3e-3
+    """PPO: Adam step size."""
+    ppo_entropy_coef: float = 0.01
+    """PPO: weight of the entropy bonus."""
+    ppo_gamma: float = 0.9
+    """PPO: discount."""
+    ppo_max_length: int = 256
+    """PPO: byte-level token ids kept of the prompt and of the latest observation."""
+    ppo_candidate_length: int = 96
+    """PPO: token ids kept per candidate action (C1's longest is 94 bytes)."""
     world_model: str = "embedded"
     """The simulated arms' world model: ``embedded`` (the fine-tuned default) or ``scripted``
     (the placeholder, for quick checks); ``sim-garbage`` always uses the placeholder."""
@@ -248,40 +282,184 @@ class SimTrainer:
         self.envs.close()
 
 
-def evaluate(args: Args, policy: LinearPolicy) -> float:
+def sim_backend(arm: str, world_model: Any) -> Any:
+    """The world model an arm trains in: none for the real-only arms."""
+    return {"sim": world_model, "real-capped+sim": world_model,
+            "sim-garbage": "scripted"}.get(arm)
+
+
+class LinearAgent:
+    """The linear REINFORCE policy of one arm and seed, with its real and simulated batches."""
+
+    def __init__(self, args: Args, arm: str, seed: int, world_model: Any) -> None:
+        self.args = args
+        self.rng = np.random.default_rng([seed, ARMS.index(arm)])
+        self.policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate,
+                                   args.entropy_coef)
+        backend = sim_backend(arm, world_model)
+        self.sim = SimTrainer(args, backend, seed * 1000) if backend is not None else None
+        self.agreement = self.sim.agreement if self.sim else []
+
+    def update(self, real: bool) -> None:
+        """One policy update on a batch of real or simulated episodes."""
+        args = self.args
+        self.policy.update(
+            real_batch(args, self.policy, self.rng, args.train_variants, args.train_steps)
+            if real else self.sim.batch(self.policy))
+
+    def play(self, variant: str) -> float:
+        """The greedy policy's reward on one real variant (the task's own budget)."""
+        return play_real(self.args.task, variant, self.policy, None, seed=0, greedy=True)[0]
+
+    def close(self) -> None:
+        if self.sim is not None:
+            self.sim.close()
+
+
+class TrainVariants(gym.Wrapper):
+    """Each reset plays one of ``variants``, drawn from a generator seeded at a seeded reset
+    (unless ``options`` names the variant)."""
+
+    def __init__(self, env: gym.Env, variants: list[str]) -> None:
+        super().__init__(env)
+        self.variants = variants
+        self._rng: np.random.Generator | None = None
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if seed is not None or self._rng is None:
+            self._rng, _ = gym.utils.seeding.np_random(seed)
+        variant = self.variants[int(self._rng.integers(len(self.variants)))]
+        return self.env.reset(seed=seed, options={"variant": variant, **(options or {})})
+
+
+class SimulatedAsReal(gym.Wrapper):
+    """``AgentWorld/Floor-v0`` as the real env shows itself: the first observation is the task's
+    instruction (FloorEnv's prompt, without the simulator's tool list). Each ended episode's
+    sim/real reward agreement is appended to ``agreement``."""
+
+    def __init__(self, env: gym.Env, agreement: list[bool]) -> None:
+        super().__init__(env)
+        self.agreement = agreement
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        _, info = self.env.reset(seed=seed, options=options)
+        return info["instruction"], info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if (terminated or truncated) and "reward_breakdown" in info:
+            self.agreement.append(bool(info["reward_breakdown"]["agree"]))
+        return observation, reward, terminated, truncated, info
+
+
+class PPOAgent:
+    """SB3 PPO with :class:`~agentworld_envs.wrappers.CandidateScoringPolicy` over byte-level
+    token ids. The real and the simulated envs go through the same wrappers
+    (:func:`~agentworld_envs.wrappers.wrap_for_sb3`), so they present one observation and
+    action space and the model moves between them with ``set_env``. One update is one PPO
+    rollout of ``ppo_envs * ppo_steps`` steps and its ``ppo_epochs`` epochs."""
+
+    def __init__(self, args: Args, arm: str, seed: int, world_model: Any) -> None:
+        import torch
+        from stable_baselines3 import PPO
+
+        from agentworld_envs.wrappers import CandidateScoringPolicy
+
+        torch.set_num_threads(1)
+        self.args, self.seed, self.backend = args, seed, sim_backend(arm, world_model)
+        variants = args.train_variants + args.eval_variants
+        self.max_candidates = max(len(candidate_actions(args.task, v, wide=True))
+                                  for v in variants)
+        self.agreement: list[bool] = []
+        self.envs: dict[str, Any] = {}
+        self.evaluation = self._wrap(gym.make(floor_env_id(args.task)))
+        first = "sim" if arm in ("sim", "sim-garbage") else "real"
+        self.model = PPO(CandidateScoringPolicy, self._venv(first), n_steps=args.ppo_steps,
+                         batch_size=args.ppo_minibatch, n_epochs=args.ppo_epochs,
+                         learning_rate=args.ppo_learning_rate, gamma=args.ppo_gamma,
+                         ent_coef=args.ppo_entropy_coef, normalize_advantage=False,
+                         seed=seed, device="cpu")
+
+    def _wrap(self, env: gym.Env) -> gym.Env:
+        return wrap_for_sb3(env, max_candidates=self.max_candidates,
+                            max_length=self.args.ppo_max_length,
+                            candidate_length=self.args.ppo_candidate_length)
+
+    def _make(self, source: str) -> gym.Env:
+        """One training env: the real task on the training variants, or its simulation."""
+        args = self.args
+        if source == "real":
+            return self._wrap(TrainVariants(gym.make(floor_env_id(args.task),
+                                                     max_steps=args.train_steps),
+                                            args.train_variants))
+        # built directly under the real task's own TimeLimit, so both envs count steps alike
+        simulated = AgentWorldEnv(
+            "floor", max_steps=args.train_steps, backend=self.backend, sampling=EMBEDDED_SAMPLING,
+            scenarios=[f"{args.task}/{v}" for v in args.train_variants],
+            record_path=str(args.out / "world_model_calls.jsonl"))
+        simulated = TimeLimit(simulated, floor_tasks.load_task(args.task).max_steps)
+        return self._wrap(SimulatedAsReal(simulated, self.agreement))
+
+    def _venv(self, source: str) -> Any:
+        if source not in self.envs:
+            from stable_baselines3.common.monitor import Monitor
+            from stable_baselines3.common.vec_env import DummyVecEnv
+
+            venv = DummyVecEnv([lambda: Monitor(self._make(source))] * self.args.ppo_envs)
+            venv.seed(self.seed * 1000 + len(self.envs) * 100)
+            self.envs[source] = venv
+        return self.envs[source]
+
+    def update(self, real: bool) -> None:
+        """One PPO rollout and optimisation, on the real env or in the simulation."""
+        venv = self._venv("real" if real else "sim")
+        if self.model.get_env() is not venv:
+            self.model.set_env(venv)
+        self.model.learn(self.args.ppo_envs * self.args.ppo_steps, reset_num_timesteps=False)
+
+    def play(self, variant: str) -> float:
+        """The greedy policy's reward on one real variant (the task's own budget)."""
+        obs, _ = self.evaluation.reset(seed=0, options={"variant": variant})
+        while True:
+            action, _ = self.model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = self.evaluation.step(int(action))
+            if terminated or truncated:
+                return float(reward)
+
+    def close(self) -> None:
+        for venv in self.envs.values():
+            venv.close()
+        self.evaluation.close()
+
+
+AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+
+
+def evaluate(args: Args, agent: LinearAgent | PPOAgent) -> float:
     """Balanced greedy success on the held-out variants of the real env (its own budget): the
     mean over decisions of the success rate on the variants needing that decision, so that a
     policy blind to observations (one decision everywhere) scores 0.5 at most."""
     needed = decisions(args.task)
     by_decision: dict[str, list[float]] = {}
     for variant in args.eval_variants:
-        reward, _ = play_real(args.task, variant, policy, None, seed=0, greedy=True)
-        by_decision.setdefault(needed[variant], []).append(reward)
+        by_decision.setdefault(needed[variant], []).append(agent.play(variant))
     return float(np.mean([np.mean(rewards) for rewards in by_decision.values()]))
 
 
 def run_arm(args: Args, arm: str, seed: int, world_model: Any) -> dict[str, Any]:
-    rng = np.random.default_rng([seed, ARMS.index(arm)])
-    policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate, args.entropy_coef)
-    sim = None
-    if arm in ("sim", "real-capped+sim"):
-        sim = SimTrainer(args, world_model, seed * 1000)
-    elif arm == "sim-garbage":
-        sim = SimTrainer(args, "scripted", seed * 1000)
-    curve = [(0, evaluate(args, policy))]
+    agent = AGENTS[args.agent](args, arm, seed, world_model)
+    curve = [(0, evaluate(args, agent))]
     updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
     for update in range(1, updates + 1):
-        real = arm == "real" or (arm.startswith("real-capped") and update <= args.real_updates)
-        batch = (real_batch(args, policy, rng, args.train_variants, args.train_steps) if real
-                 else sim.batch(policy))
-        policy.update(batch)
+        agent.update(real=arm == "real" or (arm.startswith("real-capped")
+                                            and update <= args.real_updates))
         if update % args.eval_every == 0 or update == updates:
-            curve.append((update, evaluate(args, policy)))
-    if sim is not None:
-        sim.close()
+            curve.append((update, evaluate(args, agent)))
+    agent.close()
     return {"curve": curve, "final": curve[-1][1], "updates": updates,
-            "sim_real_agreement": float(np.mean(sim.agreement)) if sim and sim.agreement
-            else None}
+            "sim_real_agreement": float(np.mean(agent.agreement)) if agent.agreement else None}
 
 
 def interval(values: list[float], draws: int = 10000) -> tuple[float, float]:
@@ -314,6 +492,8 @@ def main() -> None:
     args = parse_args(Args, prog="sim_to_real.py")
     if args.task not in branching_tasks():
         raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()}")
+    if args.agent not in AGENTS:
+        raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared

@@ -213,3 +213,20 @@ def test_with_seed_is_replace_with_another_seed() -> None:
         ChatRequest([], sampling=dataclasses.replace(sampling, seed=42)), "m")
     with pytest.raises(dataclasses.FrozenInstanceError):
         copy.seed = 3  # type: ignore[misc]
+
+
+def test_a_live_backend_is_shared_not_copied_by_an_env_spec() -> None:
+    """``gym.make`` wrappers deep-copy the make arguments into ``spec``; a live backend (for
+    ``hf``, a loaded model) must come through as itself."""
+    import copy
+
+    import gymnasium as gym
+
+    import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+    from agentworld_envs.sim.scripted import ScriptedBackend
+
+    backend = ScriptedBackend()
+    assert copy.deepcopy({"backend": backend})["backend"] is backend
+    env = gym.make("AgentWorld/Search-v0", backend=backend)
+    assert env.spec is not None and env.spec.kwargs["backend"] is backend
+    env.close()

@@ -116,6 +116,12 @@ class Backend(abc.ABC):
     thread; a backend that computes its answers at once (``scripted``, ``replay``) is called
     directly."""
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
+        """A live backend is a handle on a model or a server: copies share it. (Gymnasium
+        deep-copies an env's make arguments for each wrapper's ``spec``; copying an ``hf``
+        backend would load its model again.)"""
+        return self
+
     @abc.abstractmethod
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Complete every request; the result has the same length and order.

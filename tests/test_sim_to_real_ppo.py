@@ -1,0 +1,61 @@
+"""The PPO agent of examples/sim_to_real.py sees the simulated and the real env alike."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sim_to_real.py"
+
+
+@pytest.fixture(scope="module")
+def s2r():
+    spec = importlib.util.spec_from_file_location("sim_to_real", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sim_to_real"] = module  # dataclasses resolve the module's annotations
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["sim_to_real"]
+
+
+def _agent(s2r, tmp_path: Path, arm: str):
+    args = s2r.Args(out=tmp_path, agent="ppo", world_model="scripted", ppo_envs=2, ppo_steps=8,
+                    ppo_minibatch=16, ppo_epochs=1, ppo_max_length=64)
+    return s2r.PPOAgent(args, arm, seed=0, world_model="scripted")
+
+
+def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
+    agent = _agent(s2r, tmp_path, "real-capped+sim")
+    real, sim = agent._make("real"), agent._make("sim")
+    assert real.observation_space == sim.observation_space == agent.evaluation.observation_space
+    assert real.action_space == sim.action_space
+    real_obs, real_info = real.reset(seed=0, options={"variant": "v0"})
+    sim_obs, sim_info = sim.reset(seed=0, options={"scenario": "C1/v0"})
+    assert np.array_equal(real_obs["prompt"], sim_obs["prompt"])  # the task, no tool list
+    assert sorted(real_info["candidates"]) == sorted(sim_info["candidates"])
+    agent.close()
+
+
+def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) -> None:
+    agent = _agent(s2r, tmp_path, "real-capped+sim")
+    agent.update(real=True)
+    assert agent.model.num_timesteps == 16 and not agent.agreement
+    agent.update(real=False)
+    assert agent.model.num_timesteps == 32 and agent.model.get_env() is agent.envs["sim"]
+    assert agent.agreement  # every simulated episode that ended was compared with the real one
+    assert 0.0 <= s2r.evaluate(agent.args, agent) <= 1.0
+    agent.close()
+
+
+def test_real_training_draws_only_training_variants(s2r, tmp_path: Path) -> None:
+    agent = _agent(s2r, tmp_path, "real")
+    env = agent._make("real")
+    seen = {env.reset(seed=seed)[1]["variant"] for seed in range(40)}
+    assert seen == set(agent.args.train_variants)
+    agent.close()
