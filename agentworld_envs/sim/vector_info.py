@@ -15,13 +15,22 @@ import numpy as np
 __all__ = ["batch_infos"]
 
 
+def _scalar_dtype(first: Any) -> np.dtype | None:
+    """The dtype Gymnasium gives a key whose first value is ``first``; None for an array value
+    (its per-env shape comes too)."""
+    if isinstance(first, np.ndarray):
+        return None
+    if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+        return np.dtype(type(first))
+    return np.dtype(object)
+
+
 def _empty(first: Any, num_envs: int) -> np.ndarray:
     """The array Gymnasium makes for a key whose first value is ``first``."""
-    if type(first) in (int, float, bool) or issubclass(type(first), np.number):
-        return np.zeros(num_envs, dtype=type(first))
-    if isinstance(first, np.ndarray):
+    dtype = _scalar_dtype(first)
+    if dtype is None:
         return np.zeros((num_envs, *first.shape), dtype=first.dtype)
-    return np.full(num_envs, fill_value=None, dtype=object)
+    return np.full(num_envs, None, dtype=object) if dtype.kind == "O" else np.zeros(num_envs, dtype)
 
 
 def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[str, Any]:
@@ -48,15 +57,18 @@ def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[s
                     nested[i] = value
             array: Any = batch_infos(nested, num_envs)
         else:
-            empty = (np.full(num_envs, fill_value=None, dtype=object) if key == "final_obs"
-                     else _empty(first, num_envs))
-            if len(where) == num_envs and empty.ndim == 1:  # every sub-env: one C loop
-                array = np.fromiter(values, dtype=empty.dtype, count=num_envs)
+            dtype = np.dtype(object) if key == "final_obs" else _scalar_dtype(first)
+            if every and dtype is not None:  # every sub-env: one C loop
+                array = np.fromiter(values, dtype=dtype, count=num_envs)
             else:
-                array = empty
+                array = (np.full(num_envs, None, dtype=object) if key == "final_obs"
+                         else _empty(first, num_envs))
                 for i, value in zip(where, values, strict=True):
                     array[i] = value
         mask = np.zeros(num_envs, dtype=np.bool_)
-        mask[where] = True
+        if every:
+            mask.fill(True)  # np.ones costs four times as much
+        else:
+            mask[where] = True
         batched[key], batched[f"_{key}"] = array, mask
     return batched

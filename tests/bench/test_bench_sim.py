@@ -25,7 +25,9 @@ run uses a random model shaped like Qwen2-0.5B. Run with::
 
 from __future__ import annotations
 
+import json
 import time
+import timeit
 import tracemalloc
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -183,15 +185,31 @@ def _search_envs(num_envs: int, backend: Backend) -> Any:
                         max_episode_steps=LONG_EPISODE, scenarios=["search-lighthouse-keeper"])
 
 
-def _record_overhead(benchmark: Any, num_envs: int, turn: int, backend_s: list[float]) -> None:
+def _json_floor_us(observation: str, repeats: int = 7, number: int = 1000) -> float:
+    """Microseconds of the JSON work any text env pays per step (``json.loads`` of the action,
+    ``json.dumps`` of the observation), best of ``repeats``: the machine's speed in this run."""
+    def floor() -> None:
+        json.loads(SEARCH_ACTION)
+        json.dumps({"observation": observation}, ensure_ascii=False)
+    return min(timeit.repeat(floor, number=number, repeat=repeats)) / number * 1e6
+
+
+def _record_overhead(benchmark: Any, num_envs: int, turn: int, backend_s: list[float],
+                     observation: str) -> None:
     stats = getattr(benchmark, "stats", None)
     if stats is None:  # --benchmark-disable
         return
     backend_median = sorted(backend_s)[len(backend_s) // 2]
     OVERHEAD_US[num_envs, turn] = us = (stats.stats.median - backend_median) / num_envs * 1e6
+    best_us = (stats.stats.min - min(backend_s)) / num_envs * 1e6
+    floor_us = _json_floor_us(observation)
     benchmark.extra_info.update(overhead_us_per_env_step=round(us, 2),
-                                backend_us_per_env_step=round(backend_median / num_envs * 1e6, 3))
-    line = f"N={num_envs} turn {turn}: {us:.1f} us of our own per env-step"
+                                best_overhead_us_per_env_step=round(best_us, 2),
+                                backend_us_per_env_step=round(backend_median / num_envs * 1e6, 3),
+                                json_floor_us=round(floor_us, 3),
+                                ratio_to_json_floor=round(us / floor_us, 1))
+    line = (f"N={num_envs} turn {turn}: {us:.1f} us of our own per env-step (best round "
+            f"{best_us:.1f}; {us / floor_us:.1f}x the JSON floor of a step, {floor_us:.2f} us)")
     if turn != 1 and (num_envs, 1) in OVERHEAD_US:
         ratio = us / OVERHEAD_US[num_envs, 1]
         benchmark.extra_info["ratio_to_turn_1"] = round(ratio, 2)
@@ -227,7 +245,7 @@ def test_env_overhead(benchmark: Any, turn: int, num_envs: int) -> None:
     result = benchmark.pedantic(step, setup=to_turn, rounds=max(15, 2048 // (num_envs * turn)),
                                 warmup_rounds=1)
     assert (result[4]["turn"] == turn).all() and result[4]["world_model"]["ok"].all()
-    _record_overhead(benchmark, num_envs, turn, backend_s)
+    _record_overhead(benchmark, num_envs, turn, backend_s, result[0][0])
     envs.close()
 
 
