@@ -89,6 +89,8 @@ def _collecting_decoder(completed: list[dict[str, Any]]) -> json.JSONDecoder:
 
 
 _DECODER = _bounded_decoder()
+_NO_PARTS: list[dict[str, Any]] = []
+"""The ``completed`` list of :data:`_DECODER`, which has no hook that fills it."""
 
 
 def _problem(value: Any) -> str | None:
@@ -204,7 +206,7 @@ def raw_decode(text: str, index: int = 0) -> tuple[Any, int]:
     Raises:
         JSONError: when no value in bounds starts there.
     """
-    return _decode(_DECODER, text, index, [])
+    return _decode(_DECODER, text, index, _NO_PARTS)
 
 
 def loads(text: str) -> Any:
@@ -222,7 +224,7 @@ def loads(text: str) -> Any:
         JSONError: when the text is not one JSON value in bounds.
     """
     start = len(text) - len(text.lstrip())
-    value, end = raw_decode(text, start)
+    value, end = _decode(_DECODER, text, start, _NO_PARTS)
     if text[end:].strip():
         raise JSONError("Extra data", end)
     return value

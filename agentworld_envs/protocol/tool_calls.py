@@ -119,7 +119,7 @@ def _call_from_object(obj: Any, shallow: bool = False) -> ToolCall | ParseError 
     if too_deep:
         return ParseError(f"argument {too_deep[0]!r} of {name!r} is nested more than "
                           f"{MAX_ARGUMENT_DEPTH} levels deep", _snippet(name))
-    return ToolCall(name=name.strip(), arguments=args, call_id=call_id)
+    return ToolCall(name.strip(), args, call_id)
 
 
 def _calls_from_json(payload: str, *, strict: bool) -> list[ToolCall | ParseError] | None:
@@ -184,8 +184,8 @@ def parse_action(action: Any) -> ParsedAction:
         errors[MAX_ERRORS:] = [ParseError(
             f"{len(errors) - MAX_ERRORS} more parse errors in this action were not reported",
             "")]
-    return ParsedAction(calls=[c for c in found if isinstance(c, ToolCall)], errors=errors,
-                        text=remainder.strip())
+    calls = [c for c in found if isinstance(c, ToolCall)] if errors else found
+    return ParsedAction(calls, errors, remainder.strip())  # type: ignore[arg-type]
 
 
 def format_tool_call(name: str, arguments: dict[str, Any], style: str = "json") -> str:

@@ -162,7 +162,7 @@ class Toolkit:
             UnknownToolError: no tool has that name.
             ToolArgumentError: the arguments do not fit the signature.
         """
-        table = _tool_table(type(self))
-        if name not in table:
+        bound = _tool_table(type(self)).get(name)
+        if bound is None:
             raise UnknownToolError(name)
-        return table[name].fn(self, **table[name].validate(arguments))
+        return bound.fn(self, **bound.validate(arguments))

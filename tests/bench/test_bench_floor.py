@@ -1,12 +1,13 @@
 """Speed of an AgentFloor env against the JSON floor (pytest-benchmark; timing is never asserted).
 
 The floor is what any text env must at least pay per turn: ``json.loads`` of the action and
-``json.dumps`` of the observation payload. Each env benchmark runs right after its floor, under
-the same set-up, and stores ``ratio_to_json_floor`` (median over median) in
-``benchmark.extra_info``; the ratio table is written to the terminal when the module finishes:
+``json.dumps`` of the observation payload. Each benchmark times the env and its floor under the
+same set-up, in alternating blocks of calls (the machines are shared and their speed drifts, so
+two medians taken a minute apart are not comparable), and stores ``ratio_to_json_floor`` (median
+over median) in ``benchmark.extra_info``; the line is also written to the terminal:
 
-* ``step``: the first step of an episode, a reset before each (the floor too: a reset evicts
-  the caches, which costs the JSON work after it about 40%);
+* ``step``: the first step of an episode, a reset before each call (the floor's too: a reset
+  evicts the caches, which slows the JSON work after it by about 40%);
 * ``warm_step``: a step in the middle of an episode, after another step (the floor in a loop);
 * ``reset``: against serialising the prompt and the info dict.
 
@@ -18,7 +19,9 @@ Run with::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import statistics
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -29,48 +32,39 @@ import floor_tasks  # noqa: F401 - registers the AgentFloor ids
 ACTION = '{"name": "lookup_record", "arguments": {"record_id": "P104"}}'
 ENV_ID = "AgentFloor/A1-v0"
 RESET_OPTIONS = {"variant": "v0"}
-MEDIANS: dict[str, float] = {}
-"""Median seconds per benchmark, filled as the benchmarks run."""
-PAIRS = {"step": "step_json_floor", "warm_step": "warm_step_json_floor",
-         "reset": "reset_json_floor"}
 
 pytestmark = pytest.mark.benchmark
 
-
-def _median(benchmark: Any) -> float | None:
-    stats = getattr(benchmark, "stats", None)
-    return stats.stats.median if stats is not None else None
+Case = tuple[Callable[[], Any], Callable[[], Any]]
+"""A set-up (not timed) and the call timed after it."""
 
 
-def _record(benchmark: Any, name: str) -> None:
-    """Keep this benchmark's median; for an env benchmark, store and print its floor ratio."""
-    median = _median(benchmark)
-    if median is None:  # --benchmark-disable
-        return
-    MEDIANS[name] = median
-    benchmark.extra_info["median_us"] = round(median * 1e6, 2)
-    floor = MEDIANS.get(PAIRS.get(name, ""))
-    if floor:
-        benchmark.extra_info["ratio_to_json_floor"] = round(median / floor, 2)
-        print(f"{name}: {median * 1e6:.1f} us = {median / floor:.1f}x the JSON floor")
+def _nothing() -> None:
+    return None
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ratio_table(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Write the env/floor ratio table to the terminal once the module's benchmarks are done."""
-    yield
-    plugins = request.config.pluginmanager
-    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
-    rows = [(env, floor) for env, floor in PAIRS.items() if env in MEDIANS and floor in MEDIANS]
-    if reporter is None or capture is None or not rows:
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line("")
-        reporter.write_line(f"{'AgentFloor A1':<13} {'env us':>10} {'floor us':>10} {'ratio':>7}")
-        for env, floor in rows:
-            env_s, floor_s = MEDIANS[env], MEDIANS[floor]
-            reporter.write_line(
-                f"{env:<13} {env_s * 1e6:>10.1f} {floor_s * 1e6:>10.1f} {env_s / floor_s:>6.1f}x")
+def _alternating_medians(cases: dict[str, Case], blocks: int = 20,
+                         calls: int = 100) -> dict[str, float]:
+    """Median seconds per call of each case, the cases timed in turns of ``calls`` calls."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(blocks):
+        for name, (setup, call) in cases.items():
+            for _ in range(calls):
+                setup()
+                start = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def _report(benchmark: Any, name: str, cases: dict[str, Case]) -> None:
+    """Time ``cases`` (the env's, then its floor's) alternately; store and print the ratio."""
+    env_s, floor_s = _alternating_medians(cases).values()
+    benchmark.extra_info.update(median_us=round(env_s * 1e6, 2),
+                                json_floor_us=round(floor_s * 1e6, 2),
+                                ratio_to_json_floor=round(env_s / floor_s, 2))
+    print(f"{name}: {env_s * 1e6:.1f} us = {env_s / floor_s:.1f}x the JSON floor "
+          f"({floor_s * 1e6:.1f} us, timed alternately)")
 
 
 @pytest.fixture(scope="module")
@@ -90,65 +84,45 @@ def step_payload(env: gym.Env) -> dict[str, Any]:
     return json.loads(env.step(ACTION)[0])
 
 
-def _json_floor(payload: dict[str, Any]) -> str:
-    """What any text env pays per turn: parse the action, serialise the observation."""
-    json.loads(ACTION)
-    return json.dumps(payload, ensure_ascii=False)
+def _json_floor(payload: dict[str, Any]) -> Callable[[], str]:
+    def floor() -> str:
+        json.loads(ACTION)
+        return json.dumps(payload, ensure_ascii=False)
+    return floor
 
 
-def test_step_json_floor(benchmark: Any, env: gym.Env, step_payload: dict[str, Any]) -> None:
-    """Floor of a first step: the JSON work, after the same reset as the step's."""
-
-    def setup() -> tuple[tuple, dict]:
-        env.reset(seed=0, options=RESET_OPTIONS)
-        return (step_payload,), {}
-
-    benchmark.pedantic(_json_floor, setup=setup, rounds=3000, warmup_rounds=100, iterations=1)
-    _record(benchmark, "step_json_floor")
-
-
-def test_step(benchmark: Any, env: gym.Env) -> None:
+def test_step(benchmark: Any, env: gym.Env, step_payload: dict[str, Any]) -> None:
     """One lookup_record step on a freshly reset env (the reset is set-up, not timed)."""
 
-    def setup() -> tuple[tuple, dict]:
+    def reset() -> tuple[tuple, dict]:
         env.reset(seed=0, options=RESET_OPTIONS)
         return (), {}
 
-    result = benchmark.pedantic(lambda: env.step(ACTION), setup=setup, rounds=3000,
+    result = benchmark.pedantic(lambda: env.step(ACTION), setup=reset, rounds=1000,
                                 warmup_rounds=100, iterations=1)
     assert '"status": "ok"' in result[0]
-    _record(benchmark, "step")
+    _report(benchmark, "step", {"step": (reset, lambda: env.step(ACTION)),
+                                "floor": (reset, _json_floor(step_payload))})
 
 
-def test_warm_step_json_floor(benchmark: Any, step_payload: dict[str, Any]) -> None:
-    """Floor of a step in the middle of an episode: the JSON work, in a loop."""
-    benchmark.pedantic(_json_floor, args=(step_payload,), rounds=3000, warmup_rounds=100,
-                       iterations=1)
-    _record(benchmark, "warm_step_json_floor")
-
-
-def test_warm_step(benchmark: Any) -> None:
+def test_warm_step(benchmark: Any, step_payload: dict[str, Any]) -> None:
     """One lookup_record step after other steps of the same (long) episode."""
     long = gym.make(ENV_ID, max_episode_steps=10**6)
     long.reset(seed=0, options=RESET_OPTIONS)
-    result = benchmark.pedantic(lambda: long.step(ACTION), rounds=3000, warmup_rounds=100,
+    result = benchmark.pedantic(lambda: long.step(ACTION), rounds=1000, warmup_rounds=100,
                                 iterations=1)
     assert '"status": "ok"' in result[0] and not result[2] and not result[3]
-    _record(benchmark, "warm_step")
+    _report(benchmark, "warm_step", {"warm_step": (_nothing, lambda: long.step(ACTION)),
+                                     "floor": (_nothing, _json_floor(step_payload))})
     long.close()
 
 
-def test_reset_json_floor(benchmark: Any, env: gym.Env) -> None:
-    """Floor of a reset: serialise the prompt and the info dict."""
-    prompt, info = env.reset(seed=0, options=RESET_OPTIONS)
-    benchmark.pedantic(lambda: json.dumps([prompt, info], ensure_ascii=False), rounds=3000,
-                       warmup_rounds=100, iterations=1)
-    _record(benchmark, "reset_json_floor")
-
-
 def test_reset(benchmark: Any, env: gym.Env) -> None:
-    """One reset (fresh fixture database, toolkit and trace)."""
-    prompt, _ = benchmark.pedantic(lambda: env.reset(seed=0, options=RESET_OPTIONS),
-                                   rounds=3000, warmup_rounds=100, iterations=1)
-    assert prompt
-    _record(benchmark, "reset")
+    """One reset (fresh fixture database, toolkit and trace) against serialising its output."""
+    prompt, info = env.reset(seed=0, options=RESET_OPTIONS)
+    result = benchmark.pedantic(lambda: env.reset(seed=0, options=RESET_OPTIONS), rounds=1000,
+                                warmup_rounds=100, iterations=1)
+    assert result[0] == prompt
+    _report(benchmark, "reset", {
+        "reset": (_nothing, lambda: env.reset(seed=0, options=RESET_OPTIONS)),
+        "floor": (_nothing, lambda: json.dumps([prompt, info], ensure_ascii=False))})
