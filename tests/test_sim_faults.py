@@ -80,7 +80,7 @@ def test_a_backend_error_becomes_a_fallback_observation() -> None:
     assert (model["fault"], model["ok"], model["flags"]) == ("backend_error", False, ("fault",))
     assert json.loads(obs)["error"]["type"] == "environment_unavailable"
     assert "GPU on fire" in obs and not terminated
-    assert env.unwrapped.episode.transcript[-1]["flags"] == ["fault"]
+    assert env.unwrapped.episode.transcript[-1]["flags"] == ("fault",)
 
 
 class WrongCountBackend(Backend):

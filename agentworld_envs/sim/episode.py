@@ -303,10 +303,10 @@ class Episode:
                 log.answer = interpretation.answer
         self.transcript.append({
             "turn": self.turn, "action": pending.action, "kind": interpretation.kind,
-            "controls": list(pending.controls),
+            "controls": pending.controls,
             "seed": pending.request.sampling.seed if pending.request else None,
             "raw_output": reading.raw, "observation": observation,
-            "flags": list(reading.info["flags"]), "fidelity": fidelity})
+            "flags": reading.info["flags"], "fidelity": fidelity})
 
     @property
     def needs_judge(self) -> bool:
