@@ -96,13 +96,16 @@ def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
 
 _UNUSABLE = ("fault", "no_output", "length_limit")
 """Flags whose step gets the domain's fallback observation."""
+_UNUSABLE_SET = frozenset(_UNUSABLE)
+_COUNTED = (*_UNUSABLE, "placeholder")
+"""What :attr:`Episode.counts` counts: the unusable flags and placeholder observations."""
 
 
 def _model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
                 fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
                 diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
     """``info["world_model"]``: whether the model was asked, and what went wrong."""
-    ok = called and frozenset(_UNUSABLE).isdisjoint(flags)
+    ok = called and _UNUSABLE_SET.isdisjoint(flags)
     info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
             "fault_message": fault_message, "finish_reason": finish_reason,
             "output_tokens": output_tokens}
@@ -190,7 +193,7 @@ class Episode:
                  if simulated else [])
         real = (self.reality.step(action, fired) if self.reality is not None
                 else None)
-        request, controls = None, tuple(control_text(c) for c in fired)
+        request, controls = None, tuple(map(control_text, fired)) if fired else ()
         if simulated:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
@@ -210,9 +213,10 @@ class Episode:
         interpretation, real = pending.interpretation, pending.real
         if interpretation.kind == "simulate":
             reading = self._read(outcome)
-            for flag in (*_UNUSABLE, "placeholder"):
-                if flag in reading.info["flags"] or flag == reading.source:
-                    self.counts[flag] += 1
+            if reading.info["flags"] or reading.source == "placeholder":
+                for flag in _COUNTED:
+                    if flag in reading.info["flags"] or flag == reading.source:
+                        self.counts[flag] += 1
         else:
             reading = _Reading(interpretation.observation, _model_info(False), source="local")
         reading.info.update(self.identity, counts=dict(self.counts))
@@ -288,13 +292,12 @@ class Episode:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
             self.model_turns += 1
-            self.messages += [pending.request.messages[-1],
-                              {"role": "assistant", "content": observation_turn(observation)}]
+            self.messages.append(pending.request.messages[-1])
+            self.messages.append({"role": "assistant", "content": observation_turn(observation)})
             if self.domain.shows_state:
                 self.state = observation
-        logs = [(self.log, observation)]
-        if self.real_log is not None and pending.real is not None:
-            logs.append((self.real_log, pending.real.observation))
+        logs = ((self.log, observation),) if self.real_log is None or pending.real is None else (
+            (self.log, observation), (self.real_log, pending.real.observation))
         for log, seen in logs:
             log.actions.append(pending.action)
             log.observations.append(seen)
