@@ -60,7 +60,7 @@ class SamplingParams:
         return data
 
 
-@dataclass
+@dataclass(slots=True)
 class ChatRequest:
     """One conversation to complete: OpenAI-format messages plus optional tool schemas."""
 
@@ -73,7 +73,7 @@ class ChatRequest:
         return {"messages": self.messages, "tools": self.tools, "sampling": self.sampling.to_dict()}
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     """Token counts of one completion."""
 
@@ -86,7 +86,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
-@dataclass
+@dataclass(slots=True)
 class Completion:
     """One model answer: its text, tool calls, usage, latency and finish reason."""
 
