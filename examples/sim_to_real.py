@@ -40,7 +40,8 @@ Run (CPU; the first run generates the world model's answers, about 20 minutes)::
 Quick check (seconds, placeholder world model for both sim arms):
 ``python examples/sim_to_real.py --out /tmp/s2r --seeds 1 --updates 2 --batch 4
 --world-model scripted``; with ``--agent ppo --ppo-envs 2 --ppo-steps 8 --ppo-epochs 1`` for
-the PPO agent. The PPO run (about 25 minutes on 2 shared cores)::
+the PPO agent. The PPO run (11 minutes on 2 shared cores once the linear run's recorded
+world-model answers are copied into its ``--out``; see ``docs/sim_to_real.md``)::
 
     python examples/sim_to_real.py --agent ppo --out runs/sim_to_real_ppo
 """
