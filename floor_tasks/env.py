@@ -164,12 +164,8 @@ class FloorEnv(gym.Env[str, str]):
             call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
             envelope = self._toolkit.dispatch(call, self._allowed, call_id,
                                               may_be_large=len(action) > MAX_ARGUMENT_CHARS)
-            error_type = (envelope.get("error") or {}).get("type")
-            self.trace.calls.append({
-                "turn": self._turn, "tool_name": call.name, "arguments": call.arguments,
-                "call_id": call_id, "status": envelope["status"], "result": envelope["result"],
-                "error": envelope["error"], "hallucinated": error_type == "tool_not_available",
-                "malformed": error_type == "schema_validation_error"})
+            self.trace.log_call(self._turn, call.name, call.arguments, call_id,
+                                envelope["status"], envelope["result"], envelope["error"])
             envelopes.append(envelope)
             if call.name == "submit_decision" and envelope["status"] == "ok":
                 terminated = True
@@ -203,10 +199,7 @@ class FloorEnv(gym.Env[str, str]):
         call_id = f"{self.task.id}_parse_error_{len(self.trace.calls) + 1}"
         detail = {"type": "parse_error", "message": error.message, "snippet": error.snippet,
                   "recoverable": True, "hint": _CALL_HINT}
-        self.trace.calls.append({
-            "turn": self._turn, "tool_name": None, "arguments": {}, "call_id": call_id,
-            "status": "error", "result": None, "error": detail, "hallucinated": False,
-            "malformed": True})
+        self.trace.log_call(self._turn, None, {}, call_id, "error", None, detail, malformed=True)
         return {"tool_name": None, "call_id": call_id, "status": "error", "result": None,
                 "error": detail}
 

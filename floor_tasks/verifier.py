@@ -47,6 +47,19 @@ class Trace:
     final_answer: str | None = None
     termination: str | None = None
 
+    def log_call(self, turn: int, tool_name: str | None, arguments: dict[str, Any],
+                 call_id: str | None, status: str, result: Any, error: dict[str, Any] | None,
+                 *, malformed: bool = False) -> dict[str, Any]:
+        """Append one call to :attr:`calls` and return it. ``hallucinated`` and ``malformed``
+        follow from the error's type (``malformed`` also when the call could not be read)."""
+        kind = (error or {}).get("type")
+        entry = {"turn": turn, "tool_name": tool_name, "arguments": arguments,
+                 "call_id": call_id, "status": status, "result": result, "error": error,
+                 "hallucinated": kind == "tool_not_available",
+                 "malformed": malformed or kind == "schema_validation_error"}
+        self.calls.append(entry)
+        return entry
+
     @property
     def ok_calls(self) -> list[dict[str, Any]]:
         """Calls whose envelope status is ok."""

@@ -63,11 +63,9 @@ def _play_turn(trace: Trace, turn: int, action: str, observation: str) -> bool:
     parsed = parse_action(action)
     shown = _envelopes(observation)
     for error in parsed.errors:
-        trace.calls.append(_call(turn, None, {}, _next(shown, None), malformed=True,
-                                 parse_error=error.message))
+        _log(trace, turn, None, {}, _next(shown, None), parse_error=error.message)
     for call in parsed.calls[:MAX_CALLS_PER_TURN]:
-        logged = _call(turn, call.name, call.arguments, _next(shown, call.name))
-        trace.calls.append(logged)
+        logged = _log(trace, turn, call.name, call.arguments, _next(shown, call.name))
         if call.name == "submit_decision" and logged["status"] == "ok":
             return True
     if parsed.is_final_answer:
@@ -84,18 +82,15 @@ def _next(shown: Iterator[dict[str, Any]], tool: str | None) -> dict[str, Any] |
     return next((e for e in shown if e.get("tool_name") == tool), None)
 
 
-def _call(turn: int, tool: str | None, arguments: dict[str, Any],
-          envelope: dict[str, Any] | None, malformed: bool = False,
-          parse_error: str | None = None) -> dict[str, Any]:
-    """A call-log entry as the real env writes it, its outcome read from ``envelope``."""
+def _log(trace: Trace, turn: int, tool: str | None, arguments: dict[str, Any],
+         envelope: dict[str, Any] | None, parse_error: str | None = None) -> dict[str, Any]:
+    """Log a call as the real env does, its outcome read from ``envelope`` (a call that could
+    not be read is a malformed parse error)."""
     status, result, error = _outcome(tool, envelope)
     if parse_error is not None:
         status, result, error = "error", None, {"type": "parse_error", "message": parse_error}
-    kind = (error or {}).get("type")
-    return {"turn": turn, "tool_name": tool, "arguments": arguments,
-            "call_id": (envelope or {}).get("call_id"), "status": status, "result": result,
-            "error": error, "hallucinated": kind == "tool_not_available",
-            "malformed": malformed or kind == "schema_validation_error"}
+    return trace.log_call(turn, tool, arguments, (envelope or {}).get("call_id"), status,
+                          result, error, malformed=parse_error is not None)
 
 
 def _outcome(tool: str | None, envelope: dict[str, Any] | None) -> tuple[str, Any, Any]:

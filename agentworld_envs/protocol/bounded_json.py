@@ -224,7 +224,7 @@ def loads(text: str) -> Any:
         JSONError: when the text is not one JSON value in bounds.
     """
     start = len(text) - len(text.lstrip())
-    value, end = _decode(_DECODER, text, start, _NO_PARTS)
+    value, end = raw_decode(text, start)
     if text[end:].strip():
         raise JSONError("Extra data", end)
     return value
