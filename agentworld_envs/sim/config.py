@@ -74,9 +74,13 @@ class SimConfig(pydantic.BaseModel):
             :class:`~agentworld_envs.sim.model_client.WorldModelFault` after finishing.
         max_observation_chars: World-model observations are cut to this length (flagged).
         max_action_chars: Longer actions are rejected as invalid without a model call.
-        mode: ``simulated`` or ``hybrid``, for domains with a real counterpart (``floor``): in
-            hybrid mode the agent sees the real observation when the prediction is unusable or
-            when the action calls one of ``real_tools``.
+        mode: ``simulated``; ``hybrid`` or ``real`` for scenarios with a real counterpart
+            (``floor``, generated ``mcp`` servers): in hybrid mode the agent sees the real
+            observation when the prediction is unusable or when the action calls one of
+            ``real_tools``; in real mode every observation is the real counterpart's and no world
+            model is built or asked (the same env, prompt, candidates and reward, played for real:
+            the evaluation target of a policy trained in simulation). A judged reward then needs
+            ``judge_backend``.
         real_tools: Tools served by the real environment in hybrid mode.
         decided_tools: Tools whose outcome the real environment decides in every mode (the
             floor domain's ``submit_decision``): the agent sees the real answer, so acceptance
@@ -107,7 +111,7 @@ class SimConfig(pydantic.BaseModel):
     on_fault: Literal["report", "raise"] = "report"
     max_observation_chars: int = pydantic.Field(65536, ge=64, le=OBSERVATION_MAX_LENGTH // 2)
     max_action_chars: int = pydantic.Field(65536, ge=1)
-    mode: Literal["simulated", "hybrid"] = "simulated"
+    mode: Literal["simulated", "hybrid", "real"] = "simulated"
     real_tools: list[str] = ["submit_decision"]
     decided_tools: list[str] = ["submit_decision"]
     reveal_reference: bool = False

@@ -154,9 +154,10 @@ class Episode:
         """What the agent saw: the simulated episode."""
         self.transcript: list[dict[str, Any]] = []
         self.reality = domain.start_reality(scenario, budget)
-        if config.reward == "real" and self.reality is None:
-            raise ValueError(f'reward="real" needs a real counterpart, and {domain.key} '
-                             f"scenario {scenario.id} has none; use the simulated reward")
+        if self.reality is None and "real" in (config.reward, config.mode):
+            setting = "reward" if config.reward == "real" else "mode"
+            raise ValueError(f'{setting}="real" needs a real counterpart, and {domain.key} '
+                             f"scenario {scenario.id} has none")
         self.real_log = EpisodeLog(scenario) if self.reality is not None else None
         """The same actions with the real counterpart's observations, where there is one."""
         self._pending: _Pending | None = None
@@ -194,7 +195,7 @@ class Episode:
         real = (self.reality.step(action, fired) if self.reality is not None
                 else None)
         request, controls = None, tuple(map(control_text, fired)) if fired else ()
-        if simulated:
+        if simulated and self.config.mode != "real":
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
@@ -211,7 +212,10 @@ class Episode:
             return StepResult(ENDED_OBSERVATION, 0.0, True, False, {
                 "invalid_action": True, "action_error": ENDED_OBSERVATION})
         interpretation, real = pending.interpretation, pending.real
-        if interpretation.kind == "simulate":
+        played = interpretation.kind == "simulate" and pending.request is None  # mode="real"
+        if played:
+            reading = _Reading(real.observation, _model_info(False), source="real")
+        elif interpretation.kind == "simulate":
             reading = self._read(outcome)
             if reading.info["flags"] or reading.source == "placeholder":
                 for flag in _COUNTED:
@@ -226,7 +230,8 @@ class Episode:
             "action_error": interpretation.error or "", "controls": pending.controls,
             "world_model": reading.info}
         if real is not None:
-            observation, source = self._against_reality(interpretation, reading, real, info)
+            if not played:
+                observation, source = self._against_reality(interpretation, reading, real, info)
             if source == "real" or self.config.reveal_reference:  # else it bypasses the model
                 info["real_observation"] = real.observation
         info["observation_source"] = source

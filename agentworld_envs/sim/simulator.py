@@ -50,9 +50,11 @@ class Simulator:
         self.domain = get_domain(config.domain)
         self._pool = self._scenario_pool()
         self.prompts = config.prompt_set()
-        self.world_model = ModelClient(config.world_model_backend(), config.record_path,
-                                       config.timeout_s)
-        self.identity = {**model_identity(self.world_model.describe()),
+        self.world_model = None if config.mode == "real" else ModelClient(
+            config.world_model_backend(), config.record_path, config.timeout_s)
+        """None in real mode, which asks no world model."""
+        self.identity = {**(model_identity(self.world_model.describe()) if self.world_model
+                            else {"backend": None, "model": None}),
                          "prompts": self.prompts.describe()}
         """``info["world_model"]`` names: backend, model and prompt set."""
         if self.identity["backend"] == "scripted":
@@ -85,6 +87,9 @@ class Simulator:
         """Start an episode with at most ``limit`` steps (fewer when the scenario says so)."""
         scenario = self.pick(rng, options)
         budget = min(limit, scenario.max_steps or limit)
+        if self.judge is None and (self.config.reward_kind or scenario.reward.kind) != "rule":
+            raise ValueError(f"scenario {scenario.id} has a judged reward and mode='real' "
+                             "builds no world model to judge it: pass judge_backend")
         return Episode(self.domain, scenario, self.config, rng, budget, self.prompts,
                        self.identity)
 
@@ -94,12 +99,12 @@ class Simulator:
                     for episode, action in zip(episodes, actions, strict=True)]
         asked = [i for i, request in enumerate(requests) if request is not None]
         outcomes = dict(zip(asked, self.world_model.complete([requests[i] for i in asked]),
-                            strict=True))
+                            strict=True)) if asked else {}
         results = [episode.complete(outcomes.get(i)) for i, episode in enumerate(episodes)]
         finished = [i for i, result in enumerate(results) if result.closes_episode]
         judged = [i for i in finished if episodes[i].needs_judge]
         verdicts = dict(zip(judged, self.judge.complete(
-            [episodes[i].judge_request() for i in judged]), strict=True))
+            [episodes[i].judge_request() for i in judged]), strict=True)) if judged else {}
         for i in finished:
             verdict = verdicts.get(i)
             episodes[i].settle(results[i], None if verdict is None else read_judge(verdict))
@@ -120,6 +125,7 @@ class Simulator:
 
     def close(self) -> None:
         """Close the model clients."""
-        self.world_model.close()
-        if self.judge is not self.world_model:
+        if self.world_model is not None:
+            self.world_model.close()
+        if self.judge is not None and self.judge is not self.world_model:
             self.judge.close()
