@@ -48,6 +48,7 @@ world-model answers are copied into its ``--out``; see ``docs/sim_to_real.md``):
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
@@ -61,6 +62,7 @@ from gymnasium.wrappers import TimeLimit
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
+from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
@@ -81,11 +83,16 @@ class Args:
     """Sim-to-real on a branching AgentFloor task (lists are comma-separated)."""
 
     task: str = "C1"
-    """A branching AgentFloor task."""
+    """A branching AgentFloor task, or ``mcp:<family>``: generated MCP servers of one family
+    (inventory, calendar, tickets, crm, fleet), scored on their executable twin."""
     train_variants: list[str] = field(default_factory=lambda: ["v0", "v1", "i1", "i3"])
-    """Variants trained on (both decisions must occur)."""
+    """Floor: variants trained on (both decisions must occur)."""
     eval_variants: list[str] = field(default_factory=lambda: ["v2", "v3", "v4", "i2", "i4"])
-    """Held-out variants scored on the real env: other wordings, and records never seen."""
+    """Floor: held-out variants scored on the real env: other wordings, and records never seen."""
+    mcp_train: int = 8
+    """MCP: the family's first ``mcp_train`` generated servers are trained on."""
+    mcp_eval: int = 24
+    """MCP: the next ``mcp_eval`` servers (other records, items and questions) are held out."""
     seeds: int = 5
     """Seeds per arm (each fixes the policy's start, the variant draws and the envs)."""
     updates: int = 20
@@ -159,6 +166,63 @@ def _is_id(word: str) -> bool:
     return any(ch.isdigit() for ch in word) and "-" in word
 
 
+class FloorTask:
+    """A branching AgentFloor task: the real env is ``AgentFloor/<ID>-v0``'s, variants by name."""
+
+    domain = "floor"
+
+    def __init__(self, args: Args) -> None:
+        self.task = args.task
+        self.train, self.eval = args.train_variants, args.eval_variants
+        self.decisions = decisions(args.task)
+        """Each variant's decision: held-out success is balanced over them."""
+
+    def scenario(self, variant: str) -> str:
+        return f"{self.task}/{variant}"
+
+    def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
+        """The real env of one variant, reset, and its prompt."""
+        env = FloorEnv(self.task, variant=variant, max_steps=steps)
+        return env, env.reset(seed=seed)[0]
+
+
+class McpTask:
+    """Generated MCP servers of one family: the real env is the executable twin
+    (``AgentWorld/MCP-v0`` with ``mode="real"``); a variant is a generator seed."""
+
+    domain = "mcp"
+
+    def __init__(self, args: Args) -> None:
+        family = args.task.removeprefix("mcp:")
+        if family not in FAMILIES:
+            raise SystemExit(f"no generated MCP family {family!r}; choose from {FAMILIES}")
+        seeds = list(itertools.islice((str(seed) for seed in itertools.count()
+                                       if mcp_server_scenario(seed).mcp.family == family),
+                                      args.mcp_train + args.mcp_eval))
+        self.train, self.eval = seeds[:args.mcp_train], seeds[args.mcp_train:]
+        self.decisions = dict.fromkeys(self.eval, "answer")  # one decision: plain success
+        self._real: dict[tuple[str, int | None], AgentWorldEnv] = {}
+
+    def scenario(self, variant: str) -> Any:
+        return mcp_server_scenario(int(variant))
+
+    def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
+        if (variant, steps) not in self._real:
+            self._real[variant, steps] = AgentWorldEnv(
+                "mcp", max_steps=steps, mode="real", scenarios=[self.scenario(variant)])
+        env = self._real[variant, steps]
+        return env, env.reset(seed=seed)[1]["instruction"]
+
+
+def make_task(args: Args) -> FloorTask | McpTask:
+    if args.task.startswith("mcp:"):
+        return McpTask(args)
+    if args.task not in branching_tasks():
+        raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()} "
+                         "or mcp:<family>")
+    return FloorTask(args)
+
+
 class LinearPolicy:
     """Softmax over candidates of a linear score of hashed (observation, candidate) features."""
 
@@ -181,6 +245,8 @@ class LinearPolicy:
                 continue
             keys += [f"w:{word}", f"t{turn}:{word}"]
             keys += [f"x:{value}:{word}" for value in values]
+            if any(ch.isdigit() for ch in word):  # a value such as an answer's number
+                keys.append(f"value:{'observed' if word in seen else 'unseen'}")
         hashed = np.array([zlib.crc32(k.encode()) % self.size for k in keys], dtype=np.int64)
         index, counts = np.unique(hashed, return_counts=True)
         return index, counts.astype(float)
@@ -213,22 +279,21 @@ class LinearPolicy:
                     self.weights[index] += self.learning_rate * gradient * values
 
 
-def real_batch(args: Args, policy: LinearPolicy, rng: np.random.Generator,
-               variants: list[str], steps: int | None) -> list[tuple[list[tuple], float]]:
-    """Episodes on the real env, one variant drawn from ``rng`` each."""
+def real_batch(args: Args, task: FloorTask | McpTask, policy: LinearPolicy,
+               rng: np.random.Generator) -> list[tuple[list[tuple], float]]:
+    """Episodes on the real env, one training variant drawn from ``rng`` each."""
     episodes = []
     for _ in range(args.batch):
-        variant = variants[int(rng.integers(len(variants)))]
-        reward, trajectory = play_real(args.task, variant, policy, steps,
+        variant = task.train[int(rng.integers(len(task.train)))]
+        reward, trajectory = play_real(task, variant, policy, args.train_steps,
                                        seed=int(rng.integers(2**31)), greedy=False)
         episodes.append((trajectory, reward))
     return episodes
 
 
-def play_real(task: str, variant: str, policy: LinearPolicy, steps: int | None, seed: int,
-              greedy: bool) -> tuple[float, list[tuple]]:
-    env = FloorEnv(task, variant=variant, max_steps=steps)
-    prompt, _ = env.reset(seed=seed)
+def play_real(task: FloorTask | McpTask, variant: str, policy: LinearPolicy,
+              steps: int | None, seed: int, greedy: bool) -> tuple[float, list[tuple]]:
+    env, prompt = task.play(variant, steps, seed)
     observation, trajectory, reward = prompt, [], 0.0
     for turn in range(env.max_steps):
         candidates = env.candidate_actions()
@@ -243,13 +308,13 @@ def play_real(task: str, variant: str, policy: LinearPolicy, steps: int | None, 
 class SimTrainer:
     """Batches of simulated episodes from a vector of ``AgentWorld/Floor-v0`` envs."""
 
-    def __init__(self, args: Args, backend: Any, seed: int) -> None:
+    def __init__(self, args: Args, task: FloorTask | McpTask, backend: Any, seed: int) -> None:
         self.args = args
         self.agreement: list[bool] = []
         self.envs = gym.make_vec(
-            env_id("floor"), num_envs=args.batch, backend=backend, max_steps=args.train_steps,
-            sampling=EMBEDDED_SAMPLING,
-            scenarios=[f"{args.task}/{v}" for v in args.train_variants],
+            env_id(task.domain), num_envs=args.batch, backend=backend,
+            max_steps=args.train_steps, sampling=EMBEDDED_SAMPLING,
+            scenarios=[task.scenario(v) for v in task.train],
             record_path=str(args.out / "world_model_calls.jsonl"))
         self.seed = seed
 
@@ -292,25 +357,25 @@ def sim_backend(arm: str, world_model: Any) -> Any:
 class LinearAgent:
     """The linear REINFORCE policy of one arm and seed, with its real and simulated batches."""
 
-    def __init__(self, args: Args, arm: str, seed: int, world_model: Any) -> None:
-        self.args = args
+    def __init__(self, args: Args, task: FloorTask | McpTask, arm: str, seed: int,
+                 world_model: Any) -> None:
+        self.args, self.task = args, task
         self.rng = np.random.default_rng([seed, ARMS.index(arm)])
         self.policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate,
                                    args.entropy_coef)
         backend = sim_backend(arm, world_model)
-        self.sim = SimTrainer(args, backend, seed * 1000) if backend is not None else None
+        self.sim = (SimTrainer(args, task, backend, seed * 1000) if backend is not None
+                    else None)
         self.agreement = self.sim.agreement if self.sim else []
 
     def update(self, real: bool) -> None:
         """One policy update on a batch of real or simulated episodes."""
-        args = self.args
-        self.policy.update(
-            real_batch(args, self.policy, self.rng, args.train_variants, args.train_steps)
-            if real else self.sim.batch(self.policy))
+        self.policy.update(real_batch(self.args, self.task, self.policy, self.rng) if real
+                           else self.sim.batch(self.policy))
 
     def play(self, variant: str) -> float:
         """The greedy policy's reward on one real variant (the task's own budget)."""
-        return play_real(self.args.task, variant, self.policy, None, seed=0, greedy=True)[0]
+        return play_real(self.task, variant, self.policy, None, seed=0, greedy=True)[0]
 
     def close(self) -> None:
         if self.sim is not None:
@@ -362,7 +427,8 @@ class PPOAgent:
     action space and the model moves between them with ``set_env``. One update is one PPO
     rollout of ``ppo_envs * ppo_steps`` steps and its ``ppo_epochs`` epochs."""
 
-    def __init__(self, args: Args, arm: str, seed: int, world_model: Any) -> None:
+    def __init__(self, args: Args, task: FloorTask, arm: str, seed: int,
+                 world_model: Any) -> None:
         import torch
         from stable_baselines3 import PPO
 
@@ -370,9 +436,10 @@ class PPOAgent:
 
         torch.set_num_threads(1)
         self.args, self.seed, self.backend = args, seed, sim_backend(arm, world_model)
-        variants = args.train_variants + args.eval_variants
+        variants = task.train + task.eval
         self.max_candidates = max(len(candidate_actions(args.task, v, wide=True))
                                   for v in variants)
+        self.train = task.train
         self.agreement: list[bool] = []
         self.envs: dict[str, Any] = {}
         self.evaluation = self._wrap(gym.make(floor_env_id(args.task)))
@@ -394,11 +461,11 @@ class PPOAgent:
         if source == "real":
             return self._wrap(TrainVariants(gym.make(floor_env_id(args.task),
                                                      max_steps=args.train_steps),
-                                            args.train_variants))
+                                            self.train))
         # built directly under the real task's own TimeLimit, so both envs count steps alike
         simulated = AgentWorldEnv(
             "floor", max_steps=args.train_steps, backend=self.backend, sampling=EMBEDDED_SAMPLING,
-            scenarios=[f"{args.task}/{v}" for v in args.train_variants],
+            scenarios=[f"{args.task}/{v}" for v in self.train],
             record_path=str(args.out / "world_model_calls.jsonl"))
         simulated = TimeLimit(simulated, floor_tasks.load_task(args.task).max_steps)
         return self._wrap(SimulatedAsReal(simulated, self.agreement))
@@ -438,26 +505,27 @@ class PPOAgent:
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
 
 
-def evaluate(args: Args, agent: LinearAgent | PPOAgent) -> float:
+def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent) -> float:
     """Balanced greedy success on the held-out variants of the real env (its own budget): the
     mean over decisions of the success rate on the variants needing that decision, so that a
-    policy blind to observations (one decision everywhere) scores 0.5 at most."""
-    needed = decisions(args.task)
+    policy blind to observations (one decision everywhere) scores 0.5 at most on a floor
+    task. An MCP family has one decision (answer), so this is its plain success rate."""
     by_decision: dict[str, list[float]] = {}
-    for variant in args.eval_variants:
-        by_decision.setdefault(needed[variant], []).append(agent.play(variant))
+    for variant in task.eval:
+        by_decision.setdefault(task.decisions[variant], []).append(agent.play(variant))
     return float(np.mean([np.mean(rewards) for rewards in by_decision.values()]))
 
 
-def run_arm(args: Args, arm: str, seed: int, world_model: Any) -> dict[str, Any]:
-    agent = AGENTS[args.agent](args, arm, seed, world_model)
-    curve = [(0, evaluate(args, agent))]
+def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
+            world_model: Any) -> dict[str, Any]:
+    agent = AGENTS[args.agent](args, task, arm, seed, world_model)
+    curve = [(0, evaluate(task, agent))]
     updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
     for update in range(1, updates + 1):
         agent.update(real=arm == "real" or (arm.startswith("real-capped")
                                             and update <= args.real_updates))
         if update % args.eval_every == 0 or update == updates:
-            curve.append((update, evaluate(args, agent)))
+            curve.append((update, evaluate(task, agent)))
     agent.close()
     return {"curve": curve, "final": curve[-1][1], "updates": updates,
             "sim_real_agreement": float(np.mean(agent.agreement)) if agent.agreement else None}
@@ -491,18 +559,20 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path) -> None:
 
 def main() -> None:
     args = parse_args(Args, prog="sim_to_real.py")
-    if args.task not in branching_tasks():
-        raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()}")
+    task = make_task(args)
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
+    if args.agent == "ppo" and not isinstance(task, FloorTask):
+        raise SystemExit("the ppo agent trains on AgentFloor tasks only")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared
     simulated = {"sim", "real-capped+sim"} & set(args.arms)
-    world_model = (embedded_world_model(DOMAIN_ADAPTERS["floor"])
+    world_model = (embedded_world_model(DOMAIN_ADAPTERS[task.domain])
                    if args.world_model == "embedded" and simulated else args.world_model)
     for arm in args.arms:
-        results[arm] = [run_arm(args, arm, seed, world_model) for seed in range(args.seeds)]
+        results[arm] = [run_arm(args, task, arm, seed, world_model)
+                        for seed in range(args.seeds)]
         finals = [run["final"] for run in results[arm]]
         print(f"{arm:16s} balanced success {np.mean(finals):.2f} "
               f"95% CI {interval(finals)}", flush=True)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "simulated_rl.py"
+from tests.helpers.examples import load_example
 
 
 def test_the_example_policy_improves_on_the_scripted_backend() -> None:
-    spec = importlib.util.spec_from_file_location("simulated_rl", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_example("simulated_rl")
     curve = module.main(["--domain", "search", "--updates", "30", "--num-envs", "8"])
     assert len(curve) == 30 and all(0.0 <= r <= 1.0 for r in curve)
     assert sum(curve[-5:]) / 5 > sum(curve[:5]) / 5 + 0.15

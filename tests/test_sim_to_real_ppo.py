@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("stable_baselines3")
+from tests.helpers.examples import load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sim_to_real.py"
+pytest.importorskip("stable_baselines3")
 
 
 @pytest.fixture(scope="module")
 def s2r():
-    spec = importlib.util.spec_from_file_location("sim_to_real", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_to_real"] = module  # dataclasses resolve the module's annotations
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["sim_to_real"]
+    return load_example("sim_to_real")
 
 
 def _agent(s2r, tmp_path: Path, arm: str):
     args = s2r.Args(out=tmp_path, agent="ppo", world_model="scripted", ppo_envs=2, ppo_steps=8,
                     ppo_minibatch=16, ppo_epochs=1, ppo_max_length=64)
-    return s2r.PPOAgent(args, arm, seed=0, world_model="scripted")
+    return s2r.PPOAgent(args, s2r.FloorTask(args), arm, seed=0, world_model="scripted")
 
 
 def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
@@ -49,7 +42,7 @@ def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) ->
     agent.update(real=False)
     assert agent.model.num_timesteps == 32 and agent.model.get_env() is agent.envs["sim"]
     assert agent.agreement  # every simulated episode that ended was compared with the real one
-    assert 0.0 <= s2r.evaluate(agent.args, agent) <= 1.0
+    assert 0.0 <= s2r.evaluate(s2r.FloorTask(agent.args), agent) <= 1.0
     agent.close()
 
 

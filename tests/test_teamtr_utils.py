@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers.examples import load_example
 from trainers.cli import add_commands
 from trainers.common.args import TeamArgs, field_docs, parse_args
 from trainers.common.batch import RolloutBatch
@@ -173,19 +174,8 @@ def test_cli_lists_and_plays_envs(capsys) -> None:
     assert "team_envs/floor_team-v0" in out and "agent_2 (receiver)" in out
 
 
-def _load_example(name: str):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_symbolic_example_runs_with_a_tiny_budget(capsys) -> None:
-    example = _load_example("teamtr_symbolic")
+    example = load_example("teamtr_symbolic")
     assert example.main(["--total-episodes", "1536", "--prompts-per-rollout", "32",
                          "--replace-at-stage", "1", "--eval-episodes", "64",
                          "--log-dir", ""]) == 0
@@ -196,7 +186,7 @@ def test_symbolic_example_runs_with_a_tiny_budget(capsys) -> None:
 def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -> None:
     from pathlib import Path
 
-    evidence = _load_example("teamtr_evidence")
+    evidence = load_example("teamtr_evidence")
     defaults = evidence.build_parser().parse_args([])
     assert defaults.docs is None and defaults.out == Path("runs/teamtr_evidence")
     out, docs = tmp_path / "run", tmp_path / "docs"

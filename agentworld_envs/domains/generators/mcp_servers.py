@@ -32,7 +32,7 @@ from agentworld_envs.domains.generators.names import (
 )
 from agentworld_envs.sim.scenario import Check, Control, McpServerRef, RewardSpec, Scenario
 
-__all__ = ["PERTURBATIONS", "mcp_server_scenario"]
+__all__ = ["FAMILIES", "PERTURBATIONS", "mcp_server_scenario"]
 
 PERTURBATIONS = ("tool_error", "rate_limit", "empty_results", "stale_data")
 
@@ -194,6 +194,8 @@ def _fleet(rng: np.random.Generator, company: str) -> _Server:
 
 _FAMILIES: tuple[Callable[[np.random.Generator, str], _Server], ...] = (
     _inventory, _calendar, _tickets, _crm, _fleet)
+FAMILIES = tuple(family.__name__.lstrip("_") for family in _FAMILIES)
+"""The server families, as ``scenario.mcp.family`` names them."""
 
 
 def _perturbations(rng: np.random.Generator, tools: list[str]) -> list[Control]:
