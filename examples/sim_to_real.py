@@ -1,7 +1,10 @@
 """Sim-to-real: does an agent trained in a simulated AgentFloor task do better in the real one?
 
-The task is a branching one (:func:`floor_tasks.task_sets.branching_tasks`, default C1): the
-right submission depends on the status the lookup returns, so a policy must read observations.
+The task is a branching AgentFloor one (:func:`floor_tasks.task_sets.branching_tasks`, default
+C1): the right submission depends on the status the lookup returns, so a policy must read
+observations. Or ``--task mcp:<family>``: generated MCP servers of one family, whose answers
+live in their records; the real env is their executable twin (``AgentWorld/MCP-v0`` with
+``mode="real"``), and held-out servers have other records, items and questions.
 Two agents (``--agent``). ``linear`` (the default) is a linear softmax policy over the
 candidate actions, trained with REINFORCE and an entropy bonus (CleanRL-style, one file). Its
 features are hashed pairs of (a word of a value the latest tool result holds, a word of the
@@ -28,9 +31,11 @@ episodes (only the capped arms stop early, by design):
 Every arm is scored on the real env (the task's own step budget) on held-out variants
 (``--eval-variants``: other records and other prompt wordings than ``--train-variants``),
 greedily, every ``--eval-every`` updates, as balanced success: the mean over decisions of the
-success rate on the variants that need it. A policy blind to observations scores 0.5 at most.
-Training episodes have ``--train-steps`` steps. The world model's greedy answers are cached in
-``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes
+success rate on the variants that need it. A policy blind to observations scores 0.5 at most
+on a floor task. An MCP family is scored on ``--mcp-eval`` held-out servers (plain success;
+blind, one answer in three is right). Training episodes have ``--train-steps`` steps. The world
+model's greedy answers are cached in ``<out>/world_model_calls.jsonl``, so a prompt is
+generated once across arms and seeds. Writes
 ``<out>/results.json`` and ``<out>/curves.png``.
 
 Run (CPU; the first run generates the world model's answers, about 20 minutes)::
@@ -44,6 +49,10 @@ the PPO agent. The PPO run (11 minutes on 2 shared cores once the linear run's r
 world-model answers are copied into its ``--out``; see ``docs/sim_to_real.md``)::
 
     python examples/sim_to_real.py --agent ppo --out runs/sim_to_real_ppo
+
+The MCP run (linear agent; the twin is the real env)::
+
+    python examples/sim_to_real.py --task mcp:inventory --out runs/sim_to_real_mcp
 """
 
 from __future__ import annotations
