@@ -1,4 +1,4 @@
-"""Sim-to-real: does an agent trained in a simulated AgentFloor task do better in the real one?
+"""Sim-to-real: does an agent trained in a simulated task do better in the real one?
 
 The task is a branching AgentFloor one (:func:`floor_tasks.task_sets.branching_tasks`, default
 C1): the right submission depends on the status the lookup returns, so a policy must read
@@ -89,7 +89,7 @@ _WORD = re.compile(r"[a-z0-9_\-]+")
 
 @dataclass
 class Args:
-    """Sim-to-real on a branching AgentFloor task (lists are comma-separated)."""
+    """Sim-to-real on a branching AgentFloor task or an MCP family (lists are comma-separated)."""
 
     task: str = "C1"
     """A branching AgentFloor task, or ``mcp:<family>``: generated MCP servers of one family
@@ -179,6 +179,7 @@ class FloorTask:
     """A branching AgentFloor task: the real env is ``AgentFloor/<ID>-v0``'s, variants by name."""
 
     domain = "floor"
+    score = "balanced success, held-out real variants"
 
     def __init__(self, args: Args) -> None:
         self.task = args.task
@@ -200,6 +201,7 @@ class McpTask:
     (``AgentWorld/MCP-v0`` with ``mode="real"``); a variant is a generator seed."""
 
     domain = "mcp"
+    score = "success, held-out servers on the twin"
 
     def __init__(self, args: Args) -> None:
         family = args.task.removeprefix("mcp:")
@@ -216,6 +218,7 @@ class McpTask:
         return mcp_server_scenario(int(variant))
 
     def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
+        """The twin of one server, reset, and its prompt (the instruction, as in training)."""
         if (variant, steps) not in self._real:
             self._real[variant, steps] = AgentWorldEnv(
                 "mcp", max_steps=steps, mode="real", scenarios=[self.scenario(variant)])
@@ -315,7 +318,8 @@ def play_real(task: FloorTask | McpTask, variant: str, policy: LinearPolicy,
 
 
 class SimTrainer:
-    """Batches of simulated episodes from a vector of ``AgentWorld/Floor-v0`` envs."""
+    """Batches of simulated episodes from a vector of the task's simulated envs
+    (``AgentWorld/Floor-v0`` or ``AgentWorld/MCP-v0``)."""
 
     def __init__(self, args: Args, task: FloorTask | McpTask, backend: Any, seed: int) -> None:
         self.args = args
@@ -547,7 +551,7 @@ def interval(values: list[float], draws: int = 10000) -> tuple[float, float]:
     return (round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3))
 
 
-def plot(results: dict[str, list[dict[str, Any]]], path: Path) -> None:
+def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -559,7 +563,7 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path) -> None:
         means = [np.mean([dict(run["curve"])[u] for run in runs]) for u in steps]
         ax.plot(steps, means, marker="o", label=f"{arm} ({len(runs)} seeds)")
     ax.set_xlabel("policy updates")
-    ax.set_ylabel("balanced success, held-out real variants")
+    ax.set_ylabel(score)
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -593,7 +597,7 @@ def main() -> None:
     (args.out / "results.json").write_text(json.dumps(
         {"args": {**asdict(args), "out": str(args.out)}, "summary": summary,
          "runs": results}, indent=2))
-    plot(results, args.out / "curves.png")
+    plot(results, args.out / "curves.png", task.score)
 
 
 if __name__ == "__main__":
