@@ -61,6 +61,7 @@ import itertools
 import json
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ from gymnasium.wrappers import TimeLimit
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
+from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.protocol.bounded_json import find_objects
@@ -136,6 +138,12 @@ class Args:
     """PPO: weight of the entropy bonus."""
     ppo_gamma: float = 0.9
     """PPO: discount."""
+    ppo_normalize_advantage: bool = False
+    """PPO: normalise advantages per minibatch."""
+    ppo_overlap_ngram: int = 0
+    """PPO: 0 encodes token ids by position (``CandidateFeatures``); n > 0 adds, per candidate
+    token, whether its n-gram occurs in the prompt and in the observation
+    (``CandidateOverlapFeatures``)."""
     ppo_max_length: int = 256
     """PPO: byte-level token ids kept of the prompt and of the latest observation."""
     ppo_candidate_length: int = 96
@@ -195,6 +203,22 @@ class FloorTask:
         env = FloorEnv(self.task, variant=variant, max_steps=steps)
         return env, env.reset(seed=seed)[0]
 
+    @property
+    def budget(self) -> int:
+        return floor_tasks.load_task(self.task).max_steps
+
+    def max_candidates(self) -> int:
+        return max(len(candidate_actions(self.task, v, wide=True))
+                   for v in self.train + self.eval)
+
+    def real_env(self, steps: int) -> gym.Env:
+        """The real env drawing a training variant at each reset (PPO's)."""
+        return TrainVariants(gym.make(floor_env_id(self.task), max_steps=steps), self.train)
+
+    def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
+        """The real env that scores held-out variants, and the reset options of one."""
+        return gym.make(floor_env_id(self.task)), lambda variant: {"variant": variant}
+
 
 class McpTask:
     """Generated MCP servers of one family: the real env is the executable twin
@@ -224,6 +248,22 @@ class McpTask:
                 "mcp", max_steps=steps, mode="real", scenarios=[self.scenario(variant)])
         env = self._real[variant, steps]
         return env, env.reset(seed=seed)[1]["instruction"]
+
+    budget = get_domain("mcp").max_steps
+
+    def max_candidates(self) -> int:
+        return max(len(self.scenario(v).candidate_actions) for v in self.train + self.eval)
+
+    def _twin(self, variants: list[str], steps: int) -> gym.Env:
+        twin = AgentWorldEnv("mcp", max_steps=steps, mode="real",
+                             scenarios=[self.scenario(v) for v in variants])
+        return InstructionFirst(TimeLimit(twin, self.budget))
+
+    def real_env(self, steps: int) -> gym.Env:
+        return self._twin(self.train, steps)
+
+    def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
+        return self._twin(self.eval, self.budget), lambda v: {"scenario": self.scenario(v)}
 
 
 def make_task(args: Args) -> FloorTask | McpTask:
@@ -412,12 +452,12 @@ class TrainVariants(gym.Wrapper):
         return self.env.reset(seed=seed, options={"variant": variant, **(options or {})})
 
 
-class SimulatedAsReal(gym.Wrapper):
-    """``AgentWorld/Floor-v0`` as the real env shows itself: the first observation is the task's
-    instruction (FloorEnv's prompt, without the simulator's tool list). Each ended episode's
-    sim/real reward agreement is appended to ``agreement``."""
+class InstructionFirst(gym.Wrapper):
+    """An ``AgentWorld`` env shown as the real AgentFloor env shows itself: the first
+    observation is the task's instruction, without the simulator's tool list. Each ended
+    episode's sim/real reward agreement is appended to ``agreement`` when one is given."""
 
-    def __init__(self, env: gym.Env, agreement: list[bool]) -> None:
+    def __init__(self, env: gym.Env, agreement: list[bool] | None = None) -> None:
         super().__init__(env)
         self.agreement = agreement
 
@@ -428,7 +468,8 @@ class SimulatedAsReal(gym.Wrapper):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        if (terminated or truncated) and "reward_breakdown" in info:
+        if (self.agreement is not None and (terminated or truncated)
+                and "reward_breakdown" in info):
             self.agreement.append(bool(info["reward_breakdown"]["agree"]))
         return observation, reward, terminated, truncated, info
 
@@ -440,28 +481,31 @@ class PPOAgent:
     action space and the model moves between them with ``set_env``. One update is one PPO
     rollout of ``ppo_envs * ppo_steps`` steps and its ``ppo_epochs`` epochs."""
 
-    def __init__(self, args: Args, task: FloorTask, arm: str, seed: int,
+    def __init__(self, args: Args, task: FloorTask | McpTask, arm: str, seed: int,
                  world_model: Any) -> None:
         import torch
         from stable_baselines3 import PPO
 
-        from agentworld_envs.wrappers import CandidateScoringPolicy
+        from agentworld_envs.wrappers import CandidateOverlapFeatures, CandidateScoringPolicy
 
         torch.set_num_threads(1)
-        self.args, self.seed, self.backend = args, seed, sim_backend(arm, world_model)
-        variants = task.train + task.eval
-        self.max_candidates = max(len(candidate_actions(args.task, v, wide=True))
-                                  for v in variants)
-        self.train = task.train
+        self.args, self.task, self.seed = args, task, seed
+        self.backend = sim_backend(arm, world_model)
+        self.max_candidates = task.max_candidates()
         self.agreement: list[bool] = []
         self.envs: dict[str, Any] = {}
-        self.evaluation = self._wrap(gym.make(floor_env_id(args.task)))
+        evaluation, self.eval_options = task.eval_env()
+        self.evaluation = self._wrap(evaluation)
         first = "sim" if arm in ("sim", "sim-garbage") else "real"
+        features = ({"features_extractor_class": CandidateOverlapFeatures,
+                     "features_extractor_kwargs": {"ngram": args.ppo_overlap_ngram}}
+                    if args.ppo_overlap_ngram else {})
         self.model = PPO(CandidateScoringPolicy, self._venv(first), n_steps=args.ppo_steps,
                          batch_size=args.ppo_minibatch, n_epochs=args.ppo_epochs,
                          learning_rate=args.ppo_learning_rate, gamma=args.ppo_gamma,
-                         ent_coef=args.ppo_entropy_coef, normalize_advantage=False,
-                         seed=seed, device="cpu")
+                         ent_coef=args.ppo_entropy_coef,
+                         normalize_advantage=args.ppo_normalize_advantage,
+                         policy_kwargs=features, seed=seed, device="cpu")
 
     def _wrap(self, env: gym.Env) -> gym.Env:
         return wrap_for_sb3(env, max_candidates=self.max_candidates,
@@ -470,18 +514,15 @@ class PPOAgent:
 
     def _make(self, source: str) -> gym.Env:
         """One training env: the real task on the training variants, or its simulation."""
-        args = self.args
+        args, task = self.args, self.task
         if source == "real":
-            return self._wrap(TrainVariants(gym.make(floor_env_id(args.task),
-                                                     max_steps=args.train_steps),
-                                            self.train))
+            return self._wrap(task.real_env(args.train_steps))
         # built directly under the real task's own TimeLimit, so both envs count steps alike
         simulated = AgentWorldEnv(
-            "floor", max_steps=args.train_steps, backend=self.backend, sampling=EMBEDDED_SAMPLING,
-            scenarios=[f"{args.task}/{v}" for v in self.train],
+            task.domain, max_steps=args.train_steps, backend=self.backend,
+            sampling=EMBEDDED_SAMPLING, scenarios=[task.scenario(v) for v in task.train],
             record_path=str(args.out / "world_model_calls.jsonl"))
-        simulated = TimeLimit(simulated, floor_tasks.load_task(args.task).max_steps)
-        return self._wrap(SimulatedAsReal(simulated, self.agreement))
+        return self._wrap(InstructionFirst(TimeLimit(simulated, task.budget), self.agreement))
 
     def _venv(self, source: str) -> Any:
         if source not in self.envs:
@@ -502,7 +543,7 @@ class PPOAgent:
 
     def play(self, variant: str) -> float:
         """The greedy policy's reward on one real variant (the task's own budget)."""
-        obs, _ = self.evaluation.reset(seed=0, options={"variant": variant})
+        obs, _ = self.evaluation.reset(seed=0, options=self.eval_options(variant))
         while True:
             action, _ = self.model.predict(obs, deterministic=True)
             obs, reward, terminated, truncated, _ = self.evaluation.step(int(action))
@@ -575,8 +616,6 @@ def main() -> None:
     task = make_task(args)
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
-    if args.agent == "ppo" and not isinstance(task, FloorTask):
-        raise SystemExit("the ppo agent trains on AgentFloor tasks only")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared

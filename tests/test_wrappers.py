@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -275,15 +276,18 @@ def test_ppo_scoring_the_observed_candidates_learns_a_shuffled_task() -> None:
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-def test_candidate_scores_follow_the_candidates_not_their_indices() -> None:
+@pytest.mark.parametrize("features", [{}, {"features_extractor_class": "overlap"}])
+def test_candidate_scores_follow_the_candidates_not_their_indices(features: dict) -> None:
     import torch
     from stable_baselines3 import PPO
 
-    from agentworld_envs.wrappers import CandidateScoringPolicy
+    from agentworld_envs.wrappers import CandidateOverlapFeatures, CandidateScoringPolicy
 
     env = wrap_for_sb3(gym.make("AgentFloor/C3-v0"), max_candidates=16, max_length=32)
+    if features:
+        features = {"features_extractor_class": CandidateOverlapFeatures}
     policy = PPO(CandidateScoringPolicy, env, n_steps=8, batch_size=8, seed=0,
-                 device="cpu").policy
+                 device="cpu", policy_kwargs=features).policy
     obs, info = env.reset(seed=0)
     rows = len(info["candidates"])
     order = np.r_[np.random.default_rng(0).permutation(rows), np.arange(rows, 16)]
@@ -293,3 +297,58 @@ def test_candidate_scores_follow_the_candidates_not_their_indices() -> None:
                   for o in (obs, permuted)]
     assert torch.allclose(logits[1], logits[0][order], atol=1e-5)
     assert (logits[0][rows:] < -1e8).all() and (logits[0][:rows] > -1e8).all()
+
+
+def _occurs_reference(candidates: np.ndarray, text: np.ndarray, n: int) -> np.ndarray:
+    """Whether the n ids starting at each candidate position, none of them padding, occur
+    in the text: the plain loop that ``ngram_codes`` and ``occurs_in`` must agree with."""
+    grams = {tuple(text[i:i + n]) for i in range(len(text) - n + 1) if 0 not in text[i:i + n]}
+    out = np.zeros(candidates.shape, dtype=bool)
+    for row, ids in enumerate(candidates):
+        for i in range(len(ids) - n + 1):
+            window = tuple(ids[i:i + n])
+            out[row, i] = 0 not in window and window in grams
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_overlap_flags_are_exact_n_gram_matches(seed: int) -> None:
+    import torch
+
+    from agentworld_envs.wrappers.candidate_policy import ngram_codes, occurs_in
+
+    rng = np.random.default_rng(seed)
+    n, vocab = int(rng.integers(1, 5)), 5  # a small vocabulary, so windows repeat often
+    text = rng.integers(0, vocab, (2, 40))
+    candidates = rng.integers(0, vocab, (2, 3, 12))
+    candidates[:, 1, 7:] = 0  # a short candidate, padded
+    flags = occurs_in(ngram_codes(torch.as_tensor(candidates), n, vocab, padding=-1),
+                      ngram_codes(torch.as_tensor(text), n, vocab, padding=-2)).numpy()
+    for b in range(2):
+        assert np.array_equal(flags[b], _occurs_reference(candidates[b], text[b], n))
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_overlap_features_flag_the_prompts_record_in_a_candidate() -> None:
+    import torch
+
+    from agentworld_envs.wrappers import CandidateOverlapFeatures
+    from agentworld_envs.wrappers.candidate_policy import ngram_codes, occurs_in
+
+    env = wrap_for_sb3(gym.make("AgentFloor/C1-v0"), max_candidates=18, max_length=256,
+                       candidate_length=96)
+    obs, info = env.reset(seed=0, options={"variant": "v0"})  # the prompt names CMP-31
+    extractor = CandidateOverlapFeatures(env.observation_space, ngram=5)
+    assert extractor.texts == ["observation", "prompt"] and extractor.others == ["time"]
+    ids = torch.as_tensor(obs["candidates"]).view(1, 18, 96)
+    flags = occurs_in(ngram_codes(ids, 5, extractor.vocab, padding=-1),
+                      ngram_codes(torch.as_tensor(obs["prompt"])[None], 5, extractor.vocab,
+                                  padding=-2))[0].sum(1)
+    lookups = {re.search(r"CMP-\d+", c)[0]: int(flags[i])
+               for i, c in enumerate(info["candidates"]) if "lookup_record" in c}
+    assert lookups["CMP-31"] == max(lookups.values()) > min(lookups.values())
+    assert int(flags[len(info["candidates"]):].sum()) == 0  # padding rows match nothing
+    features = extractor({k: torch.as_tensor(v)[None] for k, v in obs.items()})
+    assert features.shape == (1, extractor.features_dim)
+    with pytest.raises(ValueError, match="fit 63 bits"):
+        CandidateOverlapFeatures(env.observation_space, ngram=8)

@@ -6,7 +6,8 @@ Gymnasium wrappers, one concern each: :class:`TokenizeObservation` (text to toke
 :class:`CandidateObservation` (the shuffled candidates' token ids); :func:`wrap_for_sb3` stacks
 them. Three parts need ``stable-baselines3`` and load on first use:
 :class:`TokenEmbeddingExtractor` (a policy features extractor for token ids),
-:class:`CandidateScoringPolicy` (an actor-critic that scores each observed candidate) and
+:class:`CandidateScoringPolicy` (an actor-critic that scores each observed candidate; its
+:class:`CandidateOverlapFeatures` also see which of a candidate's tokens the state shows) and
 :class:`ParameterSharingVecEnv` (PettingZoo team envs as one SB3 ``VecEnv``).
 """
 
@@ -36,6 +37,7 @@ __all__ = [
     "ByteTokenizer",
     "CandidateMenu",
     "CandidateObservation",
+    "CandidateOverlapFeatures",
     "CandidateScoringPolicy",
     "DiscreteCandidateActions",
     "HFTokenizer",
@@ -49,6 +51,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CandidateOverlapFeatures": "agentworld_envs.wrappers.candidate_policy",
     "CandidateScoringPolicy": "agentworld_envs.wrappers.candidate_policy",
     "ParameterSharingVecEnv": "agentworld_envs.wrappers.parameter_sharing",
     "TokenEmbeddingExtractor": "agentworld_envs.wrappers.token_embedding",

@@ -15,17 +15,19 @@ Needs ``stable-baselines3`` and ``torch`` (``pip install "agentworld[rl]"``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gymnasium import spaces
 from gymnasium.error import DependencyNotInstalled
 
 from agentworld_envs.wrappers.candidate_observation import CANDIDATES_KEY, MASK_KEY
-from agentworld_envs.wrappers.token_embedding import TokenEmbeddingExtractor
+from agentworld_envs.wrappers.token_embedding import TokenEmbeddingExtractor, is_token_box
 
 try:
     import torch
     from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+    from stable_baselines3.common.preprocessing import get_flattened_obs_dim
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
 except ImportError as exc:
@@ -33,7 +35,7 @@ except ImportError as exc:
         'CandidateScoringPolicy needs stable-baselines3 and torch: pip install "agentworld[rl]"'
     ) from exc
 
-__all__ = ["CandidateFeatures", "CandidateScoringPolicy"]
+__all__ = ["CandidateFeatures", "CandidateOverlapFeatures", "CandidateScoringPolicy"]
 
 _MASKED = -1e9
 """The logit of a padding index."""
@@ -73,6 +75,87 @@ class CandidateFeatures(BaseFeaturesExtractor):
         state = self.state_net(self.state(
             {key: value for key, value in observations.items() if key not in _CANDIDATE_PARTS}))
         candidates = self.candidate_net(self.tokens(ids).flatten(2))
+        return torch.cat([state, candidates.flatten(1), observations[MASK_KEY].float()], dim=1)
+
+
+def ngram_codes(ids: torch.Tensor, n: int, vocab: int, padding: int) -> torch.Tensor:
+    """One integer per position of ``ids`` (``[..., length]``, ids below ``vocab``, 0 =
+    padding): the code of the ``n`` ids starting there, equal exactly when the ids are;
+    ``padding`` where the window runs into padding or off the end."""
+    length = ids.shape[-1]
+    window = nn.functional.pad(ids, (0, n - 1))
+    codes, whole = torch.zeros_like(ids), torch.ones_like(ids, dtype=torch.bool)
+    for offset in range(n):
+        part = window[..., offset:offset + length]
+        codes, whole = codes * vocab + part, whole & (part != 0)
+    return torch.where(whole, codes, torch.full_like(codes, padding))
+
+
+def occurs_in(codes: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+    """``[batch, rows, length]`` booleans: whether each code occurs in its sample's ``text``
+    codes (``[batch, positions]``), by binary search in the sorted text."""
+    batch, rows, length = codes.shape
+    ordered = torch.sort(text, dim=1).values
+    flat = codes.reshape(batch, rows * length)
+    found = torch.searchsorted(ordered, flat).clamp(max=text.shape[1] - 1)
+    return (torch.gather(ordered, 1, found) == flat).view(batch, rows, length)
+
+
+class CandidateOverlapFeatures(BaseFeaturesExtractor):
+    """:class:`CandidateFeatures` that also see which parts of a candidate the state shows.
+
+    Tool calls name what an observation shows (a record id, an answer's number), and a
+    position-by-position embedding has to learn that match anew for every value. Here each
+    candidate token carries one flag per state text (prompt, observation): whether the
+    ``ngram`` tokens starting at it occur in that text. Each text is also encoded without
+    positions, by a convolution over ``ngram`` tokens and a max over positions, so a value
+    reads the same wherever it stands. Same layout as :class:`CandidateFeatures`.
+
+    Args:
+        observation_space: As for :class:`CandidateFeatures`; its token-id ``Box`` parts longer
+            than ``ngram`` are the state's texts, the others are flattened.
+        embedding_dim: Length of each token id's vector.
+        hidden_dim: Length of the state's and of each candidate's vector.
+        ngram: Tokens per matched window (3 matches a 3-digit count byte by byte).
+        channels: Convolution channels per state text.
+    """
+
+    def __init__(self, observation_space: spaces.Dict, embedding_dim: int = 8,
+                 hidden_dim: int = 64, ngram: int = 3, channels: int = 32) -> None:
+        table = observation_space[CANDIDATES_KEY]
+        rows = int(observation_space[MASK_KEY].n)
+        length = table.shape[0] // rows
+        super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
+        self.rows, self.length, self.hidden_dim, self.ngram = rows, length, hidden_dim, ngram
+        self.vocab = int(table.high.max()) + 1
+        if ngram < 1 or ngram * math.log2(self.vocab) >= 63:
+            raise ValueError(f"ngram must be at least 1 and its codes fit 63 bits: {ngram} "
+                             f"tokens of a {self.vocab}-id vocabulary do not")
+        state = {k: v for k, v in observation_space.spaces.items() if k not in _CANDIDATE_PARTS}
+        self.texts = [k for k, v in state.items() if is_token_box(v) and v.shape[0] > ngram]
+        self.others = [k for k in state if k not in self.texts]
+        self.tokens = nn.Embedding(self.vocab, embedding_dim)
+        self.conv = nn.Conv1d(embedding_dim, channels, ngram)
+        other_dim = sum(get_flattened_obs_dim(state[k]) for k in self.others)
+        self.state_net = nn.Sequential(
+            nn.Linear(channels * len(self.texts) + other_dim, hidden_dim), nn.ReLU())
+        self.candidate_net = nn.Sequential(
+            nn.Linear(length * (embedding_dim + len(self.texts)), hidden_dim), nn.ReLU())
+
+    def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Encode the state and every candidate with its overlap flags."""
+        ids = observations[CANDIDATES_KEY].long().view(-1, self.rows, self.length)
+        codes = ngram_codes(ids, self.ngram, self.vocab, padding=-1)
+        flags, pooled = [], []
+        for key in self.texts:
+            text = observations[key].long()
+            flags.append(occurs_in(codes, ngram_codes(text, self.ngram, self.vocab, padding=-2)))
+            convolved = torch.relu(self.conv(self.tokens(text).transpose(1, 2)))
+            pooled.append(convolved.max(dim=2).values)
+        others = [observations[k].float().flatten(1) for k in self.others]
+        state = self.state_net(torch.cat(pooled + others, dim=1))
+        marked = torch.cat([self.tokens(ids), *(f.unsqueeze(3).float() for f in flags)], dim=3)
+        candidates = self.candidate_net(marked.flatten(2))
         return torch.cat([state, candidates.flatten(1), observations[MASK_KEY].float()], dim=1)
 
 

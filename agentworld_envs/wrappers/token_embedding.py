@@ -26,14 +26,15 @@ except ImportError as exc:
         'TokenEmbeddingExtractor needs stable-baselines3 and torch: pip install "agentworld[rl]"'
     ) from exc
 
-__all__ = ["TokenEmbeddingExtractor"]
+__all__ = ["TokenEmbeddingExtractor", "is_token_box"]
 
 
 def _module_name(key: str) -> str:
     return "ids_" + key.replace(".", "_")
 
 
-def _is_token_box(space: spaces.Space) -> bool:
+def is_token_box(space: spaces.Space) -> bool:
+    """Whether a space holds categorical token ids: an integer ``Box`` bounded below by 0."""
     return (isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.integer)
             and bool(np.all(space.low >= 0)))
 
@@ -65,14 +66,14 @@ class TokenEmbeddingExtractor(BaseFeaturesExtractor):
         parts = (observation_space.spaces if isinstance(observation_space, spaces.Dict)
                  else {"": observation_space})
         features_dim = sum(
-            int(np.prod(space.shape)) * embedding_dim if _is_token_box(space)
+            int(np.prod(space.shape)) * embedding_dim if is_token_box(space)
             else get_flattened_obs_dim(space) for space in parts.values())
         super().__init__(observation_space, features_dim)
         self._dict = isinstance(observation_space, spaces.Dict)
-        self._parts = [(key, _is_token_box(space)) for key, space in parts.items()]
+        self._parts = [(key, is_token_box(space)) for key, space in parts.items()]
         self.embeddings = torch.nn.ModuleDict({
             _module_name(key): torch.nn.Embedding(int(np.max(space.high)) + 1, embedding_dim)
-            for key, space in parts.items() if _is_token_box(space)})
+            for key, space in parts.items() if is_token_box(space)})
 
     def forward(self, observations: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
         """Concatenate the embedded ids and the flattened other parts, per sample."""
