@@ -17,10 +17,10 @@ def s2r():
     return load_example("sim_to_real")
 
 
-def _agent(s2r, tmp_path: Path, arm: str):
+def _agent(s2r, tmp_path: Path, arm: str, **settings):
     args = s2r.Args(out=tmp_path, agent="ppo", world_model="scripted", ppo_envs=2, ppo_steps=8,
-                    ppo_minibatch=16, ppo_epochs=1, ppo_max_length=64)
-    return s2r.PPOAgent(args, s2r.FloorTask(args), arm, seed=0, world_model="scripted")
+                    ppo_minibatch=16, ppo_epochs=1, ppo_max_length=64, **settings)
+    return s2r.PPOAgent(args, s2r.make_task(args), arm, seed=0, world_model="scripted")
 
 
 def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
@@ -51,4 +51,25 @@ def test_real_training_draws_only_training_variants(s2r, tmp_path: Path) -> None
     env = agent._make("real")
     seen = {env.reset(seed=seed)[1]["variant"] for seed in range(40)}
     assert seen == set(agent.args.train_variants)
+    agent.close()
+
+
+def test_on_mcp_the_twin_and_the_simulation_present_one_format(s2r, tmp_path: Path) -> None:
+    from agentworld_envs.wrappers import CandidateOverlapFeatures
+
+    agent = _agent(s2r, tmp_path, "real-capped+sim", task="mcp:inventory", mcp_train=2,
+                   mcp_eval=2, ppo_overlap_ngram=3, ppo_candidate_length=64)
+    assert isinstance(agent.model.policy.features_extractor, CandidateOverlapFeatures)
+    real, sim = agent._make("real"), agent._make("sim")
+    assert real.observation_space == sim.observation_space == agent.evaluation.observation_space
+    server = agent.task.scenario(agent.task.train[0])
+    real_obs, real_info = real.reset(seed=0, options={"scenario": server})
+    sim_obs, sim_info = sim.reset(seed=0, options={"scenario": server})
+    assert np.array_equal(real_obs["prompt"], sim_obs["prompt"])
+    assert sorted(real_info["candidates"]) == sorted(sim_info["candidates"])
+    call = next(i for i, c in enumerate(real_info["candidates"]) if c.startswith("{"))
+    *_, info = real.step(call)
+    assert info["observation_source"] == "real" and info["world_model"]["called"] is False
+    agent.update(real=False)
+    assert agent.agreement and agent.model.get_env() is agent.envs["sim"]
     agent.close()
