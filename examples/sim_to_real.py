@@ -226,44 +226,47 @@ class McpTask:
 
     domain = "mcp"
     score = "success, held-out servers on the twin"
+    budget = get_domain("mcp").max_steps
 
     def __init__(self, args: Args) -> None:
         family = args.task.removeprefix("mcp:")
         if family not in FAMILIES:
             raise SystemExit(f"no generated MCP family {family!r}; choose from {FAMILIES}")
-        seeds = list(itertools.islice((str(seed) for seed in itertools.count()
-                                       if mcp_server_scenario(seed).mcp.family == family),
-                                      args.mcp_train + args.mcp_eval))
+        servers = ((str(seed), mcp_server_scenario(seed)) for seed in itertools.count())
+        self._servers = dict(itertools.islice(
+            ((v, s) for v, s in servers if s.mcp.family == family),
+            args.mcp_train + args.mcp_eval))
+        seeds = list(self._servers)
         self.train, self.eval = seeds[:args.mcp_train], seeds[args.mcp_train:]
         self.decisions = dict.fromkeys(self.eval, "answer")  # one decision: plain success
         self._real: dict[tuple[str, int | None], AgentWorldEnv] = {}
 
     def scenario(self, variant: str) -> Any:
-        return mcp_server_scenario(int(variant))
+        return self._servers[variant]
+
+    def _played(self, variants: list[str], steps: int | None) -> AgentWorldEnv:
+        """``AgentWorld/MCP-v0`` on these servers' twins, with no world model."""
+        return AgentWorldEnv("mcp", max_steps=steps, mode="real",
+                             scenarios=[self._servers[v] for v in variants])
 
     def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
         """The twin of one server, reset, and its prompt (the instruction, as in training)."""
         if (variant, steps) not in self._real:
-            self._real[variant, steps] = AgentWorldEnv(
-                "mcp", max_steps=steps, mode="real", scenarios=[self.scenario(variant)])
+            self._real[variant, steps] = self._played([variant], steps)
         env = self._real[variant, steps]
         return env, env.reset(seed=seed)[1]["instruction"]
 
-    budget = get_domain("mcp").max_steps
-
     def max_candidates(self) -> int:
-        return max(len(self.scenario(v).candidate_actions) for v in self.train + self.eval)
+        return max(len(s.candidate_actions) for s in self._servers.values())
 
     def _twin(self, variants: list[str], steps: int) -> gym.Env:
-        twin = AgentWorldEnv("mcp", max_steps=steps, mode="real",
-                             scenarios=[self.scenario(v) for v in variants])
-        return InstructionFirst(TimeLimit(twin, self.budget))
+        return InstructionFirst(TimeLimit(self._played(variants, steps), self.budget))
 
     def real_env(self, steps: int) -> gym.Env:
         return self._twin(self.train, steps)
 
     def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
-        return self._twin(self.eval, self.budget), lambda v: {"scenario": self.scenario(v)}
+        return self._twin(self.eval, self.budget), lambda v: {"scenario": self._servers[v]}
 
 
 def make_task(args: Args) -> FloorTask | McpTask:
