@@ -83,11 +83,12 @@ def test_real_mode_needs_a_real_counterpart_and_a_judge_for_judged_rewards() -> 
         make("mcp", mode="real", scenarios="generated", reward_kind="judge").reset(seed=0)
     judged = make("mcp", mode="real", scenarios="generated", reward_kind="judge",
                   judge_backend={"name": "scripted", "rules": [
-                      {"match": ".", "reply": '{"score": 1.0, "reason": "ok"}'}]})
+                      {"match": ".", "reply": '{"score": 5, "reason": "ok"}'}]})
     _, info = judged.reset(seed=0)
     answer = next(c for c in info["candidate_actions"] if not c.startswith("{"))
-    *_, terminated, _, info = judged.step(answer)
-    assert terminated and "judge" in json.dumps(info["reward_breakdown"])
+    _, reward, terminated, _, info = judged.step(answer)
+    assert terminated and reward == 1.0  # the judge's top score, asked of judge_backend
+    assert info["reward_breakdown"]["judge"] == 1.0 and not info["reward_breakdown"]["judge_error"]
 
 
 def test_vector_env_in_real_mode_steps_without_a_model() -> None:
