@@ -21,6 +21,8 @@ GROUPS = {
             "Simulated envs: list, scenarios, generate, request, fidelity"),
     "wm": ("agentworld_envs.bench.cli", "World models: bench, fidelity, export, sft, rl"),
     "team": ("trainers.cli", "Shared-context teams: list and play team envs, train TeamTR"),
+    "serve": ("agentworld_envs.serve.cli",
+              "Serve an env over OpenEnv's protocol (HTTP and WebSocket sessions)"),
 }
 EXTENSIONS = {"wm": ("trainers.world_model.cli",)}
 """Modules that add commands to another package's group: each one's ``add_commands`` gets the

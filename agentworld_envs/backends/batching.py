@@ -1,0 +1,189 @@
+"""A backend shared by many threads whose concurrent calls go to the model as one batch.
+
+Each caller (an env stepping in its own thread, as every session of ``agentworld serve`` does)
+calls :meth:`BatchingBackend.complete_each` and waits. One dispatcher thread takes every call
+waiting at that moment and sends all their requests to the inner backend as ONE
+``complete_each`` call, as the in-process vector env does for its sub-envs. A batch leaves when
+every caller that is stepping (see :meth:`BatchingBackend.stepping`) has sent its call, or when
+``window_s`` has passed since the oldest waiting call arrived, whichever comes first: a window
+never grows with later arrivals. Calls that arrive while a batch runs form the next one.
+
+A fault stays with its caller: when the merged call raises, each caller's requests are sent
+again on their own, so one bad request fails only its own session.
+
+Example:
+    >>> from agentworld_envs.backends import ChatRequest, make_backend
+    >>> shared = BatchingBackend(make_backend("scripted"))
+    >>> [c.text[:1] for c in shared.complete([ChatRequest([{"role": "user", "content": "hi"}])])]
+    ['{']
+    >>> shared.stats()["requests"], shared.stats()["batches"]
+    (1, 1)
+    >>> shared.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from agentworld_envs.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    first_error_or_completions,
+)
+
+__all__ = ["BatchingBackend"]
+
+Outcome = Completion | BackendError
+
+
+class _Call:
+    __slots__ = ("requests", "arrived", "outcomes", "error", "done")
+
+    def __init__(self, requests: list[ChatRequest]) -> None:
+        self.requests = requests
+        self.arrived = time.monotonic()
+        self.outcomes: list[Outcome] | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class BatchingBackend(Backend):
+    """Merge the concurrent calls of many threads into one call of ``inner``.
+
+    Args:
+        inner: The backend that does the work (built from plain data by the caller). It is
+            closed with this one.
+        window_s: The longest a call waits for others before its batch leaves, counted from
+            the oldest waiting call.
+    """
+
+    def __init__(self, inner: Backend, window_s: float = 0.005) -> None:
+        if window_s < 0:
+            raise ValueError("window_s must be >= 0")
+        self.inner, self.window_s = inner, window_s
+        self.name = inner.name
+        self.blocking = inner.blocking
+        self._cond = threading.Condition()
+        self._pending: list[_Call] = []
+        self._stepping = 0
+        self._closed = False
+        self._dispatcher: threading.Thread | None = None
+        self._batches = self._requests = self._largest = 0
+
+    def describe(self) -> dict[str, Any]:
+        """The inner backend's description: batching changes no answer."""
+        return self.inner.describe()
+
+    @contextlib.contextmanager
+    def stepping(self) -> Iterator[None]:
+        """Mark the calling thread as one that may send a call soon (an env step).
+
+        A batch leaves at once when every stepping thread has sent its call, instead of
+        waiting for the window.
+        """
+        with self._cond:
+            self._stepping += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._stepping -= 1
+                self._cond.notify_all()
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Complete ``requests`` within the next batch; raise its first error."""
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Outcome]:
+        """Complete ``requests`` within the next batch, each failure in its own place."""
+        if not requests:
+            return []
+        call = _Call(list(requests))
+        with self._cond:
+            if self._closed:
+                raise BackendError("the batching backend is closed")
+            self._pending.append(call)
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(
+                    target=self._dispatch, name="agentworld-batcher", daemon=True)
+                self._dispatcher.start()
+            self._cond.notify_all()
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.outcomes  # type: ignore[return-value]
+
+    def stats(self) -> dict[str, int]:
+        """Calls served so far: ``batches`` sent to the inner backend, ``requests`` in them,
+        the ``largest`` batch (in requests), and threads ``stepping`` now."""
+        with self._cond:
+            return {"batches": self._batches, "requests": self._requests,
+                    "largest": self._largest, "stepping": self._stepping}
+
+    def _next_batch(self) -> list[_Call] | None:
+        with self._cond:
+            while not self._pending and not self._closed:
+                self._cond.wait()
+            if not self._pending:
+                return None
+            deadline = self._pending[0].arrived + self.window_s
+            while (len(self._pending) < self._stepping
+                   and (left := deadline - time.monotonic()) > 0):
+                self._cond.wait(left)
+            batch, self._pending = self._pending, []
+            size = sum(len(call.requests) for call in batch)
+            self._batches += 1
+            self._requests += size
+            self._largest = max(self._largest, size)
+            return batch
+
+    def _dispatch(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            try:
+                self._run(batch)
+            finally:
+                for call in batch:
+                    call.done.set()
+
+    def _run(self, batch: list[_Call]) -> None:
+        merged = [request for call in batch for request in call.requests]
+        try:
+            outcomes = self._checked(merged)
+        except BaseException as exc:  # noqa: BLE001 - handed to the callers
+            if len(batch) == 1:
+                batch[0].error = exc
+                return
+            for call in batch:  # one at a time, so a bad request fails only its caller
+                try:
+                    call.outcomes = self._checked(call.requests)
+                except BaseException as own:  # noqa: BLE001 - handed to its caller
+                    call.error = own
+            return
+        start = 0
+        for call in batch:
+            call.outcomes = outcomes[start:start + len(call.requests)]
+            start += len(call.requests)
+
+    def _checked(self, requests: list[ChatRequest]) -> list[Outcome]:
+        outcomes = list(self.inner.complete_each(requests))
+        if len(outcomes) != len(requests):
+            raise BackendError(f"the backend returned {len(outcomes)} completions for "
+                               f"{len(requests)} requests")
+        return outcomes
+
+    def close(self) -> None:
+        """Fail calls still waiting, stop the dispatcher, close the inner backend."""
+        with self._cond:
+            self._closed = True
+            waiting, self._pending = self._pending, []
+            self._cond.notify_all()
+        for call in waiting:
+            call.error = BackendError("the batching backend was closed")
+            call.done.set()
+        self.inner.close()

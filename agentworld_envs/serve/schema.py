@@ -1,0 +1,61 @@
+"""What travels over the wire: OpenEnv's action, observation and state, for a text env.
+
+An action is one assistant turn as text (``{"message": "..."}``), exactly what ``env.step``
+takes, or one of OpenEnv's MCP-style tool actions: ``{"type": "list_tools"}`` lists the
+episode's tools, ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}`` is played as
+a turn holding that one tool call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field, model_validator
+
+__all__ = ["EpisodeState", "TurnAction", "TurnObservation"]
+
+
+class TurnAction(Action):
+    """One assistant turn (``message``), or an MCP-style ``list_tools`` / ``call_tool``."""
+
+    type: Literal["message", "list_tools", "call_tool"] = Field(
+        default="message", description="message (default), list_tools or call_tool")
+    message: str | None = Field(
+        default=None, description="The assistant turn: tool calls (JSON or <tool_call> tags) "
+                                  "or a final answer")
+    tool_name: str | None = Field(default=None, description="call_tool: the tool")
+    arguments: dict[str, Any] = Field(default_factory=dict,
+                                      description="call_tool: the tool's arguments")
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> TurnAction:
+        if self.type == "message" and self.message is None:
+            raise ValueError('a "message" action needs the field "message" (a string)')
+        if self.type == "call_tool" and not self.tool_name:
+            raise ValueError('a "call_tool" action needs "tool_name"')
+        return self
+
+
+class TurnObservation(Observation):
+    """The env's observation text; ``done`` and ``reward`` as OpenEnv has them.
+
+    ``metadata`` keeps Gymnasium's split (``terminated``, ``truncated``) and the env's
+    ``info`` (hidden fields withheld, as in process).
+    """
+
+    text: str = Field(default="", description="The prompt after reset; the observation after "
+                                              "a step")
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="The episode's tools (name, description, JSON schema), at "
+                                  "reset and for list_tools")
+
+
+class EpisodeState(State):
+    """Where the session's episode stands."""
+
+    env_id: str = Field(default="", description="The Gymnasium id being played")
+    done: bool = False
+    terminated: bool = False
+    truncated: bool = False
+    total_reward: float = 0.0

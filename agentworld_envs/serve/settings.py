@@ -1,0 +1,53 @@
+"""The settings of ``agentworld serve``, as one plain-data object (the CLI fills it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ServeSettings"]
+
+
+@dataclass
+class ServeSettings:
+    """How to serve one env id over OpenEnv.
+
+    Attributes:
+        env_id: A registered ``AgentFloor/<ID>-v0`` or ``AgentWorld/<Domain>-v0``, or a task
+            set ``AgentFloor/all`` / ``AgentFloor/tier:A,B`` (the seed, or
+            ``reset(options={"task": ...})``, picks the task).
+        host: The address to bind; loopback unless a user names another.
+        port: The TCP port (0 picks a free one; the ready line says which).
+        max_sessions: Concurrent sessions; one more gets OpenEnv's capacity error at once.
+        backend: The world model of an ``AgentWorld/*`` env, as plain data (a name or a
+            config dict); None is the env's own default (the embedded model). Built once and
+            shared by every session.
+        idle_timeout_s: A session with no message for this long (and no step running) is
+            closed and its memory freed; None keeps sessions until they disconnect.
+        batch_window_s: The longest a world-model call waits for other sessions' calls, from
+            the oldest waiting one (a batch leaves at once when every stepping session has
+            sent its call).
+        shutdown_grace_s: On SIGTERM, how long running steps get to finish.
+        env_kwargs: Keyword arguments of ``gym.make`` (``reveal_reference``, ``scenarios``,
+            ``mode``, ``max_episode_steps``, ...).
+    """
+
+    env_id: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_sessions: int = 256
+    backend: str | dict[str, Any] | None = None
+    idle_timeout_s: float | None = 600.0
+    batch_window_s: float = 0.005
+    shutdown_grace_s: float = 30.0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_sessions < 1:
+            raise ValueError("max_sessions must be >= 1")
+        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
+            raise ValueError("idle_timeout_s must be > 0 (or None: never)")
+        if not 0 <= self.batch_window_s <= 1:
+            raise ValueError("batch_window_s must be between 0 and 1 second")
+        if not 0 <= self.port <= 65535:
+            raise ValueError("port must be between 0 and 65535")
