@@ -41,6 +41,9 @@ __all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
 ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
 LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
 _SEED_BOUND = 2**31 - 1
+_STREAM_STRIDE = 0x9E3779B1
+"""How far apart sampling streams start; as ``_SEED_BOUND`` is prime, streams below it never
+share a request seed for one draw."""
 
 
 @dataclass(slots=True)
@@ -125,12 +128,16 @@ class Episode:
         budget: The step budget; the episode is truncated after this many steps.
         prompts: The prompt set of the system message (default: the built-in one).
         identity: What ``info["world_model"]`` names: backend, model, prompt set.
+        sampling_stream: Shifts every world-model request seed drawn from ``rng``: episodes
+            with equal generators but different streams play the same scenario and sample
+            differently (a GRPO group).
     """
 
     def __init__(self, domain: Domain, scenario: Scenario, config: SimConfig,
                  rng: np.random.Generator, budget: int, prompts: PromptSet | None = None,
-                 identity: dict[str, Any] | None = None) -> None:
+                 identity: dict[str, Any] | None = None, sampling_stream: int = 0) -> None:
         self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
+        self.seed_shift = sampling_stream * _STREAM_STRIDE
         self.budget = budget
         self.candidates = shuffled(scenario.candidate_actions, rng)
         """The scenario's candidate actions in this episode's order (a shuffle from ``rng``)."""
@@ -199,7 +206,7 @@ class Episode:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
-            seed = _request_seed(self.rng)
+            seed = (_request_seed(self.rng) + self.seed_shift) % _SEED_BOUND
             request = ChatRequest([*self.messages, {"role": "user", "content": content}],
                                   sampling=self.sampling.with_seed(seed))
         self._pending = _Pending(text, interpretation, request, controls, real)

@@ -83,15 +83,16 @@ class Simulator:
         return self._pool[int(rng.integers(len(self._pool)))]
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
-                limit: int) -> Episode:
-        """Start an episode with at most ``limit`` steps (fewer when the scenario says so)."""
+                limit: int, sampling_stream: int = 0) -> Episode:
+        """Start an episode with at most ``limit`` steps (fewer when the scenario says so), its
+        world-model requests in ``sampling_stream``."""
         scenario = self.pick(rng, options)
         budget = min(limit, scenario.max_steps or limit)
         if self.judge is None and (self.config.reward_kind or scenario.reward.kind) != "rule":
             raise ValueError(f"scenario {scenario.id} has a judged reward and mode='real' "
                              "builds no world model to judge it: pass judge_backend")
         return Episode(self.domain, scenario, self.config, rng, budget, self.prompts,
-                       self.identity)
+                       self.identity, sampling_stream)
 
     def step(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[StepResult]:
         """Advance every episode by its action: one world-model call, then one judge call."""

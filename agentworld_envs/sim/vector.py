@@ -64,6 +64,10 @@ class AgentWorldVectorEnv(VectorEnv):
         max_episode_steps: Step budget per episode (``gym.make_vec`` passes the registered one).
         autoreset_mode: ``"same_step"`` (default) or ``"disabled"``.
         render_mode: Unused; vector rendering is not supported.
+        sampling_streams: Each sub-env's sampling stream (default: all 0). Sub-envs reset with
+            one seed play the same scenario; in different streams their world-model requests
+            get different seeds, so a sampling world model answers them differently (a GRPO
+            group, as ``RayVectorEnv(group_size=G)`` makes).
         **settings: The :class:`~agentworld_envs.sim.config.SimConfig` fields, as for the
             single env.
     """
@@ -71,9 +75,12 @@ class AgentWorldVectorEnv(VectorEnv):
     def __init__(self, domain: str, num_envs: int = 1, max_steps: int | None = None,
                  max_episode_steps: int | None = None,
                  autoreset_mode: str | AutoresetMode = "same_step",
-                 render_mode: str | None = None, **settings: Any) -> None:
+                 render_mode: str | None = None, sampling_streams: list[int] | None = None,
+                 **settings: Any) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be >= 1")
+        if sampling_streams is not None and len(sampling_streams) != num_envs:
+            raise ValueError(f"expected {num_envs} sampling streams, got {len(sampling_streams)}")
         if render_mode is not None:
             raise ValueError("the vector env does not render; use the single env")
         self.num_envs = num_envs
@@ -89,6 +96,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self.episodes: list[Episode | None] = [None] * num_envs
         self._observations = [""] * num_envs
+        self._streams = [int(stream) for stream in sampling_streams or [0] * num_envs]
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -123,7 +131,8 @@ class AgentWorldVectorEnv(VectorEnv):
         return tuple(self._observations), batch_infos(infos, self.num_envs)
 
     def _start(self, index: int, options: dict[str, Any] | None) -> dict[str, Any]:
-        episode = self.sim.episode(self._rngs[index], options, self.max_steps)
+        episode = self.sim.episode(self._rngs[index], options, self.max_steps,
+                                   self._streams[index])
         self.episodes[index] = episode
         self._observations[index], info = episode.first_observation()
         return info

@@ -1,0 +1,54 @@
+"""Which sub-envs each actor holds, and the seed each sub-env resets with.
+
+Sub-envs are numbered as in one in-process vector env of ``num_envs``. Actor k holds a
+contiguous block of whole groups, so a GRPO group never straddles two actors.
+
+Example:
+    >>> actor_blocks(10, num_actors=3, group_size=2)
+    [range(0, 4), range(4, 8), range(8, 10)]
+    >>> sub_env_seeds(7, num_envs=4, group_size=2, rng=None)
+    [7, 7, 8, 8]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["actor_blocks", "sub_env_seeds"]
+
+_SEED_BOUND = 2**31 - 1
+
+
+def actor_blocks(num_envs: int, num_actors: int, group_size: int) -> list[range]:
+    """Contiguous blocks of whole groups, as even as possible, the larger first."""
+    if group_size < 1 or num_envs % group_size:
+        raise ValueError(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
+    groups = num_envs // group_size
+    if not 1 <= num_actors <= groups:
+        raise ValueError(f"num_actors must be between 1 and the number of groups ({groups}), "
+                         f"got {num_actors}")
+    blocks, start = [], 0
+    for k in range(num_actors):
+        size = (groups // num_actors + (k < groups % num_actors)) * group_size
+        blocks.append(range(start, start + size))
+        start += size
+    return blocks
+
+
+def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size: int,
+                  rng: np.random.Generator | None) -> list[int | None]:
+    """Sub-env i's reset seed: ``seed + i // group_size``, as one in-process vector env gives
+    ``seed + i`` when ``group_size`` is 1.
+
+    With no seed and groups, one is drawn from ``rng`` so that a group still shares its task;
+    with no seed and no groups, every sub-env goes on with its own generator (None).
+    """
+    if isinstance(seed, list | tuple):
+        if len(seed) != num_envs:
+            raise ValueError(f"expected {num_envs} seeds, got {len(seed)}")
+        return list(seed)
+    if seed is None:
+        if group_size == 1:
+            return [None] * num_envs
+        seed = int(rng.integers(_SEED_BOUND))
+    return [int(seed) + i // group_size for i in range(num_envs)]

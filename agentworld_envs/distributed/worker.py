@@ -1,0 +1,96 @@
+"""What one Ray actor runs: one in-process vector env (``gym.make_vec``) over its sub-envs.
+
+A plain class; :class:`~agentworld_envs.distributed.RayVectorEnv` makes it an actor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from functools import partial
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.registration import VectorizeMode, load_env_creator
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from agentworld_envs.distributed.fault_guard import FaultGuard
+
+__all__ = ["ActorRestarted", "VectorWorker", "make_vector"]
+
+_REGISTERING = ("agentworld_envs", "floor_tasks")
+"""Packages whose import registers env ids: the gymnasium registry does not travel to actors."""
+
+
+class ActorRestarted(RuntimeError):
+    """Stepped before any reset: Ray restarted the actor and its episodes were lost."""
+
+
+def _takes(entry_point: Any, name: str) -> bool:
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    return name in inspect.signature(creator).parameters
+
+
+def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
+                sampling_streams: list[int]) -> VectorEnv:
+    """``gym.make_vec(env_id, num_envs, **env_kwargs)`` in this process.
+
+    ``module:Name-v0`` imports ``module`` first (for ids registered outside this project). A
+    natively batched env gets ``sampling_streams`` where it takes them; sub-envs vectorised by
+    Gymnasium get a :class:`FaultGuard` each.
+    """
+    for package in _REGISTERING:
+        importlib.import_module(package)
+    module, _, name = env_id.rpartition(":")
+    if module:
+        importlib.import_module(module)
+    spec, kwargs = gym.spec(name), dict(env_kwargs)
+    mode = kwargs.get("vectorization_mode")
+    native = spec.vector_entry_point is not None and (
+        mode is None or VectorizeMode(mode) is VectorizeMode.VECTOR_ENTRY_POINT)
+    if not native:
+        kwargs["wrappers"] = [*kwargs.get("wrappers", ()), FaultGuard]
+    elif any(sampling_streams) and _takes(spec.vector_entry_point, "sampling_streams"):
+        kwargs["sampling_streams"] = sampling_streams
+    return gym.make_vec(name, num_envs=num_envs, **kwargs)
+
+
+class VectorWorker:
+    """One actor's sub-envs: :func:`make_vector`'s env, reset and stepped on the driver's call.
+
+    A step that raises rebuilds the vector env before the error reaches the driver, which then
+    resets it; so does a restart, which the driver learns of from :class:`ActorRestarted`.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, env_kwargs: dict[str, Any],
+                 sampling_streams: list[int]) -> None:
+        self._make = partial(make_vector, env_id, num_envs, env_kwargs, sampling_streams)
+        self.envs = self._make()
+        self._started = False
+
+    def describe(self) -> tuple[gym.Space, gym.Space, AutoresetMode]:
+        """The single observation and action spaces, and the autoreset mode."""
+        return (self.envs.single_observation_space, self.envs.single_action_space,
+                self.envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+
+    def reset(self, seeds: list[int | None], options: dict[str, Any]) -> tuple[Any, dict]:
+        """``reset`` of the vector env, sub-env j seeded with ``seeds[j]``."""
+        result = self.envs.reset(seed=seeds, options=options)
+        self._started = True
+        return result
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        """``step`` of the vector env."""
+        if not self._started:
+            raise ActorRestarted("the actor was restarted and lost its episodes")
+        try:
+            return self.envs.step(actions)
+        except Exception:
+            self._started = False
+            self.envs.close()
+            self.envs = self._make()
+            raise
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.envs.close()
