@@ -27,7 +27,7 @@ from agentworld_envs.distributed.fault_guard import fault_text
 from agentworld_envs.distributed.layout import actor_blocks, sub_env_seeds
 from agentworld_envs.distributed.ray_runtime import connect
 from agentworld_envs.distributed.vector_parts import join_batches, place_info, split_batch
-from agentworld_envs.distributed.worker import ActorRestarted, VectorWorker
+from agentworld_envs.distributed.worker import ActorRestarted, StepFailed, VectorWorker
 from agentworld_envs.sim.vector_info import batch_infos
 
 __all__ = ["DEFAULT_ACTOR_OPTIONS", "RayVectorEnv"]
@@ -155,10 +155,12 @@ class RayVectorEnv(VectorEnv):
             return ray.get(ref)
         except ActorRestarted:
             fault = f"actor {k} was restarted and lost its episodes"
+        except StepFailed as exc:
+            fault = f"actor {k} failed: {exc.cause}"
         except ray.exceptions.RayActorError as exc:
             fault = f"actor {k} died: {fault_text(exc)}"
-        except ray.exceptions.RayTaskError as exc:
-            fault = f"actor {k} failed: {fault_text(exc.cause or exc)}"
+        except ray.exceptions.RayError as exc:  # e.g. a result lost with its node
+            fault = f"actor {k} failed: {fault_text(exc)}"
         return self._recover(k, fault)
 
     def _recover(self, k: int, fault: str) -> tuple[Any, ...]:

@@ -14,9 +14,9 @@ import gymnasium as gym
 from gymnasium.envs.registration import VectorizeMode, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from agentworld_envs.distributed.fault_guard import FaultGuard
+from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
 
-__all__ = ["ActorRestarted", "VectorWorker", "make_vector"]
+__all__ = ["ActorRestarted", "StepFailed", "VectorWorker", "make_vector"]
 
 _REGISTERING = ("agentworld_envs", "floor_tasks")
 """Packages whose import registers env ids: the gymnasium registry does not travel to actors."""
@@ -24,6 +24,14 @@ _REGISTERING = ("agentworld_envs", "floor_tasks")
 
 class ActorRestarted(RuntimeError):
     """Stepped before any reset: Ray restarted the actor and its episodes were lost."""
+
+
+class StepFailed(RuntimeError):
+    """The vector env's ``step`` raised (``Type: message``); the actor has rebuilt it.
+
+    Made from its message alone, so Ray can carry it to the driver whatever the original
+    exception's constructor takes.
+    """
 
 
 def _takes(entry_point: Any, name: str) -> bool:
@@ -58,8 +66,8 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
 class VectorWorker:
     """One actor's sub-envs: :func:`make_vector`'s env, reset and stepped on the driver's call.
 
-    A step that raises rebuilds the vector env before the error reaches the driver, which then
-    resets it; so does a restart, which the driver learns of from :class:`ActorRestarted`.
+    A step that raises rebuilds the vector env and raises :class:`StepFailed`; a restarted
+    actor's first step raises :class:`ActorRestarted`. Either way the driver resets it.
     """
 
     def __init__(self, env_id: str, num_envs: int, env_kwargs: dict[str, Any],
@@ -85,11 +93,11 @@ class VectorWorker:
             raise ActorRestarted("the actor was restarted and lost its episodes")
         try:
             return self.envs.step(actions)
-        except Exception:
+        except Exception as exc:
             self._started = False
             self.envs.close()
             self.envs = self._make()
-            raise
+            raise StepFailed(fault_text(exc)) from exc
 
     def close(self) -> None:
         """Close the vector env."""
