@@ -119,14 +119,14 @@ def _serve(args: argparse.Namespace) -> int:
     server = Server(uvicorn.Config(
         build_app(settings, served), host=settings.host, port=settings.port,
         log_level="warning", timeout_graceful_shutdown=settings.shutdown_grace_s))
-    server.run()
-    served.close()  # idempotent; the app's shutdown closed it unless start-up failed
-    if not server.started:
-        return 1
-    running = served.stats()["running"]
-    if running:  # a step still inside a model call: report it and leave without waiting
-        print(f"agentworld serve: {running} reset(s) or step(s) still running after "
-              f"{settings.shutdown_grace_s:g} s; exiting without them", file=sys.stderr,
-              flush=True)
-        os._exit(0)
-    return 0
+    try:
+        server.run()  # on SIGTERM / Ctrl-C: graceful shutdown, then the signal is raised again
+    finally:
+        served.close()  # idempotent; the app's shutdown closed it unless start-up failed
+        running = served.stats()["running"]
+        if running:  # a step still inside a model call: report it and leave without waiting
+            print(f"agentworld serve: {running} reset(s) or step(s) still running after "
+                  f"{settings.shutdown_grace_s:g} s; exiting without them", file=sys.stderr,
+                  flush=True)
+            os._exit(1)
+    return 0 if server.started else 1

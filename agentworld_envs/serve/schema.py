@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = ["EpisodeState", "TurnAction", "TurnObservation"]
 
@@ -30,10 +31,14 @@ class TurnAction(Action):
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> TurnAction:
+        # PydanticCustomError, not ValueError: OpenEnv sends the errors back as JSON, and a
+        # ValueError in an error's context cannot be serialised (the session would end).
         if self.type == "message" and self.message is None:
-            raise ValueError('a "message" action needs the field "message" (a string)')
+            raise PydanticCustomError(
+                "missing_message", 'a "message" action needs the field "message" (a string)')
         if self.type == "call_tool" and not self.tool_name:
-            raise ValueError('a "call_tool" action needs "tool_name"')
+            raise PydanticCustomError("missing_tool_name", 'a "call_tool" action needs '
+                                                           '"tool_name"')
         return self
 
 

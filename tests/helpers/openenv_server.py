@@ -1,0 +1,74 @@
+"""``agentworld serve`` on loopback for tests: a real server, reached by OpenEnv's client."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from tests.helpers.server import free_port
+
+__all__ = ["serve", "stats"]
+
+_READY = "agentworld serve: ready at "
+
+
+def _command() -> list[str]:
+    exe = shutil.which("agentworld") or str(Path(sys.executable).with_name("agentworld"))
+    return [exe, "serve"]
+
+
+@contextlib.contextmanager
+def serve(env_id: str, *args: str, startup_timeout_s: float = 600.0) -> Iterator[
+        tuple[str, subprocess.Popen]]:
+    """Run ``agentworld serve ENV_ID ARGS`` on a free loopback port until the block ends.
+
+    Yields:
+        The base URL and the process (SIGTERM, then SIGKILL after 30 s, at the end).
+
+    Raises:
+        RuntimeError: with the server's output, when it exits (or is not ready within the
+            generous ``startup_timeout_s``) before printing its ready line.
+    """
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen([*_command(), env_id, "--port", str(port), *args],
+                                   stdout=log, stderr=subprocess.PIPE, env=env, text=True)
+        ready = threading.Event()
+        lines: list[str] = []
+
+        def read() -> None:
+            for line in process.stderr:
+                lines.append(line)
+                if line.startswith(_READY):
+                    ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            while not ready.wait(0.2):
+                if process.poll() is not None or startup_timeout_s <= 0:
+                    raise RuntimeError(f"agentworld serve {env_id} stopped before it was ready "
+                                       f"(code {process.poll()}):\n{''.join(lines)[-3000:]}")
+                startup_timeout_s -= 0.2
+            yield f"http://127.0.0.1:{port}", process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+
+
+def stats(url: str) -> dict:
+    """The server's ``/agentworld/stats``."""
+    return httpx.get(f"{url}/agentworld/stats", timeout=30).json()

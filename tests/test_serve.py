@@ -1,0 +1,321 @@
+"""``agentworld serve``: real servers on loopback, played through OpenEnv's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import gymnasium as gym
+import httpx
+import pytest
+
+pytest.importorskip("openenv")
+
+from gymnasium.utils import seeding  # noqa: E402
+from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+import floor_tasks  # noqa: E402
+from agentworld_envs.cli import main  # noqa: E402
+from agentworld_envs.serve.served_env import resolve_env_ids  # noqa: E402
+from tests.helpers.openenv_server import serve, stats  # noqa: E402
+
+SLOW_RULES = json.dumps({"name": "scripted", "rules": [
+    {"match": "slow_call", "delay_s": 3.0, "reply": "<predicted_observation>late"
+                                                    "</predicted_observation>"},
+    {"match": "poison", "error": "the model choked on this request"}]})
+
+
+def _wait(predicate, what: str, limit_s: float = 120.0) -> None:
+    """Poll until ``predicate()`` holds (a generous bound, not a speed assertion)."""
+    deadline = time.monotonic() + limit_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.1)
+
+
+def _ws(url: str):
+    return connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60)
+
+
+def _ask(ws, message: dict) -> dict:
+    ws.send(json.dumps(message))
+    return json.loads(ws.recv(timeout=120))
+
+
+@pytest.fixture(scope="module")
+def floor_all():
+    with serve("AgentFloor/all", "--max-sessions", "8") as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def slow_search():
+    with serve("AgentWorld/Search-v0", "--backend", SLOW_RULES, "--kw",
+               "reveal_reference=true") as (url, process):
+        yield url, process
+
+
+def _tier_tasks() -> list[str]:
+    firsts: dict[str, str] = {}
+    for task in floor_tasks.load_tasks():
+        firsts.setdefault(task.tier, task.id)
+    return list(firsts.values())
+
+
+def test_a_whole_episode_per_tier_through_the_sync_client(floor_all):
+    with GenericEnvClient(base_url=floor_all).sync() as env:
+        for task in _tier_tasks():
+            first = env.reset(seed=1, options={"task": task, "variant": "v0"})
+            assert first.observation["metadata"]["env_id"] == f"AgentFloor/{task}-v0"
+            tools = first.observation["metadata"]["info"]["tools"]
+            assert len(first.observation["tools"]) == len(tools) and not first.done
+            for action in floor_tasks.solution(task, "v0"):
+                result = env.step({"message": action})
+            meta = result.observation["metadata"]
+            assert (result.reward, result.done, meta["terminated"]) == (1.0, True, True), task
+            assert meta["info"]["verdict"]["passed"] is True
+
+            env.reset(seed=1, options={"task": task, "variant": "v0"})
+            wrong = env.step({"message": "I cannot do this task."})
+            meta = wrong.observation["metadata"]
+            assert (wrong.reward, wrong.done) == (0.0, True), task
+            assert meta["info"]["verdict"]["failure_labels"], task
+
+
+def test_the_seed_picks_the_task_and_the_async_client_plays(floor_all):
+    ids = resolve_env_ids("AgentFloor/all")
+    rng, _ = seeding.np_random(7)
+    expected = ids[int(rng.integers(len(ids)))]
+    lone = gym.make(expected)
+    prompt, _ = lone.reset(seed=7)
+
+    async def play() -> tuple[dict, dict]:
+        async with GenericEnvClient(base_url=floor_all) as env:
+            first = await env.reset(seed=7)
+            again = await env.reset(seed=7)
+            return first.observation, again.observation
+
+    first, again = asyncio.run(play())
+    assert first["metadata"]["env_id"] == again["metadata"]["env_id"] == expected
+    assert first["text"] == again["text"] == prompt
+
+
+def test_step_is_truncated_at_the_budget_and_keeps_gymnasiums_split(floor_all):
+    with GenericEnvClient(base_url=floor_all).sync() as env:
+        env.reset(options={"task": "A1"})
+        budget = gym.spec("AgentFloor/A1-v0").max_episode_steps
+        for _ in range(budget):
+            result = env.step({"message": '{"name": "lookup_record", "arguments": '
+                                          '{"record_id": "NOPE-1"}}'})
+        meta = result.observation["metadata"]
+        assert result.done and meta["truncated"] and not meta["terminated"]
+        assert meta["info"]["termination"] == "step_budget_exhausted"
+
+
+def test_tool_actions_list_and_call_like_a_message(floor_all):
+    call = {"name": "lookup_record", "arguments": {"record_id": "PKG-88"}}
+    with GenericEnvClient(base_url=floor_all).sync() as a, \
+            GenericEnvClient(base_url=floor_all).sync() as b:
+        a.reset(options={"task": "B3", "variant": "v0"})
+        b.reset(options={"task": "B3", "variant": "v0"})
+        listed = a.step({"type": "list_tools"}).observation["tools"]
+        assert "lookup_record" in {tool["name"] for tool in listed}
+        assert all({"name", "description", "input_schema"} <= set(tool) for tool in listed)
+        by_tool = a.step({"type": "call_tool", "tool_name": call["name"],
+                          "arguments": call["arguments"]})
+        by_message = b.step({"message": json.dumps(call)})
+        assert by_tool.observation["text"] == by_message.observation["text"]
+        assert by_tool.observation["metadata"]["info"]["turn"] == 1  # list_tools took no step
+
+
+def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
+    with _ws(floor_all) as ws:
+        assert _ask(ws, {"type": "step", "data": {"message": "hi"}})["type"] == "error"
+        ws.send("{not json")
+        assert "Invalid JSON" in json.loads(ws.recv(timeout=60))["data"]["message"]
+        for bad in ({"type": "step", "data": {}},                     # no message
+                    {"type": "step", "data": {"message": 3}},         # not text
+                    {"type": "step", "data": {"message": "x", "extra": 1}},
+                    {"type": "reset", "data": {"seed": "abc"}},
+                    {"type": "reset", "data": {"seed": -1}},
+                    {"type": "reset", "data": {"options": {"colour": "red"}}},
+                    {"type": "reset", "data": {"options": {"task": "Z9"}}},
+                    {"type": "reset", "data": {"bogus": True}},
+                    {"type": "reset", "data": {"options": {"variant": "v99"}}},
+                    {"type": "step", "data": {"type": "call_tool"}},
+                    {"type": "teleport"}):
+            reply = _ask(ws, bad)
+            assert reply["type"] == "error", bad
+            assert reply["data"]["message"], bad
+        assert _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}}
+                    )["type"] == "observation"
+        huge = _ask(ws, {"type": "step", "data": {"message": "{" * 3_000_000}})
+        assert huge["type"] == "observation"  # read as a (wrong) final answer
+        assert (huge["data"]["reward"], huge["data"]["done"]) == (0.0, True)
+        _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}})
+        for action in floor_tasks.solution("B3", "v0"):
+            reply = _ask(ws, {"type": "step", "data": {"message": action}})
+        assert reply["data"]["reward"] == 1.0
+    assert httpx.get(f"{floor_all}/health", timeout=30).status_code == 200
+
+
+def test_a_disconnect_ends_the_session(floor_all):
+    before = stats(floor_all)["sessions_closed"]
+    ws = _ws(floor_all)
+    assert _ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+    ws.socket.close()  # the client vanishes without a close frame
+    _wait(lambda: stats(floor_all)["sessions_closed"] > before, "the dropped session closed")
+    assert stats(floor_all)["capacity"]["active_sessions"] == 0
+
+
+def test_over_the_cap_the_capacity_error_comes_at_once():
+    with serve("AgentFloor/A1-v0", "--max-sessions", "2") as (url, _):
+        first, second = _ws(url), _ws(url)
+        for ws in (first, second):
+            assert _ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+        with _ws(url) as third:
+            reply = json.loads(third.recv(timeout=60))
+        assert reply["data"]["code"] == "CAPACITY_REACHED"
+        first.close()
+        _wait(lambda: stats(url)["capacity"]["active_sessions"] == 1, "a slot freed")
+        with GenericEnvClient(base_url=url).sync() as env:
+            assert env.reset().observation["metadata"]["env_id"] == "AgentFloor/A1-v0"
+        second.close()
+
+
+def test_idle_sessions_are_closed_and_say_so():
+    with serve("AgentFloor/A1-v0", "--idle-timeout", "0.5") as (url, _):
+        with _ws(url) as ws:
+            assert _ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+            _wait(lambda: stats(url)["sessions_closed"] >= 1, "the idle session closed")
+            reply = _ask(ws, {"type": "step", "data": {"message": "done"}})
+            assert reply["type"] == "error" and "idle" in reply["data"]["message"]
+        assert stats(url)["sessions_open"] == 0
+
+
+def test_a_long_step_keeps_its_socket_health_answers_and_faults_stay_in_their_session(
+        slow_search):
+    url, _ = slow_search
+
+    async def run() -> tuple[object, list[int], object]:
+        async with GenericEnvClient(base_url=url, websocket_ping_interval_s=0.2,
+                                    websocket_ping_timeout_s=0.5) as slow, \
+                GenericEnvClient(base_url=url) as poisoned:
+            await slow.reset(seed=0)
+            await poisoned.reset(seed=0)
+            step = asyncio.ensure_future(slow.step({"message": json.dumps(
+                {"name": "web_search", "arguments": {"queries": ["slow_call"]}})}))
+            health = []
+            async with httpx.AsyncClient() as http:
+                while not step.done():
+                    if stats(url)["running"]:
+                        health.append((await http.get(f"{url}/health")).status_code)
+                    await asyncio.sleep(0.2)
+            bad = await poisoned.step({"message": json.dumps(
+                {"name": "web_search", "arguments": {"queries": ["poison"]}})})
+            return step.result(), health, bad
+
+    slow, health, bad = asyncio.run(run())
+    assert slow.observation["text"] == "late"
+    assert health and set(health) == {200}
+    model = bad.observation["metadata"]["info"]["world_model"]
+    assert model["fault"] == "backend_error" and "choked" in model["fault_message"]
+    assert bad.observation["metadata"]["info"]["observation_source"] == "fallback"
+
+
+def test_reveal_reference_is_the_servers_choice(slow_search, floor_all):
+    url, _ = slow_search
+    with GenericEnvClient(base_url=url).sync() as env:
+        assert "reference" in env.reset(seed=0).observation["metadata"]["info"]
+    with GenericEnvClient(base_url=floor_all).sync() as env:
+        info = env.reset(options={"task": "C1", "variant": "v0"}).observation["metadata"]["info"]
+        assert "reference" not in info and "solution" not in json.dumps(info)
+
+
+def test_sigterm_shuts_down_and_reports_the_running_step():
+    with serve("AgentWorld/Search-v0", "--backend", SLOW_RULES) as (url, process):
+        outcome: dict = {}
+
+        def play() -> None:
+            with GenericEnvClient(base_url=url).sync() as env:
+                env.reset(seed=0)
+                try:
+                    outcome["result"] = env.step({"message": json.dumps(
+                        {"name": "web_search", "arguments": {"queries": ["slow_call"]}})})
+                except Exception as exc:  # noqa: BLE001 - a closed socket is reported
+                    outcome["error"] = exc
+
+        player = threading.Thread(target=play)
+        player.start()
+        _wait(lambda: stats(url)["running"] >= 1, "the slow step started")
+        process.send_signal(signal.SIGTERM)
+        player.join(timeout=120)
+        assert process.wait(timeout=120) in (0, -signal.SIGTERM)  # uvicorn re-raises it
+        assert not player.is_alive()
+        if "result" in outcome:  # the step finished before the socket closed
+            assert outcome["result"].observation["text"] == "late"
+        else:  # the socket was closed with "service restart", not left hanging
+            assert "1012" in str(outcome["error"])
+
+
+def test_the_cli_says_what_it_cannot_serve(capsys):
+    assert main(["serve", "AgentFloor/Z9-v0"]) == 2
+    assert "not an env this server can serve" in capsys.readouterr().err
+    assert main(["serve", "AgentFloor/tier:Q"]) == 2
+    assert main(["serve", "AgentFloor/A1-v0", "--backend", "scripted"]) == 2
+    assert "AgentWorld envs only" in capsys.readouterr().err
+    assert main(["serve", "AgentFloor/A1-v0", "--kw", "nonsense"]) == 2
+    assert main(["serve", "AgentFloor/A1-v0", "--kw", "colour=red"]) == 2
+
+
+@pytest.mark.slow
+def test_openenv_validate_accepts_the_server(floor_all):
+    exe = [sys.executable, "-m", "openenv.cli", "validate", "--url", floor_all]
+    done = subprocess.run(exe, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Verdict: PASS" in done.stdout
+
+
+def test_32_sessions_share_one_model_in_batches_and_play_what_a_lone_env_plays(tiny_lm_dir):
+    backend = {"name": "hf", "model": str(tiny_lm_dir), "batch_size": 32}
+    settings = {"scenarios": "generated", "sampling": {"max_tokens": 16}}
+    sessions = 32
+    with serve("AgentWorld/MCP-v0", "--backend", json.dumps(backend),
+               "--kw", json.dumps(settings)) as (url, _):
+
+        async def play(seed: int) -> list[str]:
+            async with GenericEnvClient(base_url=url) as env:
+                first = await env.reset(seed=seed)
+                seen = [first.observation["text"]]
+                for action in first.observation["metadata"]["info"]["candidate_actions"][:3]:
+                    result = await env.step({"message": action})
+                    seen.append(result.observation["text"])
+                    if result.done:
+                        break
+                return seen
+
+        async def play_all() -> list[list[str]]:
+            return await asyncio.gather(*(play(seed) for seed in range(sessions)))
+
+        served = asyncio.run(play_all())
+        counted = stats(url)
+    model = counted["world_model"]
+    assert counted["sessions_opened"] == sessions
+    assert model["requests"] > model["batches"] and model["largest"] > 1
+    lone = gym.make("AgentWorld/MCP-v0", backend=backend, **settings)
+    for seed, seen in enumerate(served):
+        prompt, info = lone.reset(seed=seed)
+        alone = [prompt]
+        for action in info["candidate_actions"][:3]:
+            observation, _, terminated, truncated, _ = lone.step(action)
+            alone.append(observation)
+            if terminated or truncated:
+                break
+        assert seen == alone, seed
