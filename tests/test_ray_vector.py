@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -21,29 +20,17 @@ import floor_tasks
 from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.distributed.layout import actor_blocks
 from agentworld_envs.sim.scripted import ScriptedBackend
+from tests.helpers.ray_cluster import ray_runtime  # noqa: F401 - the module's Ray runtime
 from tests.test_examples import quick_check, run_example
 from tests.test_vector_worker_errors import ENV_ID as CHOKING_ID
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.usefixtures("ray_runtime")
 
 MCP = ("AgentWorld/MCP-v0", {"backend": "scripted"})
 FLOOR = ("AgentFloor/B3-v0", {})
 LOOKUP = '{"name": "lookup_record", "arguments": {"record_id": "PKG-88"}}'
 FLOOR_ACTIONS = (LOOKUP, "{not json", "The total cost is 96.", LOOKUP)
-LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-"""A loopback test cluster only: no usage reports, no token authentication."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_runtime() -> Iterator[Any]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in LOOPBACK_ENV.items():
-            patch.setenv(name, value)
-        ray.init(num_cpus=2, include_dashboard=False)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
 
 
 def assert_same(got: Any, expected: Any, where: str = "info") -> None:

@@ -1,0 +1,25 @@
+"""A real local Ray runtime for a test module: ``pytestmark = pytest.mark.usefixtures(...)``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+"""A loopback test cluster only: no usage reports, no token authentication."""
+
+
+@pytest.fixture(scope="module")
+def ray_runtime() -> Iterator[Any]:
+    """``ray.init(num_cpus=2, include_dashboard=False)`` for the module, shut down after it."""
+    ray = pytest.importorskip("ray")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LOOPBACK_ENV.items():
+            patch.setenv(name, value)
+        ray.init(num_cpus=2, include_dashboard=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
