@@ -10,6 +10,9 @@ import pytest
 MODULES = [
     "agentworld_envs.protocol.text_space",
     "agentworld_envs.protocol.tools",
+    "agentworld_envs.distributed.fault_guard",
+    "agentworld_envs.distributed.layout",
+    "agentworld_envs.distributed.vector_parts",
     "floor_tasks.env",
     "floor_tasks.solutions",
     "floor_tasks.harness.runner",
