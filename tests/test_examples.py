@@ -21,7 +21,8 @@ QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "trl_grpo_floor.py",
 """Examples whose own tests check their results; here their documented quick check has to run."""
 CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py"}
 TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it with --quick",
-                    "ray_rollouts.py": "tests/test_ray_vector.py runs its quick check on Ray"}
+                    "ray_rollouts.py": "tests/test_ray_vector.py runs its quick check on Ray",
+                    "openenv_trl.py": "tests/test_serve.py runs its quick check on a server"}
 NEEDS_A_SERVER = {"llm_agent_floor.py"}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -273,6 +275,19 @@ def test_the_cli_says_what_it_cannot_serve(capsys):
     assert "AgentWorld envs only" in capsys.readouterr().err
     assert main(["serve", "AgentFloor/A1-v0", "--kw", "nonsense"]) == 2
     assert main(["serve", "AgentFloor/A1-v0", "--kw", "colour=red"]) == 2
+
+
+@pytest.mark.slow
+def test_the_trl_example_trains_on_a_served_env(tmp_path):
+    from tests.test_examples import EXAMPLES, ROOT, quick_check
+
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "openenv_trl.py"), *quick_check("openenv_trl.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=3600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert re.search(r"step 1: reward [01]\.\d+ .* from the env served at http://127\.0\.0\.1:",
+                     done.stdout), done.stdout
 
 
 @pytest.mark.slow

@@ -1,0 +1,144 @@
+"""GRPO with TRL on an env reached over OpenEnv: an ``agentworld serve`` process, a TRL trainer.
+
+The pattern of TRL's OpenEnv guide: the trainer's ``environment_factory`` is a class whose
+tool methods play the served env through OpenEnv's client (here
+:class:`agentworld_envs.serve.client.RemoteEnv` under
+:func:`agentworld_envs.trl.environment_class`), so the env runs in its own process, or on
+another machine. Two commands::
+
+    agentworld serve AgentFloor/A1-v0 --port 8000
+    python examples/openenv_trl.py --url http://127.0.0.1:8000 --model /models/Qwen3-1.7B
+
+Without ``--url`` the script starts the server itself on a free loopback port; without
+``--model`` it builds a tiny model warm-started on the task's reference solutions (CPU).
+
+Quick check (CPU, seconds; one step): ``python examples/openenv_trl.py --max-steps 1
+--output-dir out``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Args:
+    """Command-line settings (CleanRL style: one flat dataclass)."""
+
+    url: str | None = None
+    """A running ``agentworld serve`` of the task; by default one is started here."""
+    task: str = "A1"
+    """The AgentFloor task the server serves."""
+    variants: str = "v0,i1"
+    """Comma-separated variants (rows of the dataset)."""
+    model: str | None = None
+    """A local model directory; by default a tiny model is built and warm-started."""
+    max_steps: int = 2
+    num_generations: int = 2
+    per_device_batch: int = 4
+    max_completion_length: int = 160
+    temperature: float = 0.5
+    learning_rate: float = 1e-3
+    output_dir: str = "runs/openenv_trl"
+    seed: int = 0
+
+
+def _parse(argv: list[str] | None) -> Args:
+    import argparse
+    import dataclasses
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for field in dataclasses.fields(Args):
+        kind = {int: int, float: float}.get(type(field.default), str)
+        parser.add_argument("--" + field.name.replace("_", "-"), type=kind, default=field.default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+@contextlib.contextmanager
+def served(task: str) -> Iterator[str]:
+    """``agentworld serve AgentFloor/<task>-v0`` on a free loopback port, until the block ends."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "agentworld_envs.cli", "serve", f"AgentFloor/{task}-v0",
+               "--port", str(port)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stderr:  # the server says when it is ready
+            if line.startswith("agentworld serve: ready at "):
+                break
+        else:
+            raise RuntimeError(f"agentworld serve exited with code {process.wait()}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import gymnasium as gym
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from agentworld_envs.trl import (
+        build_tiny_chat_model,
+        environment_class,
+        environment_reward,
+        floor_rows,
+        imprint,
+        solution_examples,
+    )
+
+    gym.register("OpenEnv/Remote-v0", entry_point="agentworld_envs.serve.client:RemoteEnv")
+    rows = floor_rows([args.task], args.variants.split(","), seed=args.seed,
+                      system_prompt=None if args.model else "Use the tools, then answer.")
+    with contextlib.ExitStack() as stack:
+        url = args.url or stack.enter_context(served(args.task))
+        factory = environment_class("OpenEnv/Remote-v0", base_url=url,
+                                    probe_row={"variant": rows[0]["variant"]})
+        model = args.model
+        if model is None:  # a tiny model that already emits the task's tool calls
+            examples = [{**example, "tools": [getattr(factory, t["function"]["name"])
+                                              for t in example["tools"]]}
+                        for row in rows for example in solution_examples(row)]
+            directory = Path(tempfile.mkdtemp(prefix="tiny_openenv_"))
+            build_tiny_chat_model(directory, examples)
+            model = str(imprint(directory, examples, steps=80, lr=3e-3))
+        config = GRPOConfig(
+            output_dir=args.output_dir, max_steps=args.max_steps,
+            per_device_train_batch_size=args.per_device_batch,
+            num_generations=args.num_generations,
+            max_completion_length=args.max_completion_length, temperature=args.temperature,
+            learning_rate=args.learning_rate, scale_rewards="group", report_to=[],
+            logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
+            use_cpu=not _cuda())
+        trainer = GRPOTrainer(
+            model=model, args=config, processing_class=AutoTokenizer.from_pretrained(model),
+            train_dataset=Dataset.from_list(rows), reward_funcs=[environment_reward],
+            environment_factory=factory)
+        trainer.train()
+    for step, entry in enumerate((h for h in trainer.state.log_history if "reward" in h), 1):
+        print(f"step {step}: reward {entry['reward']:.3f} (std {entry['reward_std']:.3f}) "
+              f"from the env served at {url}")
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+if __name__ == "__main__":
+    main()
