@@ -10,6 +10,9 @@ import pytest
 MODULES = [
     "agentworld_envs.protocol.text_space",
     "agentworld_envs.protocol.tools",
+    "agentworld_envs.backends.batching",
+    "agentworld_envs.serve.cli",
+    "agentworld_envs.serve.served_env",
     "agentworld_envs.distributed.fault_guard",
     "agentworld_envs.distributed.layout",
     "agentworld_envs.distributed.vector_parts",

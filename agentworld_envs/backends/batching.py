@@ -14,10 +14,11 @@ again on their own, so one bad request fails only its own session.
 Example:
     >>> from agentworld_envs.backends import ChatRequest, make_backend
     >>> shared = BatchingBackend(make_backend("scripted"))
-    >>> [c.text[:1] for c in shared.complete([ChatRequest([{"role": "user", "content": "hi"}])])]
-    ['{']
+    >>> request = ChatRequest([{"role": "user", "content": "hi"}])
+    >>> len(shared.complete([request, request]))
+    2
     >>> shared.stats()["requests"], shared.stats()["batches"]
-    (1, 1)
+    (2, 1)
     >>> shared.close()
 """
 

@@ -31,8 +31,8 @@ def resolve_env_ids(env_id: str) -> tuple[str, ...]:
     """The registered Gymnasium ids an id stands for: itself, or a task set's members.
 
     Example:
-        >>> resolve_env_ids("AgentFloor/tier:A0")
-        ('AgentFloor/A0-v0',)
+        >>> resolve_env_ids("AgentFloor/tier:A0")[:2]
+        ('AgentFloor/A01-v0', 'AgentFloor/A02-v0')
         >>> len(resolve_env_ids("AgentFloor/all"))
         30
 
