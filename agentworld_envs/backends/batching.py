@@ -128,21 +128,23 @@ class BatchingBackend(Backend):
                     "largest": self._largest, "stepping": self._stepping}
 
     def _next_batch(self) -> list[_Call] | None:
+        """The calls of the next batch, once it may leave; None once closed."""
         with self._cond:
-            while not self._pending and not self._closed:
-                self._cond.wait()
-            if not self._pending:
-                return None
-            deadline = self._pending[0].arrived + self.window_s
-            while (len(self._pending) < self._stepping
-                   and (left := deadline - time.monotonic()) > 0):
-                self._cond.wait(left)
-            batch, self._pending = self._pending, []
-            size = sum(len(call.requests) for call in batch)
-            self._batches += 1
-            self._requests += size
-            self._largest = max(self._largest, size)
-            return batch
+            while not self._closed:
+                if not self._pending:
+                    self._cond.wait()
+                    continue
+                left = self._pending[0].arrived + self.window_s - time.monotonic()
+                if len(self._pending) < self._stepping and left > 0:
+                    self._cond.wait(left)
+                    continue
+                batch, self._pending = self._pending, []
+                size = sum(len(call.requests) for call in batch)
+                self._batches += 1
+                self._requests += size
+                self._largest = max(self._largest, size)
+                return batch
+            return None
 
     def _dispatch(self) -> None:
         while (batch := self._next_batch()) is not None:
