@@ -64,7 +64,7 @@ def _step_together(shared: BatchingBackend, texts: list[str | None]) -> list[obj
 
 def test_concurrent_steps_make_one_call_and_each_gets_its_own_answer() -> None:
     inner = Echo()
-    shared = BatchingBackend(inner, window_s=LONG_WINDOW)
+    shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
     texts = [f"session {i}" for i in range(16)]
     outcomes = _step_together(shared, texts)
     assert len(inner.calls) == 1 and sorted(inner.calls[0]) == sorted(texts)
@@ -74,7 +74,7 @@ def test_concurrent_steps_make_one_call_and_each_gets_its_own_answer() -> None:
 
 def test_a_failing_request_fails_only_its_caller() -> None:
     inner = Echo()
-    shared = BatchingBackend(inner, window_s=LONG_WINDOW)
+    shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
     outcomes = _step_together(shared, ["a", "poison", "b", "refuse"])
     assert outcomes[0].text == "a" and outcomes[2].text == "b"
     assert isinstance(outcomes[1], RuntimeError) and "choked" in str(outcomes[1])
@@ -91,7 +91,7 @@ def test_a_step_that_sends_no_call_holds_a_batch_no_longer_than_the_window() -> 
 
 def test_a_call_outside_any_step_leaves_at_once_and_describes_the_inner_backend() -> None:
     inner = Echo()
-    shared = BatchingBackend(inner, window_s=LONG_WINDOW)
+    shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
     assert [c.text for c in shared.complete([_request("x"), _request("y")])] == ["x", "y"]
     assert shared.describe() == {"name": "echo"} and shared.name == "echo"
     with pytest.raises(BackendError, match="refused"):
@@ -100,7 +100,7 @@ def test_a_call_outside_any_step_leaves_at_once_and_describes_the_inner_backend(
 
 def test_close_fails_waiting_calls_and_later_ones() -> None:
     inner = Echo()
-    shared = BatchingBackend(inner, window_s=LONG_WINDOW)
+    shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
     errors: list[BaseException] = []
     started = threading.Event()
 
@@ -124,3 +124,21 @@ def test_close_fails_waiting_calls_and_later_ones() -> None:
     assert errors and "closed" in str(errors[0]) and inner.calls == []
     with pytest.raises(BackendError, match="closed"):
         shared.complete([_request("late")])
+
+
+def test_a_batch_waits_for_as_many_calls_as_the_last_one_held() -> None:
+    inner = Echo()
+    shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
+    _step_together(shared, ["a", "b", "c"])
+    outcomes: list[object] = []
+
+    def call(text: str) -> None:  # outside any step: only the last batch's size holds it
+        outcomes.append(shared.complete([_request(text)])[0].text)
+
+    threads = [threading.Thread(target=call, args=(t,)) for t in "xyz"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert sorted(outcomes) == ["x", "y", "z"]
+    assert len(inner.calls) == 2 and sorted(inner.calls[1]) == ["x", "y", "z"]

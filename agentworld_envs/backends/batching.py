@@ -60,14 +60,19 @@ class BatchingBackend(Backend):
     Args:
         inner: The backend that does the work (built from plain data by the caller). It is
             closed with this one.
-        window_s: The longest a call waits for others before its batch leaves, counted from
-            the oldest waiting call.
+        window_s: The shortest window: how long a call may wait for others before its batch
+            leaves, counted from the oldest waiting call.
+        max_window_s: The longest window, however slow the last batch was.
     """
 
-    def __init__(self, inner: Backend, window_s: float = 0.005) -> None:
-        if window_s < 0:
-            raise ValueError("window_s must be >= 0")
-        self.inner, self.window_s = inner, window_s
+    WINDOW_SHARE = 0.1
+    """The window's share of the last batch's time, where that is longer than ``window_s``."""
+
+    def __init__(self, inner: Backend, window_s: float = 0.005,
+                 max_window_s: float = 1.0) -> None:
+        if not 0 <= window_s <= max_window_s:
+            raise ValueError("need 0 <= window_s <= max_window_s")
+        self.inner, self.window_s, self.max_window_s = inner, window_s, max_window_s
         self.name = inner.name
         self.blocking = inner.blocking
         self._cond = threading.Condition()
@@ -76,6 +81,7 @@ class BatchingBackend(Backend):
         self._closed = False
         self._dispatcher: threading.Thread | None = None
         self._batches = self._requests = self._largest = 0
+        self._last_calls, self._last_seconds = 0, 0.0
 
     def describe(self) -> dict[str, Any]:
         """The inner backend's description: batching changes no answer."""
@@ -134,8 +140,10 @@ class BatchingBackend(Backend):
                 if not self._pending:
                     self._cond.wait()
                     continue
-                left = self._pending[0].arrived + self.window_s - time.monotonic()
-                if len(self._pending) < self._stepping and left > 0:
+                window = min(self.max_window_s,
+                             max(self.window_s, self.WINDOW_SHARE * self._last_seconds))
+                left = self._pending[0].arrived + window - time.monotonic()
+                if len(self._pending) < max(self._stepping, self._last_calls) and left > 0:
                     self._cond.wait(left)
                     continue
                 batch, self._pending = self._pending, []
@@ -143,14 +151,17 @@ class BatchingBackend(Backend):
                 self._batches += 1
                 self._requests += size
                 self._largest = max(self._largest, size)
+                self._last_calls = len(batch)
                 return batch
             return None
 
     def _dispatch(self) -> None:
         while (batch := self._next_batch()) is not None:
+            began = time.monotonic()
             try:
                 self._run(batch)
             finally:
+                self._last_seconds = time.monotonic() - began
                 for call in batch:
                     call.done.set()
 
