@@ -1,7 +1,12 @@
-"""A real local Ray runtime for a test module: ``pytestmark = pytest.mark.usefixtures(...)``."""
+"""A real local Ray runtime for a test module: ``pytestmark = pytest.mark.usefixtures(...)``.
+
+With ``RAY_ADDRESS`` set (e.g. two nodes started on loopback with ``ray start``), the module
+runs on that cluster instead.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,12 +18,16 @@ LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 @pytest.fixture(scope="module")
 def ray_runtime() -> Iterator[Any]:
-    """``ray.init(num_cpus=2, include_dashboard=False)`` for the module, shut down after it."""
+    """``ray.init(num_cpus=2, include_dashboard=False)`` for the module (or the cluster at
+    ``RAY_ADDRESS``), shut down after it."""
     ray = pytest.importorskip("ray")
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LOOPBACK_ENV.items():
             patch.setenv(name, value)
-        ray.init(num_cpus=2, include_dashboard=False)
+        if os.environ.get("RAY_ADDRESS"):
+            ray.init()
+        else:
+            ray.init(num_cpus=2, include_dashboard=False)
         try:
             yield ray
         finally:
