@@ -132,6 +132,8 @@ def test_groups_share_a_task_and_seed_and_sample_in_their_own_streams() -> None:
         observations, *_, infos = envs.step(action)
         assert len(set(observations[:4])) == 4  # one action, four streams, four samples
         assert observations[0] == single.step([action[0]] * 2)[0][0]  # stream 0 is the default
+        observations, _ = envs.reset()  # no seed: one drawn per group from the env's np_random
+        assert len(set(observations[:4])) == len(set(observations[4:])) == 1
     finally:
         envs.close()
         single.close()
@@ -150,12 +152,19 @@ def test_sampling_streams_change_the_request_seeds_only() -> None:
         gym.make_vec(MCP[0], num_envs=3, sampling_streams=[0, 1], **MCP[1])
 
 
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def kill_and_wait(actor: Any) -> None:
-    """``ray.kill`` the actor (Ray restarts it) and wait until its old process is gone."""
+    """``ray.kill`` the actor (Ray restarts it if it may) and wait until its process is gone."""
     pid = ray.get(actor.__ray_call__.remote(lambda worker: os.getpid()))
     ray.kill(actor, no_restart=False)
     for _ in range(300):
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+        if gone(pid):
             return
         time.sleep(0.1)
     raise AssertionError(f"actor process {pid} outlived ray.kill")
@@ -200,6 +209,18 @@ def test_a_killed_actor_truncates_its_sub_envs_only(env_id: str,
     for actor in actors:  # close() killed them all, restarted one included
         with pytest.raises(ray.exceptions.RayActorError):
             ray.get(actor.describe.remote())
+
+
+def test_an_actor_whose_restarts_are_spent_raises_and_close_still_returns() -> None:
+    envs = RayVectorEnv(FLOOR[0], 4, num_actors=2, actor_options={"max_restarts": 0})
+    actors = list(envs.actors)
+    envs.reset(seed=0)
+    kill_and_wait(envs.actors[0])
+    with pytest.raises(RuntimeError, match="actor 0 died and Ray cannot restart it"):
+        envs.step(actions_for(FLOOR[0], [[]] * 4, 0))
+    envs.close()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actors[1].describe.remote())
 
 
 def test_an_exception_in_one_sub_env_truncates_that_sub_env_only() -> None:

@@ -18,8 +18,8 @@ LOOPBACK_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 @pytest.fixture(scope="module")
 def ray_runtime() -> Iterator[Any]:
-    """``ray.init(num_cpus=2, include_dashboard=False)`` for the module (or the cluster at
-    ``RAY_ADDRESS``), shut down after it."""
+    """A new local runtime, ``ray.init(num_cpus=2, include_dashboard=False)``, for the module
+    (or the cluster at ``RAY_ADDRESS``), shut down after it."""
     ray = pytest.importorskip("ray")
     with pytest.MonkeyPatch.context() as patch:
         for name, value in LOOPBACK_ENV.items():
@@ -27,7 +27,7 @@ def ray_runtime() -> Iterator[Any]:
         if os.environ.get("RAY_ADDRESS"):
             ray.init()
         else:
-            ray.init(num_cpus=2, include_dashboard=False)
+            ray.init(address="local", num_cpus=2, include_dashboard=False)
         try:
             yield ray
         finally:
