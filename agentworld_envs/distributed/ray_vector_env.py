@@ -111,8 +111,9 @@ class RayVectorEnv(VectorEnv):
         self._observations = create_empty_array(observation_space, num_envs)
         self._parts: list[Any] = [None] * len(self.blocks)
         """Each actor's last observations."""
-        self._owed: dict[int, tuple[Any, dict[str, Any]]] = {}
-        """NEXT_STEP: actors whose fresh reset the next step returns, ignoring their actions."""
+        self._owed: dict[int, tuple[Any, ...]] = {}
+        """NEXT_STEP: the step results (a fresh reset's) that actors owe the next step, which
+        ignores their actions."""
         self._groups = np.arange(num_envs) // group_size
 
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -164,12 +165,13 @@ class RayVectorEnv(VectorEnv):
         return self._recover(k, fault)
 
     def _recover(self, k: int, fault: str) -> tuple[Any, ...]:
+        """Reset actor k's sub-envs (new seeds from ``np_random``); their step results say
+        ``fault`` as the autoreset mode has it."""
         block, last = self.blocks[k], self._parts[k]
         seeds = sub_env_seeds(int(self.np_random.integers(_SEED_BOUND)), len(block),
                               self.group_size, None)
         observations, info = self._get(k, self._reset_call(self.actors[k], seeds, {}))
         n, mode = len(block), self.metadata["autoreset_mode"]
-        faults = [{"fault": fault}] * n
         if mode is AutoresetMode.SAME_STEP:
             place_info(info, batch_infos([{"fault": fault, "final_obs": o, "final_info": {
                 "fault": fault}} for o in last], n), 0, n)
@@ -177,7 +179,7 @@ class RayVectorEnv(VectorEnv):
             if mode is AutoresetMode.NEXT_STEP:
                 self._owed[k] = (observations, np.zeros(n), np.zeros(n, np.bool_),
                                  np.zeros(n, np.bool_), info)
-            observations, info = last, batch_infos(faults, n)
+            observations, info = last, batch_infos([{"fault": fault}] * n, n)
         return observations, np.zeros(n), np.zeros(n, np.bool_), np.ones(n, np.bool_), info
 
     def _reset_call(self, actor: Any, seeds: list[int | None], options: dict[str, Any]) -> Any:
