@@ -8,17 +8,18 @@ every caller that is stepping (see :meth:`BatchingBackend.stepping`) has sent it
 ``window_s`` has passed since the oldest waiting call arrived, whichever comes first: a window
 never grows with later arrivals. Calls that arrive while a batch runs form the next one.
 
+A backend that never blocks (:attr:`Backend.blocking` false: ``scripted``, ``replay``) gains
+nothing from batching; its calls run at once in the caller's thread.
+
 A fault stays with its caller: when the merged call raises, each caller's requests are sent
 again on their own, so one bad request fails only its own session.
 
-Example:
+Example (``scripted`` never blocks, so no batch is formed for it):
     >>> from agentworld_envs.backends import ChatRequest, make_backend
     >>> shared = BatchingBackend(make_backend("scripted"))
     >>> request = ChatRequest([{"role": "user", "content": "hi"}])
-    >>> len(shared.complete([request, request]))
-    2
-    >>> shared.stats()["requests"], shared.stats()["batches"]
-    (2, 1)
+    >>> len(shared.complete([request, request])), shared.blocking, shared.stats()["batches"]
+    (2, False, 0)
     >>> shared.close()
 """
 
@@ -81,7 +82,8 @@ class BatchingBackend(Backend):
         self._closed = False
         self._dispatcher: threading.Thread | None = None
         self._batches = self._requests = self._largest = 0
-        self._last_calls, self._last_seconds = 0, 0.0
+        self._last_calls, self._last_seconds, self._free_since = 0, 0.0, 0.0
+        self._busy_s = 0.0
 
     def describe(self) -> dict[str, Any]:
         """The inner backend's description: batching changes no answer."""
@@ -111,6 +113,8 @@ class BatchingBackend(Backend):
         """Complete ``requests`` within the next batch, each failure in its own place."""
         if not requests:
             return []
+        if not self.blocking:
+            return self._checked(list(requests))
         call = _Call(list(requests))
         with self._cond:
             if self._closed:
@@ -126,12 +130,14 @@ class BatchingBackend(Backend):
             raise call.error
         return call.outcomes  # type: ignore[return-value]
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
         """Calls served so far: ``batches`` sent to the inner backend, ``requests`` in them,
-        the ``largest`` batch (in requests), and threads ``stepping`` now."""
+        the ``largest`` batch (in requests), ``busy_s`` (seconds inside the inner backend),
+        and threads ``stepping`` now."""
         with self._cond:
             return {"batches": self._batches, "requests": self._requests,
-                    "largest": self._largest, "stepping": self._stepping}
+                    "largest": self._largest, "busy_s": round(self._busy_s, 6),
+                    "stepping": self._stepping}
 
     def _next_batch(self) -> list[_Call] | None:
         """The calls of the next batch, once it may leave; None once closed."""
@@ -142,7 +148,8 @@ class BatchingBackend(Backend):
                     continue
                 window = min(self.max_window_s,
                              max(self.window_s, self.WINDOW_SHARE * self._last_seconds))
-                left = self._pending[0].arrived + window - time.monotonic()
+                opened = max(self._pending[0].arrived, self._free_since)
+                left = opened + window - time.monotonic()
                 if len(self._pending) < max(self._stepping, self._last_calls) and left > 0:
                     self._cond.wait(left)
                     continue
@@ -161,7 +168,9 @@ class BatchingBackend(Backend):
             try:
                 self._run(batch)
             finally:
-                self._last_seconds = time.monotonic() - began
+                self._free_since = time.monotonic()
+                self._last_seconds = self._free_since - began
+                self._busy_s += self._last_seconds
                 for call in batch:
                     call.done.set()
 

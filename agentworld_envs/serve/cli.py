@@ -73,6 +73,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         help="longest wait for other sessions' world-model calls")
     parser.add_argument("--shutdown-grace", type=float, default=defaults.shutdown_grace_s,
                         help="seconds running steps get to finish on SIGTERM")
+    parser.add_argument("--compress", action="store_true",
+                        help="compress WebSocket messages (permessage-deflate): less traffic "
+                             "between machines, more CPU per step")
     parser.add_argument("--kw", action="append", default=[], metavar="KEY=VALUE|JSON",
                         help="a gym.make keyword argument (repeatable), e.g. "
                              "--kw scenarios=generated --kw reveal_reference=true")
@@ -88,7 +91,8 @@ def _settings(args: argparse.Namespace) -> Any:
             env_id=args.env_id, host=args.host, port=args.port, max_sessions=args.max_sessions,
             backend=parse_backend_arg(args.backend) if args.backend else None,
             idle_timeout_s=args.idle_timeout or None, batch_window_s=args.batch_window_ms / 1e3,
-            shutdown_grace_s=args.shutdown_grace, env_kwargs=parse_kw(args.kw))
+            shutdown_grace_s=args.shutdown_grace, compress=args.compress,
+            env_kwargs=parse_kw(args.kw))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -118,7 +122,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     server = Server(uvicorn.Config(
         build_app(settings, served), host=settings.host, port=settings.port,
-        log_level="warning", timeout_graceful_shutdown=settings.shutdown_grace_s))
+        log_level="warning", timeout_graceful_shutdown=settings.shutdown_grace_s,
+        ws_per_message_deflate=settings.compress))
     try:
         server.run()  # on SIGTERM / Ctrl-C: graceful shutdown, then the signal is raised again
     finally:

@@ -79,6 +79,12 @@ class ServedEnv:
         """What every session passes to ``gym.make`` (the live shared backends included)."""
 
     @property
+    def blocking(self) -> bool:
+        """Whether a step may wait on a model (else it is quick and runs on the event loop)."""
+        return any(backend is not None and backend.blocking
+                   for backend in (self.world_model, self.judge))
+
+    @property
     def task_set(self) -> bool:
         """Whether the id names several envs, among which each reset picks one."""
         return len(self.env_ids) > 1

@@ -9,10 +9,12 @@ error response for this session alone; an agent's text never raises (the env rea
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium as gym
@@ -28,6 +30,9 @@ __all__ = ["GymSession"]
 
 _OPTIONS = {"AgentFloor/": ("variant",), "AgentWorld/": ("scenario",)}
 """The reset options each family of envs reads."""
+INLINE_CHARS = 65536
+"""A step of a non-blocking env with a message up to this long runs on the event loop (no
+thread hop); a longer one, or any step that may wait on a model, runs in the session's thread."""
 
 
 def _plain(value: Any) -> Any:
@@ -77,6 +82,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         self._state = EpisodeState()
         self._closed: str | None = None
         self._guard = threading.Lock()
+        self._thread: ThreadPoolExecutor | None = None
         self.busy = False
         """Whether a reset or step is running (an idle sweep never closes a busy session)."""
         self.last_active = time.monotonic()
@@ -131,6 +137,22 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             return TurnObservation(text=text, done=state.done, reward=float(reward),
                                    metadata=self._metadata(info, terminated, truncated))
 
+    async def reset_async(self, seed: int | None = None, episode_id: str | None = None,
+                          options: dict[str, Any] | None = None,
+                          **unknown: Any) -> TurnObservation:
+        """:meth:`reset` on the event loop: a reset never asks a model."""
+        return self.reset(seed=seed, episode_id=episode_id, options=options, **unknown)
+
+    async def step_async(self, action: TurnAction, timeout_s: float | None = None,
+                         **kwargs: Any) -> TurnObservation:
+        """:meth:`step`, on the event loop when it cannot block (an AgentFloor env, a
+        ``scripted`` world model, a short message), else in the session's own thread."""
+        if not self.served.blocking and len(action.message or "") <= INLINE_CHARS:
+            return self.step(action)
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="agentworld-session")
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self.step, action)
+
     @property
     def state(self) -> EpisodeState:
         """The episode id, steps so far, the id played and how the episode stands."""
@@ -162,8 +184,12 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                 return
             self._closed = reason
             envs, self._envs, self._env = list(self._envs.values()), {}, None
-        for env in envs:
-            env.close()
+            thread, self._thread = self._thread, None
+        if thread is not None:  # after the step running there, if any
+            thread.submit(_close_all, envs)
+            thread.shutdown(wait=False)
+        else:
+            _close_all(envs)
         self.served.count("sessions_closed")
 
     def _active(self) -> _Activity:
@@ -217,6 +243,11 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         return {"env_id": self._state.env_id, "episode_id": self._state.episode_id,
                 "terminated": bool(terminated), "truncated": bool(truncated),
                 "info": jsonable(info)}
+
+
+def _close_all(envs: list[gym.Env]) -> None:
+    for env in envs:
+        env.close()
 
 
 class _Activity:

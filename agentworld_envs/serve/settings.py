@@ -30,6 +30,9 @@ class ServeSettings:
             batch's time, at most 1 s, for a slow model: see
             :class:`~agentworld_envs.backends.batching.BatchingBackend`).
         shutdown_grace_s: On SIGTERM, how long running steps get to finish.
+        compress: Compress WebSocket messages (permessage-deflate). Off by default: on
+            loopback or a fast network it costs about 0.2 ms of server CPU per step (measured
+            at 64 sessions) and saves nothing that matters.
         env_kwargs: Keyword arguments of ``gym.make`` (``reveal_reference``, ``scenarios``,
             ``mode``, ``max_episode_steps``, ...).
     """
@@ -42,6 +45,7 @@ class ServeSettings:
     idle_timeout_s: float | None = 600.0
     batch_window_s: float = 0.005
     shutdown_grace_s: float = 30.0
+    compress: bool = False
     env_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -5,7 +5,8 @@
   forced to ``NEW_TOKENS`` new tokens; the same turns through ``gym.make_vec(num_envs=W)`` in
   process on the same model. Ratio server / vector (goal at 64: at least 0.8).
 * **Overhead** on the ``scripted`` backend (costs nothing): seconds per env-step through the
-  server at 64 sessions minus an in-process ``env.step`` (goal: at most 1 ms).
+  server at 64 sessions (wall, and the server process's CPU) minus an in-process ``env.step``
+  of the same episodes (goal: at most 1 ms). The client runs on the same 2 cores.
 * **Memory** per idle session: the server's resident memory after 64 sessions reset, less
   before, over 64.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ pytest.importorskip("openenv")
 
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
+import agentworld_envs  # noqa: E402, F401 - registers the AgentWorld ids
 from tests.helpers.openenv_server import serve  # noqa: E402
 
 pytestmark = pytest.mark.benchmark
@@ -64,6 +67,12 @@ def _served_steps_per_s(url: str, width: int, steps: int = STEPS) -> float:
     return width * steps / asyncio.run(run())
 
 
+def _warm_served_steps_per_s(url: str, width: int, steps: int = STEPS) -> float:
+    """Steps per second after one untimed round (the batching window learns the width)."""
+    _served_steps_per_s(url, width, 1)
+    return _served_steps_per_s(url, width, steps)
+
+
 def _vector_steps_per_s(backend: Any, width: int, steps: int = STEPS) -> float:
     envs = gym.make_vec(ENV_ID, num_envs=width, backend=backend, **SETTINGS)
     envs.reset(seed=0)
@@ -73,6 +82,12 @@ def _vector_steps_per_s(backend: Any, width: int, steps: int = STEPS) -> float:
     elapsed = time.perf_counter() - began
     envs.close()
     return width * steps / elapsed
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) a process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mb(pid: int) -> float:
@@ -93,7 +108,7 @@ def test_throughput_against_the_vector_env(benchmark: Any, tiny_lm_dir: Path) ->
         with serve(ENV_ID, "--backend", json.dumps(backend), "--max-sessions", "64",
                    "--kw", json.dumps(SETTINGS)) as (url, _):
             for width in WIDTHS:  # alternately, so that a change in load hits both
-                figures[f"served_{width}"] = _served_steps_per_s(url, width)
+                figures[f"served_{width}"] = _warm_served_steps_per_s(url, width)
                 figures[f"vector_{width}"] = _vector_steps_per_s(live, width)
 
     benchmark.pedantic(measure, rounds=1, iterations=1)
@@ -127,21 +142,31 @@ def test_overhead_and_memory_on_a_free_backend(benchmark: Any) -> None:
                 return after
 
             figures["mb_per_idle_session"] = (asyncio.run(idle()) - before) / width
+            _served_steps_per_s(url, width, 1)  # warm-up
+            cpu = _cpu_s(process.pid)
             figures["served_s"] = 1 / _served_steps_per_s(url, width, steps)
-        env = gym.make(ENV_ID, backend="scripted", **SETTINGS)
-        env.reset(seed=0)
+            figures["server_cpu_s"] = (_cpu_s(process.pid) - cpu) / (width * steps)
+        envs = [gym.make(ENV_ID, backend="scripted", **SETTINGS) for _ in range(width)]
+        for seed, env in enumerate(envs):
+            env.reset(seed=seed)
         began = time.perf_counter()
-        for _ in range(width * steps):
-            env.step(ACTION)
+        for _ in range(steps):  # the same steps, each env on its own, one after the other
+            for env in envs:
+                env.step(ACTION)
         figures["inprocess_s"] = (time.perf_counter() - began) / (width * steps)
 
     benchmark.pedantic(measure, rounds=1, iterations=1)
     overhead_ms = (figures["served_s"] - figures["inprocess_s"]) * 1e3
+    cpu_overhead_ms = (figures["server_cpu_s"] - figures["inprocess_s"]) * 1e3
     benchmark.extra_info.update(
         served_ms_per_step=round(figures["served_s"] * 1e3, 3),
         inprocess_ms_per_step=round(figures["inprocess_s"] * 1e3, 3),
         overhead_ms_per_step=round(overhead_ms, 3),
+        server_cpu_ms_per_step=round(figures["server_cpu_s"] * 1e3, 3),
+        server_cpu_overhead_ms_per_step=round(cpu_overhead_ms, 3),
         mb_per_idle_session=round(figures["mb_per_idle_session"], 3))
     print(f"64 sessions, free backend: {figures['served_s'] * 1e3:.3f} ms per env-step served, "
-          f"{figures['inprocess_s'] * 1e3:.3f} ms in process, overhead {overhead_ms:.3f} ms; "
+          f"{figures['inprocess_s'] * 1e3:.3f} ms in process, overhead {overhead_ms:.3f} ms "
+          f"(server CPU {figures['server_cpu_s'] * 1e3:.3f} ms per step: {cpu_overhead_ms:.3f} "
+          f"ms over in-process); "
           f"{figures['mb_per_idle_session']:.3f} MB per idle session")
