@@ -69,7 +69,9 @@ def test_concurrent_steps_make_one_call_and_each_gets_its_own_answer() -> None:
     outcomes = _step_together(shared, texts)
     assert len(inner.calls) == 1 and sorted(inner.calls[0]) == sorted(texts)
     assert [o.text for o in outcomes] == texts
-    assert shared.stats() == {"batches": 1, "requests": 16, "largest": 16, "stepping": 0}
+    stats = shared.stats()
+    assert stats.pop("busy_s") >= 0
+    assert stats == {"batches": 1, "requests": 16, "largest": 16, "stepping": 0}
 
 
 def test_a_failing_request_fails_only_its_caller() -> None:
