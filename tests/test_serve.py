@@ -334,3 +334,19 @@ def test_32_sessions_share_one_model_in_batches_and_play_what_a_lone_env_plays(t
             if terminated or truncated:
                 break
         assert seen == alone, seed
+
+
+def test_remote_env_is_a_gymnasium_env_on_the_server(floor_all):
+    from agentworld_envs.serve.client import RemoteEnv
+
+    env = RemoteEnv(floor_all)
+    prompt, info = env.reset(seed=3, options={"task": "C1", "variant": "i1"})
+    lone = gym.make("AgentFloor/C1-v0")
+    assert prompt == lone.reset(seed=3, options={"variant": "i1"})[0]
+    assert info["task_id"] == "C1" and info["tools"]
+    for action in floor_tasks.solution("C1", "i1"):
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert observation == lone.step(action)[0]
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    env.close()
+    _wait(lambda: stats(floor_all)["capacity"]["active_sessions"] == 0, "the session ended")
