@@ -6,9 +6,13 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import re
+import subprocess
+import sys
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agentworld_envs.backends import BackendError, ChatRequest, Completion
@@ -276,6 +280,48 @@ def test_redact_masks_userinfo_and_secrets_anywhere() -> None:
     assert url_secrets("http://h/v1") == []
     short = OpenAIBackend("m", "http://u:p@127.0.0.1:1/v1", api_key_env=None)
     assert short.describe()["base_urls"] == ["http://***@127.0.0.1:1/v1"]
+
+
+_REFERENCE_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#@]+@")  # the old, quadratic
+
+
+def test_redact_masks_what_the_reference_regex_masks_on_random_text() -> None:
+    rng = np.random.default_rng(29)
+    alphabet = list("ab1+.-:/@ ?#x")
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 24))))
+        assert redact(text) == _REFERENCE_USERINFO.sub(r"\1***@", text), text
+
+
+def test_redact_takes_linear_time_on_the_fuzzers_long_words() -> None:
+    """Each input is 1 MB: hours for the quadratic regex (148 s at 40 KB), well under a second
+    now. The subprocess and its timeout only guard the suite against a hang."""
+    script = (
+        "from agentworld_envs.backends.redaction import redact\n"
+        "n = 1 << 20\n"
+        "for text in ('y' * n, 'y' * n + '://u:pw@h', 'a://' * (n // 4), 'a1+' * (n // 3)):\n"
+        "    print(redact(text, ['pw'])[-12:])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, check=True)
+    assert done.stdout.split() == ["y" * 12, "yyyy://***@h", "a://" * 3, "a1+" * 4]
+
+
+def test_a_reply_over_max_reply_bytes_is_a_fault_not_retried() -> None:
+    big = chat_response("x" * 5000)
+    with FakeOpenAIServer(lambda hit, req: Reply(200, big)) as server:
+        (outcome,) = backend_for(server.base_url, max_retries=2,
+                                 max_reply_bytes=4000).complete_each([ask()])
+        (fits,) = backend_for(server.base_url, max_reply_bytes=len(json.dumps(big)) + 100
+                              ).complete_each([ask()])
+    assert isinstance(outcome, OpenAIRequestError) and outcome.status == 200
+    assert "over max_reply_bytes (4000)" in str(outcome) and outcome.attempts == 1
+    assert server.hits == 2 and isinstance(fits, Completion) and fits.text == "x" * 5000
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "big"])
+def test_max_reply_bytes_must_be_a_positive_integer(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_reply_bytes must be a positive integer"):
+        backend_for("http://127.0.0.1:9/v1", max_reply_bytes=bad)
 
 
 def test_harness_records_and_metadata_hold_no_credentials(tmp_path,

@@ -2,8 +2,9 @@
 
 Requests of a batch run concurrently on an asyncio loop; each attempt is bounded as a whole
 (connect, send, wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are
-retried with exponential backoff, or after the server's ``Retry-After``; several server replicas
-share the load, and a failing replica sits out a cool-down. Replies become completions in
+retried with exponential backoff, or after the server's ``Retry-After``; a reply is read up to
+``max_reply_bytes`` and a longer one is a fault. Several server replicas share the load, and a
+failing replica sits out a cool-down. Replies become completions in
 :mod:`agentworld_envs.backends.replies`, with credentials masked.
 """
 
@@ -179,6 +180,8 @@ class OpenAIBackend(Backend):
         native_tools: Send tool schemas as the API's ``tools``; when False the caller is expected
             to describe tools in the prompt, and calls are read from the text.
         replica_cooldown_s: How long a failing replica stays out of rotation.
+        max_reply_bytes: Most bytes read of one reply (after any content decoding); a longer
+            reply is a fault that is not retried, and is never buffered whole.
     """
 
     name = "openai"
@@ -195,6 +198,7 @@ class OpenAIBackend(Backend):
         concurrency: int = 8,
         native_tools: bool = True,
         replica_cooldown_s: float = 30.0,
+        max_reply_bytes: int = 64 << 20,
     ) -> None:
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
@@ -203,6 +207,8 @@ class OpenAIBackend(Backend):
             raise ValueError("concurrency must be >= 1 and max_retries >= 0")
         if not timeout_s > 0 or max_retry_after_s < 0:
             raise ValueError("timeout_s must be > 0 and max_retry_after_s >= 0")
+        if not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be a positive integer, not {max_reply_bytes!r}")
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -212,6 +218,7 @@ class OpenAIBackend(Backend):
         self.concurrency = concurrency
         self.native_tools = native_tools
         self.replica_cooldown_s = replica_cooldown_s
+        self.max_reply_bytes = max_reply_bytes
         self._replicas = _Replicas([u.rstrip("/") for u in urls], replica_cooldown_s)
         self._url_secrets = [s for u in urls for s in url_secrets(u)]
 
@@ -229,6 +236,7 @@ class OpenAIBackend(Backend):
             "concurrency": self.concurrency,
             "native_tools": self.native_tools,
             "replica_cooldown_s": self.replica_cooldown_s,
+            "max_reply_bytes": self.max_reply_bytes,
         })
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
@@ -321,8 +329,8 @@ class OpenAIBackend(Backend):
             hinted_wait: float | None = None
             start = time.perf_counter()
             try:
-                response = await asyncio.wait_for(  # asyncio.timeout needs Python 3.11
-                    client.post(url, content=body, headers=headers), self.timeout_s)
+                response, content = await asyncio.wait_for(  # asyncio.timeout: Python 3.11
+                    self._fetch(client, url, body, headers), self.timeout_s)
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
                 error = f"timeout after {self.timeout_s:g} s"
             except httpx.TransportError as exc:
@@ -330,10 +338,14 @@ class OpenAIBackend(Backend):
             else:
                 latency_s = time.perf_counter() - start
                 status = response.status_code
+                if content is None:
+                    raise self._failure(
+                        f"POST {url} failed (not retried): HTTP {status} with a reply over "
+                        f"max_reply_bytes ({self.max_reply_bytes})", url, status, attempts, secrets)
                 if response.is_success:
                     self._replicas.answered(index)
-                    return self._json(response, url, attempts, secrets), latency_s
-                error = f"HTTP {status}: {redact(response.text, secrets)[:_SNIPPET]}"
+                    return self._json(response, content, url, attempts, secrets), latency_s
+                error = f"HTTP {status}: {_snippet(response, content, secrets)}"
                 if status != 429 and status < 500:
                     raise self._failure(f"POST {url} failed (not retried): {error}",
                                         url, status, attempts, secrets)
@@ -350,18 +362,36 @@ class OpenAIBackend(Backend):
                                 else min(hinted_wait, self.max_retry_after_s))
             retries += 1
 
-    def _json(self, response: httpx.Response, url: str, attempts: int,
+    async def _fetch(self, client: httpx.AsyncClient, url: str, body: bytes,
+                     headers: dict[str, str]) -> tuple[httpx.Response, bytes | None]:
+        """POST and read the reply; its content is None when it runs past ``max_reply_bytes``."""
+        async with client.stream("POST", url, content=body, headers=headers) as response:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    return response, None
+                chunks.append(chunk)
+            return response, b"".join(chunks)
+
+    def _json(self, response: httpx.Response, content: bytes, url: str, attempts: int,
               secrets: list[str]) -> Any:
         try:
-            data = response.json()
+            data = json.loads(content)
         except (ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):
             raise self._failure(
                 f"POST {url} returned HTTP {response.status_code} without a JSON object: "
-                f"{redact(response.text, secrets)[:_SNIPPET]}",
+                f"{_snippet(response, content, secrets)}",
                 url, response.status_code, attempts, secrets)
         return data
+
+
+def _snippet(response: httpx.Response, content: bytes, secrets: list[str]) -> str:
+    """The start of a reply's text for an error message, credentials masked."""
+    return redact(content.decode(response.encoding or "utf-8", "replace"), secrets)[:_SNIPPET]
 
 
 _PROBE_TOOL = {

@@ -2,8 +2,8 @@
 
 Each parser of agent or model text gets inputs of one shape at four sizes: actions through the
 tool-call parser, world-model outputs and judge outputs. Linear time means a flat time per byte:
-``benchmark.extra_info["per_byte_vs_1kb"]`` is the time per byte at that size divided by the time
-per byte at 1 KB, measured earlier in the same run. Run with::
+``benchmark.extra_info["per_byte_vs_smallest"]`` is the time per byte at that size divided by the
+time per byte at 1 KB, measured earlier in the same run. Run with::
 
     python -m pytest tests/bench/test_bench_parsing.py -m benchmark --benchmark-only \\
         -p no:cacheprovider -o addopts="" --benchmark-json=parsing.json
@@ -19,6 +19,7 @@ import pytest
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
 from agentworld_envs.protocol import parse_action
 from agentworld_envs.sim.parsing import parse_world_model_output
+from tests.helpers.per_byte import PerByte
 
 pytestmark = pytest.mark.benchmark
 
@@ -45,7 +46,7 @@ SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "judge_objects": (_judge, "", '{"scores": {"format": 9}} '),
     "judge_fence_spaces": (_judge, "```json", " "),
 }
-PER_BYTE: dict[str, float] = {}
+PER_BYTE = PerByte()
 
 
 def _text(head: str, unit: str, size: int) -> str:
@@ -58,12 +59,4 @@ def test_parse_time_per_byte(benchmark: Any, shape: str, size: str) -> None:
     parser, head, unit = SHAPES[shape]
     text = _text(head, unit, SIZES[size])
     benchmark.pedantic(parser, args=(text,), rounds=ROUNDS[size], iterations=1, warmup_rounds=0)
-    stats = getattr(benchmark, "stats", None)
-    if stats is None:  # --benchmark-disable
-        return
-    per_byte = stats.stats.min / len(text)
-    if size == "1KB":
-        PER_BYTE[shape] = per_byte
-    benchmark.extra_info["seconds_per_byte"] = per_byte
-    if shape in PER_BYTE:
-        benchmark.extra_info["per_byte_vs_1kb"] = round(per_byte / PER_BYTE[shape], 3)
+    PER_BYTE.record(benchmark, shape, len(text))
