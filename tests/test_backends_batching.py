@@ -71,7 +71,7 @@ def test_concurrent_steps_make_one_call_and_each_gets_its_own_answer() -> None:
     assert [o.text for o in outcomes] == texts
     stats = shared.stats()
     assert stats.pop("busy_s") >= 0
-    assert stats == {"batches": 1, "requests": 16, "largest": 16, "stepping": 0}
+    assert stats == {"batches": 1, "requests": 16, "largest": 16, "stepping": 0, "members": 0}
 
 
 def test_a_failing_request_fails_only_its_caller() -> None:
@@ -128,13 +128,14 @@ def test_close_fails_waiting_calls_and_later_ones() -> None:
         shared.complete([_request("late")])
 
 
-def test_a_batch_waits_for_as_many_calls_as_the_last_one_held() -> None:
+def test_a_batch_waits_for_every_member_within_its_window() -> None:
     inner = Echo()
     shared = BatchingBackend(inner, window_s=LONG_WINDOW, max_window_s=LONG_WINDOW)
-    _step_together(shared, ["a", "b", "c"])
+    for _ in range(3):
+        shared.join()
     outcomes: list[object] = []
 
-    def call(text: str) -> None:  # outside any step: only the last batch's size holds it
+    def call(text: str) -> None:  # outside any step: only the members hold the batch
         outcomes.append(shared.complete([_request(text)])[0].text)
 
     threads = [threading.Thread(target=call, args=(t,)) for t in "xyz"]
@@ -143,4 +144,6 @@ def test_a_batch_waits_for_as_many_calls_as_the_last_one_held() -> None:
     for thread in threads:
         thread.join(timeout=600)
     assert sorted(outcomes) == ["x", "y", "z"]
-    assert len(inner.calls) == 2 and sorted(inner.calls[1]) == ["x", "y", "z"]
+    assert len(inner.calls) == 1 and sorted(inner.calls[0]) == ["x", "y", "z"]
+    shared.leave()
+    assert shared.stats()["members"] == 2

@@ -82,7 +82,8 @@ class BatchingBackend(Backend):
         self._closed = False
         self._dispatcher: threading.Thread | None = None
         self._batches = self._requests = self._largest = 0
-        self._last_calls, self._last_seconds, self._free_since = 0, 0.0, 0.0
+        self._members = 0
+        self._last_seconds, self._free_since = 0.0, 0.0
         self._busy_s = 0.0
 
     def describe(self) -> dict[str, Any]:
@@ -104,6 +105,18 @@ class BatchingBackend(Backend):
             with self._cond:
                 self._stepping -= 1
                 self._cond.notify_all()
+
+    def join(self) -> None:
+        """Count one more member: a caller expected to send calls (a session whose episode
+        is under way), which a batch waits for within its window."""
+        with self._cond:
+            self._members += 1
+
+    def leave(self) -> None:
+        """Count one member fewer (its episode ended, or its session closed)."""
+        with self._cond:
+            self._members -= 1
+            self._cond.notify_all()
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Complete ``requests`` within the next batch; raise its first error."""
@@ -133,11 +146,11 @@ class BatchingBackend(Backend):
     def stats(self) -> dict[str, Any]:
         """Calls served so far: ``batches`` sent to the inner backend, ``requests`` in them,
         the ``largest`` batch (in requests), ``busy_s`` (seconds inside the inner backend),
-        and threads ``stepping`` now."""
+        threads ``stepping`` now and ``members``."""
         with self._cond:
             return {"batches": self._batches, "requests": self._requests,
                     "largest": self._largest, "busy_s": round(self._busy_s, 6),
-                    "stepping": self._stepping}
+                    "stepping": self._stepping, "members": self._members}
 
     def _next_batch(self) -> list[_Call] | None:
         """The calls of the next batch, once it may leave; None once closed."""
@@ -150,7 +163,7 @@ class BatchingBackend(Backend):
                              max(self.window_s, self.WINDOW_SHARE * self._last_seconds))
                 opened = max(self._pending[0].arrived, self._free_since)
                 left = opened + window - time.monotonic()
-                if len(self._pending) < max(self._stepping, self._last_calls) and left > 0:
+                if len(self._pending) < max(self._stepping, self._members) and left > 0:
                     self._cond.wait(left)
                     continue
                 batch, self._pending = self._pending, []
@@ -158,7 +171,6 @@ class BatchingBackend(Backend):
                 self._batches += 1
                 self._requests += size
                 self._largest = max(self._largest, size)
-                self._last_calls = len(batch)
                 return batch
             return None
 

@@ -19,7 +19,8 @@ import logging
 import time
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig
 
@@ -91,6 +92,12 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     app = FastAPI(title=f"agentworld: {settings.env_id}",
                   description="An agentworld env served over OpenEnv's protocol.")
     server.register_routes(app)
+
+    @app.exception_handler(ValueError)
+    async def bad_request(request: Request, exc: ValueError) -> JSONResponse:
+        """Bad input to the stateless HTTP routes (a bad seed, a step with no reset) is the
+        client's error, 400 with the reason, not a server error."""
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     @app.get("/agentworld/stats", tags=["Health"])
     def stats() -> dict[str, Any]:

@@ -145,6 +145,16 @@ class ServedEnv:
             counts["world_model"] = self.world_model.stats()
         return counts
 
+    def join(self) -> None:
+        """A session's episode began: batches wait for its calls (within their window)."""
+        if self.world_model is not None:
+            self.world_model.join()
+
+    def leave(self) -> None:
+        """A session's episode ended, or the session closed."""
+        if self.world_model is not None:
+            self.world_model.leave()
+
     def stepping(self) -> Any:
         """A context in which a session steps (see :meth:`BatchingBackend.stepping`)."""
         return self.world_model.stepping() if self.world_model else contextlib.nullcontext()

@@ -83,6 +83,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         self._closed: str | None = None
         self._guard = threading.Lock()
         self._thread: ThreadPoolExecutor | None = None
+        self._member = False
+        """Whether this session counts as a member of the world model's batches."""
         self.busy = False
         """Whether a reset or step is running (an idle sweep never closes a busy session)."""
         self.last_active = time.monotonic()
@@ -110,6 +112,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                 info["reference"] = {"solution": solution(info["task_id"], info["variant"])}
             self._state = EpisodeState(episode_id=episode_id or str(uuid.uuid4()),
                                        env_id=env_id)
+            self._membership(True)
             return TurnObservation(text=text, tools=mcp_tools(info.get("tools") or []),
                                    done=False, reward=None,
                                    metadata=self._metadata(info, False, False))
@@ -134,6 +137,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             state.total_reward += float(reward)
             state.terminated, state.truncated = bool(terminated), bool(truncated)
             state.done = state.terminated or state.truncated
+            if state.done:
+                self._membership(False)
             return TurnObservation(text=text, done=state.done, reward=float(reward),
                                    metadata=self._metadata(info, terminated, truncated))
 
@@ -177,8 +182,17 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
     # -- the server's side -------------------------------------------------------------------
 
+    def _membership(self, member: bool) -> None:
+        """Join or leave the world model's batches (see :meth:`ServedEnv.join`)."""
+        with self._guard:
+            if self._member == member or (member and self._closed is not None):
+                return
+            self._member = member
+        (self.served.join if member else self.served.leave)()
+
     def close_for(self, reason: str) -> None:
         """Close with a reason that later messages are answered with."""
+        self._membership(False)
         with self._guard:
             if self._closed is not None:
                 return
