@@ -350,3 +350,16 @@ def test_remote_env_is_a_gymnasium_env_on_the_server(floor_all):
     assert (reward, terminated, truncated) == (1.0, True, False)
     env.close()
     _wait(lambda: stats(floor_all)["capacity"]["active_sessions"] == 0, "the session ended")
+
+
+def test_the_stateless_http_routes_answer_and_refuse_with_400(floor_all):
+    reset = httpx.post(f"{floor_all}/reset", json={"seed": 1, "options": {"task": "B3"}},
+                       timeout=60)
+    assert reset.status_code == 200
+    assert reset.json()["observation"]["metadata"]["env_id"] == "AgentFloor/B3-v0"
+    step = httpx.post(f"{floor_all}/step", json={"action": {"message": "hi"}}, timeout=60)
+    assert step.status_code == 400 and "reset()" in step.json()["detail"]
+    bad = httpx.post(f"{floor_all}/reset", json={"options": {"colour": 1}}, timeout=60)
+    assert bad.status_code == 400 and "colour" in bad.json()["detail"]
+    malformed = httpx.post(f"{floor_all}/step", json={"action": {"message": 3}}, timeout=60)
+    assert malformed.status_code == 422
