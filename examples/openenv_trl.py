@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainers.common.args import parse_args
+
 
 @dataclass
 class Args:
@@ -49,17 +51,6 @@ class Args:
     learning_rate: float = 1e-3
     output_dir: str = "runs/openenv_trl"
     seed: int = 0
-
-
-def _parse(argv: list[str] | None) -> Args:
-    import argparse
-    import dataclasses
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(Args):
-        kind = {int: int, float: float}.get(type(field.default), str)
-        parser.add_argument("--" + field.name.replace("_", "-"), type=kind, default=field.default)
-    return Args(**vars(parser.parse_args(argv)))
 
 
 @contextlib.contextmanager
@@ -84,7 +75,7 @@ def served(task: str) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parse(argv)
+    args = parse_args(Args, argv, prog=Path(__file__).name)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import gymnasium as gym

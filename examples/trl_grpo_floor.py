@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainers.common.args import parse_args
+
 
 @dataclass
 class Args:
@@ -52,18 +54,6 @@ class Args:
     seed: int = 0
 
 
-def _parse(argv: list[str] | None) -> Args:
-    import argparse
-    import dataclasses
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(Args):
-        flag = "--" + field.name.replace("_", "-")
-        kind = {int: int, float: float}.get(type(field.default), str)
-        parser.add_argument(flag, type=kind, default=field.default)
-    return Args(**vars(parser.parse_args(argv)))
-
-
 def tiny_model(rows: list[dict], directory: Path) -> str:
     """Build a tiny model and warm-start it on the rows' reference solutions."""
     from agentworld_envs.trl import (
@@ -84,7 +74,7 @@ def tiny_model(rows: list[dict], directory: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parse(argv)
+    args = parse_args(Args, argv, prog=Path(__file__).name)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset

@@ -25,9 +25,9 @@ class ServeSettings:
         idle_timeout_s: A session with no message for this long (and no step running) is
             closed and its memory freed; None keeps sessions until they disconnect.
         batch_window_s: The shortest batching window: how long a world-model call may wait for
-            other sessions' calls, from the oldest waiting one (a batch leaves at once when as
-            many calls wait as the last batch held; the window grows to a tenth of the last
-            batch's time, at most 1 s, for a slow model: see
+            other sessions' calls, from the oldest waiting one (a batch leaves at once when
+            every session with an episode under way has sent its call; the window grows to a
+            tenth of the last batch's time, at most 1 s, for a slow model: see
             :class:`~agentworld_envs.backends.batching.BatchingBackend`).
         shutdown_grace_s: On SIGTERM, how long running steps get to finish.
         compress: Compress WebSocket messages (permessage-deflate). Off by default: on

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers.server import free_port
+from tests.helpers.server import free_port, stop
 
 __all__ = ["serve", "stats"]
 
@@ -61,12 +61,7 @@ def serve(env_id: str, *args: str, startup_timeout_s: float = 600.0) -> Iterator
                 startup_timeout_s -= 0.2
             yield f"http://127.0.0.1:{port}", process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=30)
+            stop(process, 30)
 
 
 def stats(url: str) -> dict:

@@ -30,6 +30,7 @@ __all__ = [
     "chat_response",
     "free_port",
     "start_transformers_serve",
+    "stop",
 ]
 
 
@@ -70,12 +71,17 @@ def start_transformers_serve(
             _wait_healthy(f"http://127.0.0.1:{port}", process, log, startup_timeout_s)
             yield f"http://127.0.0.1:{port}/v1", process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+            stop(process, 15)
+
+
+def stop(process: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if the process is still there after ``grace_s``."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
 
 
 def _wait_healthy(root: str, process: subprocess.Popen, log, timeout_s: float) -> None:
