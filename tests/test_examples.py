@@ -24,6 +24,9 @@ TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it wi
                     "ray_rollouts.py": "tests/test_ray_vector.py runs its quick check on Ray",
                     "openenv_trl.py": "tests/test_serve.py runs its quick check on a server"}
 NEEDS_A_SERVER = {"llm_agent_floor.py"}
+HANG_GUARD_S = 3600
+"""Only a hang ends an example run (a loaded 2-core machine took over 300 s for the TRL quick
+check)."""
 
 
 def quick_check(name: str) -> list[str]:
@@ -38,7 +41,8 @@ def run_example(name: str, *args: str, cwd: Path) -> str:
     """Run one example script; return its stdout, failing the test on a non-zero exit."""
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}, timeout=300)
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"},
+        timeout=HANG_GUARD_S)
     assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done.stdout
 

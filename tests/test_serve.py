@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import subprocess
@@ -279,15 +278,11 @@ def test_the_cli_says_what_it_cannot_serve(capsys):
 
 @pytest.mark.slow
 def test_the_trl_example_trains_on_a_served_env(tmp_path):
-    from tests.test_examples import EXAMPLES, ROOT, quick_check
+    from tests.test_examples import quick_check, run_example
 
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "openenv_trl.py"), *quick_check("openenv_trl.py")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=3600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stderr[-4000:]
+    output = run_example("openenv_trl.py", *quick_check("openenv_trl.py"), cwd=tmp_path)
     assert re.search(r"step 1: reward [01]\.\d+ .* from the env served at http://127\.0\.0\.1:",
-                     done.stdout), done.stdout
+                     output), output
 
 
 @pytest.mark.slow
