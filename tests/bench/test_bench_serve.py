@@ -33,7 +33,7 @@ pytest.importorskip("openenv")
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 import agentworld_envs  # noqa: E402, F401 - registers the AgentWorld ids
-from tests.helpers.openenv_server import serve  # noqa: E402
+from tests.helpers.openenv_server import serve, stats  # noqa: E402
 
 pytestmark = pytest.mark.benchmark
 
@@ -48,17 +48,25 @@ WIDTHS = (1, 16, 64)
 
 
 def _served_steps_per_s(url: str, width: int, steps: int = STEPS) -> float:
-    async def play(seed: int, start: asyncio.Event) -> None:
+    """Steps per second of ``width`` sessions stepping together, timed from the moment every
+    session is connected and reset."""
+    async def play(seed: int, ready: list[int], all_ready: asyncio.Event,
+                   start: asyncio.Event) -> None:
         async with GenericEnvClient(base_url=url, message_timeout_s=3600) as env:
             await env.reset(seed=seed)
+            ready.append(seed)
+            if len(ready) == width:
+                all_ready.set()
             await start.wait()
             for _ in range(steps):
                 await env.step({"message": ACTION})
 
     async def run() -> float:
-        start = asyncio.Event()
-        players = [asyncio.ensure_future(play(seed, start)) for seed in range(width)]
-        await asyncio.sleep(0.5)  # every session connected and reset
+        ready: list[int] = []
+        all_ready, start = asyncio.Event(), asyncio.Event()
+        players = [asyncio.ensure_future(play(seed, ready, all_ready, start))
+                   for seed in range(width)]
+        await all_ready.wait()
         began = time.perf_counter()
         start.set()
         await asyncio.gather(*players)
@@ -108,7 +116,10 @@ def test_throughput_against_the_vector_env(benchmark: Any, tiny_lm_dir: Path) ->
         with serve(ENV_ID, "--backend", json.dumps(backend), "--max-sessions", "64",
                    "--kw", json.dumps(SETTINGS)) as (url, _):
             for width in WIDTHS:  # alternately, so that a change in load hits both
+                before = stats(url)["world_model"]
                 figures[f"served_{width}"] = _warm_served_steps_per_s(url, width)
+                after = stats(url)["world_model"]
+                figures[f"batches_{width}"] = after["batches"] - before["batches"]
                 figures[f"vector_{width}"] = _vector_steps_per_s(live, width)
 
     benchmark.pedantic(measure, rounds=1, iterations=1)
@@ -117,9 +128,11 @@ def test_throughput_against_the_vector_env(benchmark: Any, tiny_lm_dir: Path) ->
         benchmark.extra_info[f"W{width}"] = {
             "served_steps_per_s": round(figures[f"served_{width}"], 2),
             "vector_steps_per_s": round(figures[f"vector_{width}"], 2),
-            "served_over_vector": round(ratio, 3)}
+            "served_over_vector": round(ratio, 3),
+            "batches_for_steps": (figures[f"batches_{width}"], (STEPS + 1) * width)}
         print(f"W={width}: served {figures[f'served_{width}']:.1f} steps/s, vector "
-              f"{figures[f'vector_{width}']:.1f} steps/s, ratio {ratio:.2f}")
+              f"{figures[f'vector_{width}']:.1f} steps/s, ratio {ratio:.2f}; "
+              f"{figures[f'batches_{width}']} batches for {(STEPS + 1) * width} steps")
 
 
 def test_overhead_and_memory_on_a_free_backend(benchmark: Any) -> None:
