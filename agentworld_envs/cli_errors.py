@@ -13,13 +13,15 @@ import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 
+from agentworld_envs.errors import FieldedError
+
 __all__ = ["Interrupted", "UnknownNameError", "UsageError", "name_of", "on_interrupt"]
 
 _LISTED = 12
 """Most known names an error lists in full."""
 
 
-class UsageError(Exception):
+class UsageError(FieldedError):
     """The command line asks for something that does not exist or does not fit."""
 
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
+from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.tool_calls import ToolCall
 from agentworld_envs.protocol.tools import ToolArgumentError, Toolkit, UnknownToolError, tool
 from floor_tasks.database import FixtureDB
@@ -26,7 +27,7 @@ TOOL_NAMES = (
 )
 
 
-class ToolFailure(Exception):
+class ToolFailure(FieldedError):
     """A tool's non-ok outcome: a status, an error type, a message and an optional hint."""
 
     def __init__(self, status: str, error_type: str, message: str, hint: str | None = None,

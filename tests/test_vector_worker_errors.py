@@ -1,25 +1,37 @@
 """An exception inside one AsyncVectorEnv worker reaches the user as itself; close() then works.
 
-Gymnasium's worker sends the exception back as ``(type, instance)`` and the parent re-raises
-``type(instance)``: an exception class whose constructor needs more than the message would come
-back as a ``TypeError`` instead, and ``close()`` would then fail with ``EOFError``. So every
-exception our envs can raise from ``step`` must be constructible from its message alone; these
-tests hold our env and our exception types to that. (After a worker error gymnasium itself
-leaves the vector env unusable: a further ``step`` fails with ``AttributeError: 'NoneType'
-object has no attribute 'send'``; only ``close()`` is supported then.)
+Gymnasium's worker pickles the exception into a queue and the parent re-raises
+``type(instance)(instance)``: an exception class whose constructor needs more than the message
+came back as a ``TypeError`` instead, and ``close()`` then waited forever. So every exception
+type of the suite must survive both, fields included (:class:`agentworld_envs.errors.
+FieldedError` does it for those with fields); these tests find every type by walking the
+packages. (After a worker error gymnasium itself leaves the vector env unusable: a further
+``step`` fails with ``AttributeError: 'NoneType' object has no attribute 'send'``; only
+``close()`` is supported then.)
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
+import pickle
+import pkgutil
 import re
+import threading
 import warnings
+from pathlib import Path
+from typing import Any
 
 import gymnasium
 import pytest
 
 import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
 from agentworld_envs.backends import BackendError
+from agentworld_envs.registration import env_id
+from agentworld_envs.sim.model_client import WorldModelFault
 from floor_tasks.env import FloorEnv
+from floor_tasks.tools import ToolFailure
 from team_envs.core import ResetNeeded
 
 ENV_ID = "AgentFloorTest/ChokingA1-v0"
@@ -29,6 +41,7 @@ FAULTS: dict[str, Exception] = {
     "raise BackendError": BackendError("server at http://127.0.0.1:9/v1 returned HTTP 503"),
     "raise team ResetNeeded": ResetNeeded("reset() needs to be called before step()"),
     "raise gymnasium ResetNeeded": gymnasium.error.ResetNeeded("call reset() before step()"),
+    "raise ToolFailure": ToolFailure("error", "not_found", "no record P999", hint="list them"),
 }
 
 
@@ -60,13 +73,13 @@ def test_the_worker_error_reaches_the_user_and_close_works(action: str) -> None:
         observations, _ = envs.reset(seed=0)
         assert all(isinstance(o, str) and o for o in observations)
         with warnings.catch_warnings(record=True) as logged, \
-                pytest.raises(type(fault), match=re.escape(str(fault))):
+                pytest.raises(type(fault), match=re.escape(str(fault))) as raised:
             warnings.simplefilter("always")
             envs.step((action, "I do not know."))
         assert any("error from Worker-0" in str(w.message) for w in logged)
+        assert vars(raised.value) == vars(fault)
     finally:
-        envs.close()
-    assert envs.closed
+        assert _closes(envs)
 
 
 def test_a_healthy_async_vector_env_matches_the_sync_one() -> None:
@@ -83,14 +96,93 @@ def test_a_healthy_async_vector_env_matches_the_sync_one() -> None:
         sync.close()
 
 
-@pytest.mark.parametrize("fault", list(FAULTS.values()), ids=list(FAULTS))
-def test_our_step_exceptions_survive_gymnasiums_reraise(fault: Exception) -> None:
-    rebuilt = type(fault)(fault)  # what AsyncVectorEnv._raise_if_errors does
-    assert type(rebuilt) is type(fault) and str(rebuilt) == str(fault)
-
-
 def test_shared_memory_is_refused_with_the_way_out_not_silently_stale() -> None:
     """Gymnasium reads a shared text buffer once: UnicodeText refuses it instead of going stale."""
     with pytest.raises(ValueError, match="shared_memory=False") as raised:
         gymnasium.make_vec("AgentFloor/A1-v0", num_envs=2, vectorization_mode="async")
     assert "vector_kwargs={'shared_memory': False}" in str(raised.value.__cause__)
+
+
+PACKAGES = ("agentworld_envs", "floor_tasks", "team_envs", "trainers")
+SAMPLES: dict[str, Any] = {  # a value for a constructor parameter, by what its annotation names
+    "Path": Path("runs.jsonl"), "list": [1, 2], "Collection": ["alpha", "beta"],
+    "float": 2.5, "int": 7,
+}
+
+
+def _error_types() -> dict[str, type[BaseException]]:
+    """Every exception class defined in the suite's packages, every module imported."""
+    found: dict[str, type[BaseException]] = {}
+    for package in PACKAGES:
+        root = importlib.import_module(package)
+        for module_info in pkgutil.walk_packages(root.__path__, f"{package}."):
+            for value in vars(importlib.import_module(module_info.name)).values():
+                if (isinstance(value, type) and issubclass(value, BaseException)
+                        and value.__module__.partition(".")[0] in PACKAGES):
+                    found[f"{value.__module__}.{value.__qualname__}"] = value
+    return found
+
+
+def _sample(cls: type[BaseException]) -> BaseException:
+    """An instance with a value for each of its constructor's parameters."""
+    if not inspect.isfunction(cls.__init__):  # the builtin constructor: a message
+        return cls("what went wrong")
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        value = next((v for k, v in SAMPLES.items() if k in str(parameter.annotation)),
+                     f"{parameter.name} value")
+        if parameter.kind is parameter.VAR_KEYWORD:
+            kwargs["extra_field"] = value
+        elif parameter.kind is parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = value
+        elif parameter.kind is not parameter.VAR_POSITIONAL:
+            args.append(value)
+    return cls(*args, **kwargs)
+
+
+def test_every_error_type_survives_the_trip_back_from_a_worker() -> None:
+    """What AsyncVectorEnv does with a worker's error: pickle it, then raise ``type(e)(e)``."""
+    types = _error_types()
+    assert {"WorldModelFault", "CorruptCorpusError", "OpenAIRequestError", "ConfigError"} <= {
+        cls.__name__ for cls in types.values()}
+    broken = []
+    for name, cls in types.items():
+        error = _sample(cls)
+        for way, copy in (("pickle", pickle.loads(pickle.dumps(error))), ("reraise", cls(error))):
+            if (type(copy), str(copy), vars(copy)) != (cls, str(error), vars(error)):
+                broken.append(f"{name} ({way})")
+    assert broken == []
+
+
+def _closes(envs: gymnasium.vector.VectorEnv) -> bool:
+    """Close ``envs``; False if close() is still running after 600 s (a hang guard only)."""
+    closer = threading.Thread(target=envs.close, daemon=True)
+    closer.start()
+    closer.join(timeout=600)
+    return not closer.is_alive() and envs.closed
+
+
+@pytest.mark.parametrize("on_fault", ["raise", "report"])
+def test_a_world_model_fault_in_one_worker(on_fault: str) -> None:
+    backend = {"name": "scripted", "rules": [{"match": "boom", "error": "GPU on fire"},
+                                             {"match": ".", "reply": "[1] a page"}]}
+    envs = gymnasium.make_vec(env_id("search"), num_envs=2, vectorization_mode="async",
+                              vector_kwargs={"shared_memory": False}, backend=backend,
+                              on_fault=on_fault)
+    actions = tuple(json.dumps({"name": "web_search", "arguments": {"queries": [query]}})
+                    for query in ("boom", "tea"))
+    try:
+        envs.reset(seed=0)
+        if on_fault == "raise":
+            with warnings.catch_warnings(), pytest.raises(WorldModelFault) as raised:
+                warnings.simplefilter("ignore")
+                envs.step(actions)
+            assert "GPU on fire" in str(raised.value) and raised.value.faults == [0]
+            assert raised.value.results[0].info["world_model"]["fault"] == "backend_error"
+        else:  # reported in the worker (its warning stays there) and in the step's info
+            observations, _, _, _, info = envs.step(actions)
+            assert "GPU on fire" in observations[0] and observations[1] == "[1] a page"
+            assert list(info["world_model"]["fault"]) == ["backend_error", ""]
+    finally:
+        assert _closes(envs)

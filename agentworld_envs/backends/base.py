@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.tool_calls import ToolCall
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 
-class BackendError(RuntimeError):
+class BackendError(FieldedError, RuntimeError):
     """A backend could not produce a completion (after its retries, where it retries)."""
 
 

@@ -52,21 +52,10 @@ _T = TypeVar("_T")
 class OpenAIRequestError(BackendError):
     """A chat request failed; ``status`` is the last HTTP status, or None for transport errors."""
 
-    def __init__(self, message: object, *, url: str = "", status: int | None = None,
+    def __init__(self, message: str, *, url: str = "", status: int | None = None,
                  attempts: int = 0) -> None:
-        super().__init__(str(message))
-        self.url = url or getattr(message, "url", "")
-        self.status = status if status is not None else getattr(message, "status", None)
-        self.attempts = attempts or getattr(message, "attempts", 0)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickles with its fields (AsyncVectorEnv sends a worker's error through a queue)."""
-        return (_rebuild_request_error, (str(self), self.url, self.status, self.attempts))
-
-
-def _rebuild_request_error(message: str, url: str, status: int | None,
-                           attempts: int) -> OpenAIRequestError:
-    return OpenAIRequestError(message, url=url, status=status, attempts=attempts)
+        super().__init__(message)
+        self.url, self.status, self.attempts = url, status, attempts
 
 
 def _tool_schema(tool: dict[str, Any]) -> dict[str, Any]:

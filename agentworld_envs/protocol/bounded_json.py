@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from agentworld_envs.errors import FieldedError
+
 __all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "Fence", "JSONError", "depth", "fenced_blocks",
            "find_objects", "is_bounded", "loads", "raw_decode", "unfence"]
 
@@ -145,7 +147,7 @@ def _value_end(text: str, start: int) -> int:
     return len(text)
 
 
-class JSONError(ValueError):
+class JSONError(FieldedError, ValueError):
     """Text that holds no JSON value in bounds at the place asked.
 
     Unlike :class:`json.JSONDecodeError` it does not count lines (a cost proportional to the

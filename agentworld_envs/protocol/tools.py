@@ -32,6 +32,8 @@ from typing import Any, Literal, get_type_hints
 
 import pydantic
 
+from agentworld_envs.errors import FieldedError
+
 __all__ = ["tool", "Toolkit", "ToolArgumentError", "UnknownToolError", "function_schema"]
 
 ToolKind = Literal["read", "write"]
@@ -43,7 +45,7 @@ class ToolArgumentError(ValueError):
     """The arguments of a call do not match the tool's signature."""
 
 
-class UnknownToolError(KeyError):
+class UnknownToolError(FieldedError, KeyError):
     """No tool of that name exists in the toolkit."""
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
 from agentworld_envs.backends.replay import RecordingBackend
+from agentworld_envs.errors import FieldedError
 
 __all__ = ["Fault", "ModelClient", "WorldModelFault", "model_identity"]
 
@@ -29,7 +30,7 @@ class Fault:
     message: str
 
 
-class WorldModelFault(RuntimeError):
+class WorldModelFault(FieldedError, RuntimeError):
     """Raised by a step of an env made with ``on_fault="raise"`` when the world model failed.
 
     The step itself has finished (its fallback observation is in the episode's history);

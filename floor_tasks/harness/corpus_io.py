@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.errors import FieldedError
 from floor_tasks.task import Task, load_tasks
 
 __all__ = ["SCHEMA_VERSION", "RUNS_FILE", "CorruptCorpusError", "TruncatedLineWarning",
@@ -36,7 +37,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "verdict": dict, "usage": dict, "latency_s": (int, float), "wall_s": (int, float)}
 
 
-class CorruptCorpusError(ValueError):
+class CorruptCorpusError(FieldedError, ValueError):
     """A corpus file that cannot be trusted; ``str()`` is ``path:line: reason``.
 
     Attributes:
@@ -48,9 +49,6 @@ class CorruptCorpusError(ValueError):
     def __init__(self, path: str | Path, line: int | None, reason: str) -> None:
         super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
         self.path, self.line, self.reason = Path(path), line, reason
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.path, self.line, self.reason)
 
 
 class TruncatedLineWarning(UserWarning):

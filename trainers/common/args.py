@@ -20,12 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from agentworld_envs.errors import FieldedError
+
 __all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "parse_args", "field_docs"]
 
 A = TypeVar("A", bound="TeamArgs")
 
 
-class ConfigError(ValueError):
+class ConfigError(FieldedError, ValueError):
     """An invalid trainer setting; ``field`` names it."""
 
     def __init__(self, field_name: str, message: str) -> None:

@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 from agentworld_envs.sim.reality import Reality, RealStep
 from agentworld_envs.sim.scenario import Control, Scenario
@@ -68,7 +69,7 @@ def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **extra}}
 
 
-class _Failure(Exception):
+class _Failure(FieldedError):
     """A call that ends in an error result."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:
