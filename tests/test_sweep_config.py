@@ -52,7 +52,7 @@ def test_defaults(tmp_path: Path) -> None:
         ("sweep_name: s\nmodels:\n  - name: m\n", "models.0.backend: field required"),
         ("sweep_name: s\nmodels:\n  - name: m\n    backend: {model: x}\n",
          "models.0.backend.name: field required"),
-        (MINIMAL + "repeats: 0\n", "repeats: input should be greater than 0"),
+        (MINIMAL + "repeats: 0\n", "repeats: input should be greater than or equal to 1"),
         (MINIMAL + "runs_per_combo: 3\n", "runs_per_combo: extra inputs are not permitted"),
         (MINIMAL + "tasks: tier:A,Z\n", "tasks: unknown tier(s) ['Z']"),
         (MINIMAL + "variants: v0\n", "variants: expected 'all' or a list"),
@@ -75,7 +75,7 @@ def test_schema_errors_name_file_and_field(tmp_path: Path, text: str, where: str
 
 
 def test_yaml_and_shape_errors(tmp_path: Path) -> None:
-    with pytest.raises(SweepConfigError, match="cannot read sweep config"):
+    with pytest.raises(SweepConfigError, match=r"sweep.yaml:2: invalid YAML: expected ','"):
         load_text(tmp_path, "models: [unclosed\n")
     with pytest.raises(SweepConfigError, match="must be a YAML mapping"):
         load_text(tmp_path, "- just a list\n")
@@ -176,3 +176,59 @@ def test_example_sweeps_load_and_expand() -> None:
     assert all(r.backend["base_url"].startswith("http://127.0.0.1:") for r in runs)
     assert {r.settings["extra"]["chat_template_kwargs"]["enable_thinking"] for r in runs} == {
         True, False}
+
+
+def _laughs(indent: str, levels: int = 9) -> str:
+    """A YAML "billion laughs": ``levels`` anchors, each a list of nine aliases of the last."""
+    lines = [f"{indent}l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+HOSTILE = {  # the fuzzers' sweep files: text (or bytes), and what the one error line names
+    "aliases in a backend": (
+        MINIMAL.replace("{name: oracle}", "\n      name: oracle\n      junk:\n")
+        + _laughs("        "),
+        "sweep.yaml:14: models.0.backend.junk.l5.0: more than 100000 values, aliases expanded"),
+    "aliases in a model's extra": (MINIMAL + "    extra:\n" + _laughs("      "),
+                                   "sweep.yaml:12: models.0.extra.l5.0: more than 100000"),
+    "aliases in an intervention's extra": (
+        MINIMAL + "interventions:\n  - name: i\n    extra:\n" + _laughs("      "),
+        "sweep.yaml:14: interventions.0.extra.l5.0: more than 100000 values"),
+    "repeats": (MINIMAL + "repeats: 1000000000\n",
+                "sweep.yaml: repeats: input should be less than or equal to 1000"),
+    "a long name": (MINIMAL.replace("sweep_name: s", "sweep_name: " + "s" * 1_000_000),
+                    "sweep_name: string should have at most 100 characters"),
+    "a large file": (MINIMAL + "#" * (1 << 20), "sweep.yaml: larger than 1048576 bytes"),
+    "nesting": (MINIMAL + "description: " + "[" * 100_000 + "]" * 100_000 + "\n",
+                "sweep.yaml:6: description.0.0.0.0.0.0.0...: nested deeper than 64 levels"),
+    "a long number": (MINIMAL + "repeats: " + "9" * 5000 + "\n",
+                      "sweep.yaml:6: repeats: a number of 5000 characters (at most 300)"),
+    "invalid UTF-8": (MINIMAL.encode() + b"description: \xff\n",
+                      "sweep.yaml:6: not UTF-8 text (byte 76)"),
+    "UTF-16": (MINIMAL.encode("utf-16"), "sweep.yaml:1: not UTF-8 text (byte 0)"),
+    "a bad date": (MINIMAL + "description: 2026-13-45\n", "invalid YAML: month must be in 1..12"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_sweep_file_is_one_line_exit_2_and_nothing_written(
+        case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from agentworld_envs.cli import main
+
+    content, expected = HOSTILE[case]
+    path = tmp_path / "sweep.yaml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    monkeypatch.chdir(tmp_path)  # where results_dir "runs" would go
+    assert main(["floor", "sweep", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"agentworld: error: {path}"), err[:300]
+    assert expected in err and len(err) < 400, err[:300]
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_aliases_within_the_bound_still_work(tmp_path: Path) -> None:
+    config = load_text(tmp_path, MINIMAL + "    extra: &shared {top_k: 5, stop: [x]}\n"
+                       "interventions:\n  - {name: i, extra: *shared}\n")
+    assert config.arms()[0].settings["extra"] == {"top_k": 5, "stop": ["x"]}

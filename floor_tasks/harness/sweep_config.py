@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -31,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from floor_tasks.harness.yaml_limits import YAMLLimitError, load_yaml
 from floor_tasks.task import TIERS
 
 __all__ = [
@@ -47,8 +47,10 @@ __all__ = [
     "expand",
 ]
 
-Slug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$")]
-"""A model or intervention name: no ``|`` (run-id separator), ``+`` (arm separator) or ``/``."""
+MAX_REPEATS = 1000
+Slug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$", max_length=100)]
+"""A sweep, model or intervention name: at most 100 characters, and no ``|`` (run-id
+separator), ``+`` (arm separator) or ``/``."""
 
 
 class SweepConfigError(ValueError):
@@ -120,7 +122,7 @@ class SweepConfig(_Strict):
     tasks: str | list[str] = "all"
     """``"all"``, ``"tier:A,B"``, or a list of task ids."""
     variants: Literal["all"] | list[str] = ["v0"]
-    repeats: PositiveInt = 1
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
     probe_before_run: bool = False
     models: list[ModelSpec] = Field(min_length=1)
     interventions: list[Intervention] = Field(default_factory=list)
@@ -248,17 +250,20 @@ def _format_errors(source: Path, exc: ValidationError) -> str:
 
 
 def load_sweep(path: str | Path) -> SweepConfig:
-    """Read and validate a YAML sweep file.
+    """Read and validate a YAML sweep file, within the limits of :mod:`.yaml_limits`.
 
     Raises:
-        SweepConfigError: on unreadable or invalid YAML, or a schema error; the message names
-            the file and each offending field path (e.g. ``models.0.backend: field required``).
+        SweepConfigError: on an unreadable file, invalid YAML or YAML past a limit, or a schema
+            error; the message names the file and each offending field path (e.g.
+            ``models.0.backend: field required``), and the line where there is one.
     """
     source = Path(path)
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise SweepConfigError(f"{source}: cannot read sweep config: {exc}") from exc
+        data = load_yaml(source)
+    except OSError as exc:
+        raise SweepConfigError(f"{source}: cannot read sweep config: {exc}") from None
+    except YAMLLimitError as exc:
+        raise SweepConfigError(str(exc)) from None
     if not isinstance(data, dict):
         raise SweepConfigError(f"{source}: a sweep config must be a YAML mapping")
     try:
