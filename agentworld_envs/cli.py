@@ -58,6 +58,7 @@ _EXPECTED = {
     "floor_tasks.harness.corpus_io:CorruptCorpusError": (2, "corrupt corpus: "),
     "floor_tasks.harness.sweep_config:SweepConfigError": (2, ""),
     "agentworld_envs.sim.prompt_sets:PromptSetError": (2, ""),
+    "agentworld_envs.bench.items:BenchFormatError": (2, ""),
     "trainers.common.args:ConfigError": (2, ""),
     "agentworld_envs.backends.base:BackendError": (1, "backend failed: "),
 }

@@ -46,6 +46,10 @@ USAGE_ERRORS = {
     "sim without a backend": (["sim", "fidelity", "--tasks", "C3"], ["--backend scripted"]),
     "sim task": (["sim", "fidelity", "--backend", "scripted", "--tasks", "E44"], ["'E4'"]),
     "sim backend": (["sim", "fidelity", "--backend", "scriptd"], ["'scripted'"]),
+    "backend JSON": (["sim", "fidelity", "--backend", "{bad", "--tasks", "C3"],
+                     ["backend is not valid JSON"]),
+    "backend arguments": (["wm", "fidelity", "SAMPLE", "--backend", '{"name": "openai"}'],
+                          ["backend 'openai': missing a required argument: 'model'"]),
 }
 
 

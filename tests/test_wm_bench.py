@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -264,3 +265,61 @@ def test_predict_passes_batches_and_position_seeds() -> None:
     seeds.clear()
     predict(backend, [item("a", i) for i in range(2)], SamplingParams(), 2)
     assert seeds == [None, None]  # no seed unless asked, as the release sends none
+
+
+# --- damaged files through the CLI ------------------------------------------------------------
+
+GOOD = json.dumps(item().to_dict())
+DAMAGED = {  # line 2 of an items file (line 1 is good), and what the one error line says
+    "not JSON": (b"hello", ":2: invalid JSON"),
+    "a cut line": (GOOD[:40].encode(), ":2: invalid JSON"),
+    "deep nesting": (b"[" * 100_000 + b"]" * 100_000, ":2: invalid JSON: nested more than 200"),
+    "a 5,000-digit number": (GOOD.replace('"id": 0', '"id": ' + "9" * 5000).encode(),
+                             ":2: invalid JSON: a number is not finite or has more than 300"),
+    "NaN": (GOOD.replace('"id": 0', '"id": NaN').encode(), ":2: invalid JSON"),
+    "invalid UTF-8": (b'{"task": "\xff\xfe"}', ":2: not UTF-8 text (byte 10 of the line)"),
+    "a lone surrogate": (GOOD.replace("You simulate.", "\\ud800").encode(),
+                         ":2: a lone surrogate escape"),
+    "a list": (b"[1, 2]", ":2: an item must be a JSON object"),
+    "a missing field": (GOOD.replace('"system_str"', '"system"').encode(), ":2: missing field"),
+    "a repeated item": (GOOD.encode(), ":2: duplicate item floor/0"),
+}
+
+
+@pytest.mark.parametrize("case", DAMAGED)
+def test_a_damaged_items_file_is_one_line_naming_file_and_line_and_nothing_written(
+        case: str, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentworld_envs.cli import main
+
+    line, expected = DAMAGED[case]
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(GOOD.encode() + b"\n" + line + b"\n")
+    argv = ["wm", "bench", str(items), "--backend", "scripted", "--judge", "scripted",
+            "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"agentworld: error: {items}{expected}"), err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == [items]
+    with pytest.raises(BenchFormatError, match=re.escape(expected)):
+        main(["--debug", *argv])
+
+
+def test_damaged_predictions_name_file_and_line(tmp_path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from agentworld_envs.cli import main
+
+    items, predictions = tmp_path / "items.jsonl", tmp_path / "records.jsonl"
+    items.write_text(GOOD + "\n")
+    predictions.write_text('{"key": "floor/0", "output": "{}"}\n{"key": 3}\n')
+    assert main(["wm", "fidelity", str(items), "--predictions", str(predictions)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"agentworld: error: {predictions}:2: a prediction needs a string key")
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path) -> None:
+    from agentworld_envs.atomic_write import write_text_atomic
+
+    path = write_text_atomic(tmp_path / "records.jsonl", "old\n")
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomic(path, "new \ud800\n")
+    assert path.read_text() == "old\n" and list(tmp_path.iterdir()) == [path]

@@ -6,14 +6,15 @@ Backend modules are imported only when their name is asked for, so heavy librari
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
 
 from agentworld_envs.backends.base import Backend
-from agentworld_envs.cli_errors import UnknownNameError
+from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
-__all__ = ["make_backend", "parse_backend_arg", "register_backend"]
+__all__ = ["BackendConfigError", "make_backend", "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -25,6 +26,11 @@ _BUILTIN = {
 _REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
 
 
+class BackendConfigError(UsageError, ValueError):
+    """A backend config that is not JSON, has no ``name``, or does not fit its backend's
+    constructor (a missing or unknown argument)."""
+
+
 def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
     """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``."""
     _REGISTRY[name] = factory
@@ -34,6 +40,11 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
     """Build a backend from its name or a config dict whose ``name`` picks the backend.
 
     A live :class:`Backend` is returned as is.
+
+    Raises:
+        UnknownNameError: no backend is registered under the name.
+        BackendConfigError: an argument the backend needs is missing, or one it has no use for
+            is given (checked before the backend is built).
     """
     if isinstance(config, Backend):
         return config
@@ -45,6 +56,10 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise BackendConfigError(f"backend {name!r}: {exc}") from None
     return factory(**options)
 
 
@@ -63,16 +78,16 @@ def parse_backend_arg(value: str) -> dict[str, Any]:
     """Read a command-line backend: a name (``oracle``) or a JSON object with a ``name``.
 
     Raises:
-        ValueError: the JSON is invalid or has no ``name``; an :class:`UnknownNameError` when
-            no backend is registered under the name.
+        BackendConfigError: the JSON is invalid or has no ``name`` (both are ``ValueError``);
+            an :class:`UnknownNameError` when no backend is registered under the name.
     """
     if not value.lstrip().startswith("{"):
         return {"name": _known(value)}
     try:
         config = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"backend is not valid JSON: {exc}") from None
+        raise BackendConfigError(f"backend is not valid JSON: {exc}") from None
     if not isinstance(config, dict) or "name" not in config:
-        raise ValueError('a backend given as JSON needs a "name" field')
+        raise BackendConfigError('a backend given as JSON needs a "name" field')
     _known(config["name"])
     return config

@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends import (
     Backend,
     SamplingParams,
@@ -51,12 +52,7 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
     from agentworld_envs.bench.run import predict
 
     if args.predictions:
-        saved = {}
-        with open(args.predictions, encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    record = json.loads(line)
-                    saved[record["key"]] = record["output"]
+        saved = _predictions(Path(args.predictions))
         missing = [item.key for item in items if item.key not in saved]
         if missing:
             raise UsageError(f"{args.predictions} has no prediction for {missing[:5]}: give the "
@@ -75,14 +71,32 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
     return outputs
 
 
+def _predictions(path: Path) -> dict[str, str | None]:
+    """``key`` -> ``output`` of an earlier run's ``records.jsonl``.
+
+    Raises:
+        BenchFormatError: naming ``file:line`` of a line that is not such a record.
+    """
+    from agentworld_envs.bench.items import BenchFormatError, read_jsonl
+
+    saved = {}
+    for where, record in read_jsonl(path):
+        if not (isinstance(record, dict) and isinstance(record.get("key"), str)
+                and isinstance(record.get("output"), str | None)):
+            raise BenchFormatError(f"{where}: a prediction needs a string key and an output "
+                                   "(a string or null)")
+        saved[record["key"]] = record["output"]
+    return saved
+
+
 def _write(out: str, result: Any) -> None:
+    """The run's files, each written whole or not at all."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "records.jsonl").open("w", encoding="utf-8") as handle:
-        for record in result.records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    (folder / "report.json").write_text(json.dumps(result.to_dict(), indent=2))
-    (folder / "report.md").write_text(result.markdown() + "\n")
+    lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in result.records]
+    write_text_atomic(folder / "records.jsonl", "".join(lines))
+    write_text_atomic(folder / "report.json", json.dumps(result.to_dict(), indent=2))
+    write_text_atomic(folder / "report.md", result.markdown() + "\n")
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:

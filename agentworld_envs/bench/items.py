@@ -18,14 +18,17 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.protocol import bounded_json
 from agentworld_envs.sim.parsing import clean_response_marker
 
-__all__ = ["BenchFormatError", "BenchItem", "item_from_dict", "load_items", "write_items"]
+__all__ = ["BenchFormatError", "BenchItem", "item_from_dict", "load_items", "read_jsonl",
+           "write_items"]
 
 FIELDS = ("task", "id", "prompt", "response", "current_prompt", "system_str", "turn_idx",
           "total_turns")
@@ -135,7 +138,7 @@ def _files(path: Path) -> list[Path]:
     if path.is_dir():
         found = sorted(path.glob("*.jsonl"))
         if not found:
-            raise FileNotFoundError(f"no *.jsonl files in {path}")
+            raise BenchFormatError(f"{path}: no *.jsonl files in this folder")
         return found
     return [path]
 
@@ -153,28 +156,49 @@ def load_items(*paths: str | Path, domains: Sequence[str] | None = None) -> list
     items: list[BenchItem] = []
     seen: set[str] = set()
     for file in (f for p in paths for f in _files(Path(p))):
-        with file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{file}:{number}"
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BenchFormatError(f"{where}: invalid JSON: {exc.msg}") from exc
-                item = item_from_dict(data, where)
-                _expect(item.key not in seen, where, f"duplicate item {item.key}")
-                seen.add(item.key)
-                if domains is None or item.task in domains:
-                    items.append(item)
+        for where, data in read_jsonl(file):
+            item = item_from_dict(data, where)
+            _expect(item.key not in seen, where, f"duplicate item {item.key}")
+            seen.add(item.key)
+            if domains is None or item.task in domains:
+                items.append(item)
     return items
 
 
+def read_jsonl(file: Path) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line's ``file:line`` and value, decoded within :mod:`bounded_json`'s
+    limits.
+
+    Raises:
+        BenchFormatError: naming ``file:line`` of a line that is not UTF-8, not JSON, or holds
+            a lone surrogate.
+    """
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{file}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BenchFormatError(f"{where}: not UTF-8 text (byte {exc.start} of the line)"
+                                       ) from None
+            if not line.strip():
+                continue
+            try:
+                value = bounded_json.loads(line)
+            except bounded_json.JSONError as exc:
+                raise BenchFormatError(f"{where}: invalid JSON: {exc}") from None
+            try:  # an escaped lone surrogate decodes, but is no text and cannot be written
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise BenchFormatError(f"{where}: a lone surrogate escape (such as \\ud800) is "
+                                       "not text") from None
+            yield where, value
+
+
 def write_items(items: Iterable[BenchItem], path: str | Path) -> Path:
-    """Write items as JSONL (parent folders created); returns the path."""
+    """Write items as JSONL (parent folders created, the file whole or not at all); returns
+    the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for item in items:
-            handle.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
-    return path
+    lines = [json.dumps(item.to_dict(), ensure_ascii=False) + "\n" for item in items]
+    return write_text_atomic(path, "".join(lines))

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.corpus_io import RUNS_FILE, read_records
 
@@ -100,6 +101,5 @@ class RunCorpus:
 
     def write_metadata(self, metadata: dict[str, Any]) -> None:
         """Write ``metadata.json`` (atomically, by rename)."""
-        tmp = self.dir / f".{METADATA_FILE}.tmp"
-        tmp.write_text(_json_text(redact(metadata), indent=2), encoding="ascii")
-        os.replace(tmp, self.dir / METADATA_FILE)
+        write_text_atomic(self.dir / METADATA_FILE, _json_text(redact(metadata), indent=2),
+                          encoding="ascii")

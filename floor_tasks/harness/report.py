@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.atomic_write import write_text_atomic
 from floor_tasks.harness.stats import (
     METHOD,
     DiffCI,
@@ -429,6 +430,4 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(records, prices, params, margin=margin)
     plot_ladder(report.ladder, out / "ladder.png", report.tiers)
-    path = out / "report.md"
-    path.write_text(report.markdown(image="ladder.png"), encoding="utf-8")
-    return path
+    return write_text_atomic(out / "report.md", report.markdown(image="ladder.png"))
