@@ -328,3 +328,25 @@ def test_bad_settings_fail_at_make_time() -> None:
         gym.make(env_id("mcp"), backend="nope")
     with pytest.raises(ValueError):
         gym.make(env_id("mcp"), backend="scripted", scenarios=[])
+
+
+def test_a_late_step_reads_its_new_message_not_the_whole_history(monkeypatch) -> None:
+    """An operation count, not a time: the bytes a step puts through the request digest stay
+    flat over 120 turns (they grew with the history when each request was re-read whole)."""
+    from agentworld_envs.backends import base
+
+    canonical, read = base._canonical, []
+    monkeypatch.setattr(base, "_canonical", lambda message: read.append(
+        len(canonical(message))) or canonical(message))
+    backend = scripted()
+    env = make("terminal", backend=backend, max_steps=120)
+    env.reset(seed=0)
+    per_step = []
+    for _ in range(120):
+        read.clear()
+        env.step('[{"keystrokes": "ls -la\\n", "duration": 1}]')
+        per_step.append(sum(read))
+    assert max(per_step[-10:]) <= 2 * max(per_step[1:11])
+    monkeypatch.setattr(base, "_canonical", canonical)
+    for request in requests_of(backend)[::30]:  # the running digest is the whole one
+        assert request.digest() == base.messages_digest(request.messages)

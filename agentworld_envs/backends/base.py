@@ -9,8 +9,9 @@ serialisable.
 from __future__ import annotations
 
 import abc
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentworld_envs.protocol.tool_calls import ToolCall
 __all__ = [
     "SamplingParams",
     "ChatRequest",
+    "MessageLog",
     "Usage",
     "Completion",
     "Backend",
@@ -61,6 +63,20 @@ class SamplingParams:
         return data
 
 
+def _canonical(message: Any) -> bytes:
+    """One message as one line of canonical JSON."""
+    return (json.dumps(message, sort_keys=True, separators=(",", ":"), default=str)
+            + "\n").encode("ascii")
+
+
+def messages_digest(messages: Iterable[Any]) -> str:
+    """SHA-256 of the messages' canonical JSON, one line each."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(_canonical(message))
+    return digest.hexdigest()
+
+
 @dataclass(slots=True)
 class ChatRequest:
     """One conversation to complete: OpenAI-format messages plus optional tool schemas."""
@@ -68,10 +84,57 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    messages_digest: str | None = field(default=None, repr=False)
+    """:func:`messages_digest` of ``messages``, when the builder kept it running
+    (:class:`MessageLog`); :meth:`digest` computes it otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""
         return {"messages": self.messages, "tools": self.tools, "sampling": self.sampling.to_dict()}
+
+    def digest(self) -> str:
+        """:func:`messages_digest` of the messages, read from the builder where it kept one."""
+        return self.messages_digest or messages_digest(self.messages)
+
+
+class MessageLog:
+    """A conversation that only grows, with its :func:`messages_digest` kept running.
+
+    :meth:`request` extends the conversation by one message without re-reading it: the
+    request's digest costs only that message, so a step late in a long episode costs what
+    an early one does.
+
+    Example:
+        >>> log = MessageLog([{"role": "system", "content": "You simulate."}])
+        >>> request = log.request({"role": "user", "content": "ls"})
+        >>> request.digest() == messages_digest(request.messages), len(log.messages)
+        (True, 1)
+    """
+
+    def __init__(self, messages: Iterable[dict[str, Any]] = ()) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._digest = hashlib.sha256()
+        for message in messages:
+            self.append(message)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"messages": self.messages}  # a hash object cannot be pickled: it is redone
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["messages"])  # type: ignore[misc]
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Add a message for good."""
+        self.messages.append(message)
+        self._digest.update(_canonical(message))
+
+    def request(self, message: dict[str, Any], **options: Any) -> ChatRequest:
+        """The conversation plus ``message`` (not added), as a request; ``options`` are the
+        request's other fields (``tools``, ``sampling``)."""
+        digest = self._digest.copy()
+        digest.update(_canonical(message))
+        return ChatRequest([*self.messages, message], messages_digest=digest.hexdigest(),
+                           **options)
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.backends import ChatRequest, Completion
+from agentworld_envs.backends.base import MessageLog
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.controls import control_text, fired_controls
@@ -146,8 +147,9 @@ class Episode:
         self.fictional = scenario.fictional if config.fictional is None else config.fictional
         self.controls = [*scenario.controls, *config.controls]
         self.sampling = config.world_model_params()
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": domain.system_prompt(
-            scenario, self.fictional, prompts)}]
+        self.chat = MessageLog([{"role": "system", "content": domain.system_prompt(
+            scenario, self.fictional, prompts)}])
+        """The world model's conversation so far: each request extends it by one message."""
         self.identity = identity or {}
         self.counts: Counter[str] = Counter()
         """Steps of this episode by problem: ``fault``, ``no_output``, ``length_limit``,
@@ -207,8 +209,8 @@ class Episode:
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
             seed = (_request_seed(self.rng) + self.seed_shift) % _SEED_BOUND
-            request = ChatRequest([*self.messages, {"role": "user", "content": content}],
-                                  sampling=self.sampling.with_seed(seed))
+            request = self.chat.request({"role": "user", "content": content},
+                                        sampling=self.sampling.with_seed(seed))
         self._pending = _Pending(text, interpretation, request, controls, real)
         return request
 
@@ -304,8 +306,8 @@ class Episode:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
             self.model_turns += 1
-            self.messages.append(pending.request.messages[-1])
-            self.messages.append({"role": "assistant", "content": observation_turn(observation)})
+            self.chat.append(pending.request.messages[-1])
+            self.chat.append({"role": "assistant", "content": observation_turn(observation)})
             if self.domain.shows_state:
                 self.state = observation
         logs = ((self.log, observation),) if self.real_log is None or pending.real is None else (

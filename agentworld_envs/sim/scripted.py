@@ -61,8 +61,9 @@ def _last_user_text(request: ChatRequest) -> str:
 
 
 def _placeholder(request: ChatRequest) -> str:
-    canonical = json.dumps(request.to_dict(), sort_keys=True, ensure_ascii=False, default=str)
-    digest = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()[:12]
+    rest = json.dumps({"tools": request.tools, "sampling": request.sampling.to_dict()},
+                      sort_keys=True, default=str)  # the messages by their (running) digest
+    digest = hashlib.sha256(f"{request.digest()}{rest}".encode("ascii")).hexdigest()[:12]
     heading = _last_user_text(request).split("\n", 1)[0].strip() or "request"
     return (f"<predicted_observation>\n{PLACEHOLDER_PREFIX} {heading}, request {digest}\n"
             "</predicted_observation>")
