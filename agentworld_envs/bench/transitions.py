@@ -140,7 +140,7 @@ def _revealing(config: Any) -> Iterator[None]:
 
 
 def _episode_items(episode: Any, truths: list[str | None]) -> list[BenchItem]:
-    chat = episode.messages[1:]
+    chat = episode.chat.messages[1:]
     prompts = [m["content"] for m in chat[0::2]]
     shown = [m["content"] for m in chat[1::2]]
     raws = [t["raw_output"] for t in episode.transcript if t["kind"] == "simulate"]
@@ -157,7 +157,7 @@ def _episode_items(episode: Any, truths: list[str | None]) -> list[BenchItem]:
         sources.append(source)
         responses.append([*shown[:k], observation_turn(truth) if truth is not None else shown[k],
                           *shown[k + 1:]])
-    return _items(episode.messages[0]["content"], prompts, responses, sources)
+    return _items(episode.chat.messages[0]["content"], prompts, responses, sources)
 
 
 def _reasoning(raw: str) -> str:
