@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,3 +292,43 @@ def test_vllm_backend_wraps_llm_chat(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls[1]["params"][0].kwargs == {"temperature": 0.0, "top_p": 1.0, "max_tokens": 512,
                                             "seed": None, "stop": ["X"], "top_k": 5}
     assert backend.describe()["engine_kwargs"] == {"gpu_memory_utilization": 0.5}
+
+
+BAD_SETTINGS = {  # the fuzzers' configs: each refused at construction, before anything loads
+    "greedy_memo=-1": ({"greedy_memo": -1}, "greedy_memo must be an integer >= 0"),
+    "greedy_memo='x'": ({"greedy_memo": "x"}, "greedy_memo must be an integer >= 0"),
+    "batch_size='8'": ({"batch_size": "8"}, "batch_size must be an integer >= 1, not '8'"),
+    "batch_size=True": ({"batch_size": True}, "batch_size must be an integer >= 1"),
+    "dtype='__class__'": ({"dtype": "__class__"}, "dtype must be one of ('auto', 'float32'"),
+    "device": ({"device": "gpu!"}, "device must be a torch device such as 'cpu'"),
+    "adapter='tools'": ({"adapter": "tools"}, "use the 'embedded' backend with adapter='tools'"),
+    "a missing folder": ({"adapter": "./runs/none"}, "adapter './runs/none' is no folder"),
+    "two at once": ({"view": "big", "cache": "x"}, "view must be one of ['compact'] or None, "
+                    "not 'big'; cache must be one of ('dynamic', 'static')"),
+}
+
+
+@pytest.fixture
+def nothing_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a tokenizer (the first thing HFBackend loads) fails the test."""
+    import transformers
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("nothing may load before the settings are checked")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
+
+
+@pytest.mark.parametrize("case", BAD_SETTINGS)
+def test_bad_settings_are_refused_before_anything_loads(case: str, tiny_lm_dir: Path,
+                                                       nothing_loads: None) -> None:
+    settings, message = BAD_SETTINGS[case]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        HFBackend(str(tiny_lm_dir), **settings)
+
+
+def test_a_hub_name_with_the_hub_off_is_refused_before_any_attempt(
+        monkeypatch: pytest.MonkeyPatch, nothing_loads: None) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="'org/no-model' is no folder, and the hub is off"):
+        HFBackend("org/no-model")
