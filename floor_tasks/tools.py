@@ -38,6 +38,9 @@ class ToolFailure(FieldedError):
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+MAX_RESULT = 1e15
+"""``compute_value`` results are smaller in size: each whole one is exact as a float and short
+in JSON (1e308 came back as a 309-digit integer that no agent could send back)."""
 
 
 def _copy(value: Any) -> Any:
@@ -240,8 +243,9 @@ class FloorToolkit(Toolkit):
                 raise ToolFailure("error", "division_by_zero", "cannot divide by zero")
             value = {"multiply": a * b, "add": a + b, "subtract": a - b,
                      "divide": a / b if b else 0.0}[operation]
-        if not math.isfinite(value):
-            raise ToolFailure("error", "out_of_range", "the result is not a finite number")
+        if not (math.isfinite(value) and abs(value) < MAX_RESULT):
+            raise ToolFailure("error", "out_of_range",
+                              f"the result is not a finite number below {MAX_RESULT:g} in size")
         value = round(value, 6)
         if isinstance(value, float) and value.is_integer():
             value = int(value)

@@ -421,3 +421,25 @@ def test_broken_call_without_colon_is_not_a_final_answer(action: str) -> None:
     obs, _, terminated, _, info = env.step(action)
     assert not terminated and info["invalid_action"] is True
     assert "json" in envelopes_of(obs)[0]["error"]["message"].lower()
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    (1e154, 1e154, None),  # was the 309-digit integer 1000...0
+    (-1e15, 1, None),
+    (1e7, 99_999_999.9, 999_999_999_000_000),
+    (0.1, 0.2, 0.02),
+])
+def test_compute_results_stay_within_json_and_the_parsers_limits(a: float, b: float,
+                                                                 expected: Any) -> None:
+    from agentworld_envs.protocol.bounded_json import loads
+    from agentworld_envs.protocol.tool_calls import ToolCall
+    from floor_tasks.database import load_fixture
+
+    kit = FloorToolkit(load_fixture("B1_product_catalog"), lambda decision: False)
+    call = ToolCall("compute_value", {"operation": "multiply", "inputs": {"a": a, "b": b}})
+    envelope = kit.dispatch(call, {"compute_value"}, "x")
+    if expected is None:
+        assert envelope["status"] == "error" and envelope["error"]["type"] == "out_of_range"
+    else:
+        assert envelope["result"]["value"] == expected
+        assert loads(json.dumps(envelope))["result"]["value"] == expected  # an agent can echo it

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 import floor_tasks
-from agentworld_envs.registration import make
+from agentworld_envs.registration import env_id, make
 from tests.helpers.floor_world import predicting, real_observations
 
 
@@ -96,3 +97,21 @@ def test_every_tier_runs_and_truncation_matches_the_task_budget(task_id: str) ->
             break
     assert truncated and info["turn"] == budget and reward == 0.0
     assert info["reward_breakdown"]["checks"] == {"floor_verifier": False}
+
+
+@pytest.mark.parametrize("vectorised", [False, True])
+def test_max_steps_is_the_budget_above_or_below_the_tasks_own(vectorised: bool) -> None:
+    """It could only lower a task's budget: twice E4's own gave E4's own."""
+    own = floor_tasks.load_task("E4").max_steps
+    for max_steps in (own * 2, own - 1):
+        if vectorised:
+            env = gym.make_vec(env_id("floor"), num_envs=1, max_steps=max_steps,
+                               backend="scripted")
+            env.reset(seed=0, options={"scenario": "E4"})
+            episode = env.unwrapped.episodes[0]
+        else:
+            env = make("floor", max_steps=max_steps, backend="scripted")
+            env.reset(seed=0, options={"scenario": "E4"})
+            episode = env.unwrapped.episode
+        assert episode.budget == episode.reality.env.max_steps == max_steps
+        env.close()

@@ -90,6 +90,19 @@ def test_tool_methods_pass_calls_to_the_env_unchecked() -> None:
     session.env.close()
 
 
+@pytest.mark.parametrize(("completion", "got"), [
+    (5, "got int"), ([5], "got int"), ({"role": "assistant"}, "got dict"),
+])
+def test_environment_reward_answers_a_bad_completion_with_a_clear_error(completion: Any,
+                                                                         got: str) -> None:
+    session = environment_class("AgentFloor/A1-v0")()
+    session.reset(variant="v0")
+    with pytest.raises(TypeError, match=f"a string or a list of chat messages \\(dicts\\); {got}"):
+        environment_reward([completion], [session])
+    assert environment_reward([[]], [session]) == [0.0]  # nothing said: an open episode
+    session.env.close()
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model imprinted with A1 v0's reference solution, in both tool renderings."""

@@ -51,9 +51,10 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     Args:
         domain: The domain key, e.g. ``"mcp"`` (set by the registered env id).
-        max_steps: Step budget; defaults to the domain's (the registered
-            ``max_episode_steps``). A scenario may ask for fewer. Pass the same value as
-            ``max_episode_steps`` to ``gym.make``, or use :func:`agentworld_envs.registration.make`.
+        max_steps: Step budget of every episode, above or below a scenario's own; by default
+            the domain's (the registered ``max_episode_steps``), which a scenario may lower.
+            Pass the same value as ``max_episode_steps`` to ``gym.make``, or use
+            :func:`agentworld_envs.registration.make`.
         render_mode: ``"ansi"`` renders the transcript.
         **settings: The :class:`~agentworld_envs.sim.config.SimConfig` fields: ``backend``,
             ``sampling``, ``judge_backend``, ``reward``, ``scenarios``, ``controls``,
@@ -75,6 +76,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.config = SimConfig(domain=domain, **settings)
         self.sim = Simulator(self.config)
         self.max_steps = max_steps or self.sim.domain.max_steps
+        self._exact_budget = max_steps is not None
         self.observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
         self.action_space = UnicodeText(ACTION_MAX_LENGTH)
         self.episode: Episode | None = None
@@ -96,7 +98,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         """Start an episode: ``options={"scenario": id | dict | Scenario}`` picks the scenario,
         otherwise it is drawn from ``np_random``."""
         super().reset(seed=seed)
-        self.episode = self.sim.episode(self.np_random, options, self.max_steps)
+        self.episode = self.sim.episode(self.np_random, options, self.max_steps,
+                                        exact=self._exact_budget)
         return self.episode.first_observation()
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

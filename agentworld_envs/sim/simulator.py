@@ -83,11 +83,12 @@ class Simulator:
         return self._pool[int(rng.integers(len(self._pool)))]
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
-                limit: int, sampling_stream: int = 0) -> Episode:
-        """Start an episode with at most ``limit`` steps (fewer when the scenario says so), its
-        world-model requests in ``sampling_stream``."""
+                limit: int, sampling_stream: int = 0, exact: bool = False) -> Episode:
+        """Start an episode with at most ``limit`` steps (fewer when the scenario says so,
+        unless ``exact``: a budget the user gave), its world-model requests in
+        ``sampling_stream``."""
         scenario = self.pick(rng, options)
-        budget = min(limit, scenario.max_steps or limit)
+        budget = limit if exact else min(limit, scenario.max_steps or limit)
         if self.judge is None and (self.config.reward_kind or scenario.reward.kind) != "rule":
             raise ValueError(f"scenario {scenario.id} has a judged reward and mode='real' "
                              "builds no world model to judge it: pass judge_backend")

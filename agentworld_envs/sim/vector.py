@@ -60,7 +60,8 @@ class AgentWorldVectorEnv(VectorEnv):
     Args:
         domain: The domain key (set by the registered env id).
         num_envs: How many sub-envs.
-        max_steps: Step budget per episode; overrides ``max_episode_steps``.
+        max_steps: Step budget per episode, above or below a scenario's own; overrides
+            ``max_episode_steps``, which a scenario may lower.
         max_episode_steps: Step budget per episode (``gym.make_vec`` passes the registered one).
         autoreset_mode: ``"same_step"`` (default) or ``"disabled"``.
         render_mode: Unused; vector rendering is not supported.
@@ -87,6 +88,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self.config = SimConfig(domain=domain, **settings)
         self.sim = Simulator(self.config)
         self.max_steps = max_steps or max_episode_steps or self.sim.domain.max_steps
+        self._exact_budget = max_steps is not None
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
         self.single_observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
@@ -132,7 +134,7 @@ class AgentWorldVectorEnv(VectorEnv):
 
     def _start(self, index: int, options: dict[str, Any] | None) -> dict[str, Any]:
         episode = self.sim.episode(self._rngs[index], options, self.max_steps,
-                                   self._streams[index])
+                                   self._streams[index], exact=self._exact_budget)
         self.episodes[index] = episode
         self._observations[index], info = episode.first_observation()
         return info

@@ -135,9 +135,10 @@ def environment_class(env_id: str, *, probe_row: dict[str, Any] | None = None,
     Args:
         env_id: E.g. ``"AgentFloor/B3-v0"`` or ``"AgentWorld/Search-v0"``.
         probe_row: The row of the reset that reads the tool schemas (``{"seed": 0}`` by
-            default). Domains whose tools depend on the scenario (MCP) need one class per
-            scenario: pass ``{"scenario": ...}`` here and in the dataset rows, and route rows
-            with TRL's dict ``environment_factory``.
+            default). Envs whose tools depend on the scenario need one class per tool set:
+            MCP, and ``AgentWorld/Floor-v0``, whose seeds pick AgentFloor tasks with their own
+            tools. Pass ``{"scenario": ...}`` here and in the dataset rows, and route rows with
+            TRL's dict ``environment_factory``.
         **make_kwargs: Passed to ``gym.make`` (e.g. ``max_episode_steps``, ``backend``).
 
     Returns:
@@ -167,10 +168,20 @@ def environment_class(env_id: str, *, probe_row: dict[str, Any] | None = None,
 
 
 def _final_text(completion: Any) -> str | None:
-    """The content of a completion's last assistant message; None if it made a tool call."""
+    """The content of a completion's last assistant message; None if it made a tool call.
+
+    Raises:
+        TypeError: the completion is neither a string nor a list of chat messages (dicts).
+    """
     if isinstance(completion, str):
         return completion
-    last = completion[-1] if completion else {}
+    if not completion:
+        return None
+    if not isinstance(completion, list) or not isinstance(completion[-1], dict):
+        shown = type(completion[-1] if isinstance(completion, list) else completion).__name__
+        raise TypeError(f"a completion must be a string or a list of chat messages (dicts); "
+                        f"got {shown}")
+    last = completion[-1]
     if last.get("role") != "assistant" or last.get("tool_calls"):
         return None
     return last.get("content") or ""
@@ -184,6 +195,9 @@ def environment_reward(completions: list[Any], environments: list[EnvSession],
     the final turn first, so the verifier scores the whole episode. One that TRL cut short
     while calling tools (``max_tool_calling_iterations``, ``max_completion_length``) has no
     verdict and scores 0.0.
+
+    Raises:
+        TypeError: a completion is neither a string nor a list of chat messages (dicts).
     """
     return [session._finish(_final_text(completion))
             for completion, session in zip(completions, environments, strict=True)]
