@@ -1,7 +1,8 @@
 """Damaged corpora are refused by every reader, naming the file and line; a cut last line is not.
 
 Each corruption is made on a real corpus written by a sweep: a flipped digit or letter, an
-invalid UTF-8 byte, a broken JSON token. ``report``, ``rescore``, ``compare`` and resuming
+invalid UTF-8 byte, a broken JSON token, a change that leaves a valid record (caught by the
+record's content digest). ``report``, ``rescore``, ``compare`` and resuming
 (``floor run`` / :func:`run_sweep` on the corpus) all refuse it with one line and exit code 2,
 leaving the file as it was. A last line cut mid-write (what SIGKILL leaves) is skipped with a
 warning by the readers and rerun by resume.
@@ -9,6 +10,7 @@ warning by the readers and rerun by resume.
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 import warnings
@@ -19,7 +21,13 @@ import pytest
 
 from agentworld_envs.cli import main
 from floor_tasks.harness.corpus import RunCorpus
-from floor_tasks.harness.corpus_io import CorruptCorpusError, TruncatedLineWarning, read_records
+from floor_tasks.harness.corpus_io import (
+    DIGEST_FIELD,
+    CorruptCorpusError,
+    NoDigestWarning,
+    TruncatedLineWarning,
+    read_records,
+)
 from floor_tasks.harness.sweep import plan, run_sweep, single_model_config
 
 CONFIG = single_model_config({"name": "oracle"}, name="oracle", tasks=["A1", "B1", "C1"],
@@ -79,6 +87,12 @@ CORRUPTIONS: dict[str, tuple[Edit, str]] = {
     "passed flag turned into a string": (
         _replace("oracle|A1|v0|1", b'"passed": true', b'"passed": "true"'),
         "field 'passed' must be bool, got str"),
+    "turns changed, still a valid record": (
+        _replace("oracle|B1|v0|1", b'"turns": ', b'"turns": 1'),
+        "content digest mismatch: the record was changed after it was written"),
+    "a letter of the system message changed": (
+        _replace("oracle|C1|v0|1", b"careful assistant", b"carefal assistant"),
+        "content digest mismatch"),
 }
 
 
@@ -164,3 +178,13 @@ def test_a_missing_corpus_is_a_one_line_error(tmp_path: Path,
     assert main(["floor", "report", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nowhere" in err
+
+
+def test_an_old_corpus_without_digests_loads_with_one_warning(clean: Path, tmp_path: Path) -> None:
+    records = read_records(clean)
+    old = tmp_path / "runs.jsonl"
+    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != DIGEST_FIELD}) + "\n"
+                           for r in records))
+    with pytest.warns(NoDigestWarning, match="6 record\\(s\\) without a content digest") as seen:
+        again = read_records(old)
+    assert len(seen) == 1 and [r["run_id"] for r in again] == [r["run_id"] for r in records]

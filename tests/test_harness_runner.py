@@ -18,7 +18,7 @@ from floor_tasks.env import FloorEnv
 from floor_tasks.harness.agents import OracleBackend
 from floor_tasks.harness.cli import add_commands  # noqa: F401 - the CLI must import cleanly
 from floor_tasks.harness.corpus import RunCorpus
-from floor_tasks.harness.corpus_io import read_records
+from floor_tasks.harness.corpus_io import read_records, with_digest
 from floor_tasks.harness.pytest_plugin import AgentFloor
 from floor_tasks.harness.runner import Job, RunSettings, run_episode, run_jobs
 from floor_tasks.harness.sweep import plan, run_sweep, single_model_config
@@ -195,7 +195,8 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
     tampered = read_records(base)
     tampered[0]["actions"] = ["no tools needed"]
     (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tampered))
+    (tmp_path / "t" / "runs.jsonl").write_text(  # changed as a tool would: digested again
+        "".join(json.dumps(with_digest(r)) + "\n" for r in tampered))
     result = subprocess.run(CLI + ["floor", "rescore", str(tmp_path / "t")],
                             capture_output=True, text=True, timeout=60)
     assert "1 changed" in result.stdout and tampered[0]["run_id"] in result.stdout

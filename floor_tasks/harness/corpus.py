@@ -19,7 +19,7 @@ from typing import Any
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.redaction import redact
-from floor_tasks.harness.corpus_io import RUNS_FILE, read_records
+from floor_tasks.harness.corpus_io import RUNS_FILE, read_records, with_digest
 
 __all__ = ["RunCorpus", "METADATA_FILE", "ERRORS_FILE"]
 
@@ -92,7 +92,7 @@ class RunCorpus:
         """Append one record; a run id already present is refused."""
         if record["run_id"] in self._done:
             raise ValueError(f"run {record['run_id']!r} is already in {self.runs_path}")
-        _append_line(self.runs_path, record)
+        _append_line(self.runs_path, with_digest(record))
         self._done.add(record["run_id"])
 
     def log_error(self, run_ids: list[str], error: str, **details: Any) -> None:

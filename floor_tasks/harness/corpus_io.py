@@ -13,6 +13,7 @@ missing a field or holding one of the wrong type, an unknown task, variant or ti
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -21,8 +22,8 @@ from typing import Any
 from agentworld_envs.errors import FieldedError
 from floor_tasks.task import Task, load_tasks
 
-__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "CorruptCorpusError", "TruncatedLineWarning",
-           "read_records", "runs_file"]
+__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "DIGEST_FIELD", "CorruptCorpusError",
+           "NoDigestWarning", "TruncatedLineWarning", "read_records", "runs_file", "with_digest"]
 
 SCHEMA_VERSION = 1
 """The run-record schema version this module reads."""
@@ -33,8 +34,11 @@ RUNS_FILE = "runs.jsonl"
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "run_id": str, "model": str, "task_id": str, "tier": str, "variant": str, "repeat": int,
     "passed": bool, "actions": list}
+DIGEST_FIELD = "content_digest"
+"""The record field holding :func:`record_digest` of the rest of the record."""
 _OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "verdict": dict, "usage": dict, "latency_s": (int, float), "wall_s": (int, float)}
+    "verdict": dict, "usage": dict, "latency_s": (int, float), "wall_s": (int, float),
+    DIGEST_FIELD: str}
 
 
 class CorruptCorpusError(FieldedError, ValueError):
@@ -49,6 +53,25 @@ class CorruptCorpusError(FieldedError, ValueError):
     def __init__(self, path: str | Path, line: int | None, reason: str) -> None:
         super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
         self.path, self.line, self.reason = Path(path), line, reason
+
+
+class NoDigestWarning(UserWarning):
+    """Records without a content digest (written before digests): a change to them that
+    leaves a valid record cannot be detected."""
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON, its digest field left out."""
+    body = {key: value for key, value in record.items() if key != DIGEST_FIELD}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def with_digest(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as a reader will see it (a JSON round trip), with its content digest."""
+    seen = json.loads(json.dumps(record, ensure_ascii=True, default=str))
+    seen.pop(DIGEST_FIELD, None)
+    return {**seen, DIGEST_FIELD: record_digest(seen)}
 
 
 class TruncatedLineWarning(UserWarning):
@@ -143,10 +166,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
     Warns:
         TruncatedLineWarning: when the file ends in a cut line, which is skipped.
+        NoDigestWarning: once, when records have no content digest (an older corpus).
     """
     file = runs_file(path)
     records: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
+    undigested = 0
     with file.open("rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if not raw.strip():
@@ -162,6 +187,15 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             problem = _record_problem(record, first_line)
             if problem:
                 raise CorruptCorpusError(file, lineno, problem)
+            if DIGEST_FIELD not in record:
+                undigested += 1
+            elif record[DIGEST_FIELD] != record_digest(record):
+                raise CorruptCorpusError(file, lineno, "content digest mismatch: the record "
+                                                       "was changed after it was written")
             first_line[record["run_id"]] = lineno
             records.append(record)
+    if undigested:
+        warnings.warn(f"{file}: {undigested} record(s) without a content digest (written before "
+                      "digests): changes to them cannot be detected", NoDigestWarning,
+                      stacklevel=2)
     return records
