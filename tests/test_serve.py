@@ -274,6 +274,9 @@ def test_the_cli_says_what_it_cannot_serve(capsys):
     assert "AgentWorld envs only" in capsys.readouterr().err
     assert main(["serve", "AgentFloor/A1-v0", "--kw", "nonsense"]) == 2
     assert main(["serve", "AgentFloor/A1-v0", "--kw", "colour=red"]) == 2
+    assert main(["serve", "AgentWorld/MCP-v0", "--backend", "scripted", "--kw",
+                 "scenaros=generated"]) == 2
+    assert "scenaros" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -77,6 +77,7 @@ class ServedEnv:
         self._counts = {"sessions_opened": 0, "sessions_closed": 0, "steps": 0, "running": 0}
         self.make_kwargs = self._shared_kwargs(dict(settings.env_kwargs))
         """What every session passes to ``gym.make`` (the live shared backends included)."""
+        self.make(self.env_ids[0]).close()  # a bad setting fails now, before the port opens
 
     @property
     def blocking(self) -> bool:
