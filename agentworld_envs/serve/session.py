@@ -78,6 +78,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         self.served = served
         self._envs: dict[str, gym.Env] = {}
         self._env: gym.Env | None = None
+        self._episode_tools: list[dict[str, Any]] = []
         self._rng, _ = seeding.np_random(None)
         self._state = EpisodeState()
         self._closed: str | None = None
@@ -113,7 +114,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             self._state = EpisodeState(episode_id=episode_id or str(uuid.uuid4()),
                                        env_id=env_id)
             self._membership(True)
-            return TurnObservation(text=text, tools=mcp_tools(info.get("tools") or []),
+            self._episode_tools = mcp_tools(info.get("tools") or [])
+            return TurnObservation(text=text, tools=self._episode_tools,
                                    done=False, reward=None,
                                    metadata=self._metadata(info, False, False))
 
@@ -243,11 +245,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
     def _tools(self) -> list[dict[str, Any]]:
         if self._env is not None:
-            env = self._env.unwrapped
-            episode = getattr(env, "episode", None)
-            if episode is not None:
-                return mcp_tools(episode.domain.tools(episode.scenario))
-            return mcp_tools(env.tool_schemas)
+            return self._episode_tools
         if not self.served.simulated and not self.served.task_set:
             return mcp_tools(self._env_for(self.served.env_ids[0]).unwrapped.tool_schemas)
         raise ValueError("the tools depend on the episode: call reset() first")
