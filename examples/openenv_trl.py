@@ -12,8 +12,8 @@ another machine. Two commands::
 Without ``--url`` the script starts the server itself on a free loopback port; without
 ``--model`` it builds a tiny model warm-started on the task's reference solutions (CPU).
 
-Quick check (CPU, seconds; one step): ``python examples/openenv_trl.py --max-steps 1
---output-dir out``
+Quick check (CPU, one to four minutes; one step): ``python examples/openenv_trl.py
+--max-steps 1 --output-dir out``
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,8 @@ def served(task: str) -> Iterator[str]:
                 break
         else:
             raise RuntimeError(f"agentworld serve exited with code {process.wait()}")
+        # keep reading its stderr, so a chatty server never blocks on a full pipe
+        threading.Thread(target=process.stderr.read, daemon=True).start()
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
