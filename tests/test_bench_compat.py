@@ -226,6 +226,81 @@ def test_a_prompt_directory_needs_the_judge_instructions(tmp_path: Path) -> None
         JudgePrompts.load(prompt_dir(tmp_path, instructions=False))
 
 
+TEMPLATE = ('''"""Judge prompts (our own text, in the release's layout)."""
+from pathlib import Path
+Path(__file__).with_name("EXECUTED").write_text("yes")  # reading must not run this
+SCORE_DIMENSIONS = ["format"]
+JUDGE_USER_PROMPT = """{context}
+
+{world_model_input}
+
+{predicted_observation}
+
+{ground_truth}
+
+Score it. Example: {{"scores": {{"format": 5}}}}
+"""
+OTHER_PROMPT = """{context}\n\nnot this one"""
+''')
+
+
+def checkout(root: Path, template: str = TEMPLATE) -> Path:
+    """A directory shaped like a Qwen-AgentWorld checkout: prompts/ and eval/'s task_configs."""
+    prompt_dir(root / "prompts", instructions=False)
+    configs = root / "eval" / "lwm_eval_utils" / "task_configs.py"
+    configs.parent.mkdir(parents=True)
+    configs.write_text(template)
+    return root
+
+
+@pytest.mark.parametrize("where", ["checkout", "its prompts folder"])
+def test_a_checkout_gives_the_instructions_from_its_task_configs_unexecuted(
+        tmp_path: Path, where: str) -> None:
+    root = checkout(tmp_path)
+    prompts = JudgePrompts.load(root if where == "checkout" else root / "prompts")
+    assert prompts.instructions == 'Score it. Example: {"scores": {"format": 5}}'
+    assert prompts.source.endswith("task_configs.py (JUDGE_USER_PROMPT)")
+    user = judge_request(bench_item("mcp", 0), "x", prompts).messages[1]["content"]
+    assert user.endswith('```\n\nScore it. Example: {"scores": {"format": 5}}')
+    assert prompts.system("mcp") == "Judge mcp fairly.\n"
+    assert not (root / "eval" / "lwm_eval_utils" / "EXECUTED").exists()
+
+
+def test_a_separate_instructions_file_wins_over_the_checkouts_template(tmp_path: Path) -> None:
+    root = checkout(tmp_path)
+    (root / "prompts" / "judge_user_instructions.txt").write_text("Mine.")
+    prompts = JudgePrompts.load(root)
+    assert (prompts.instructions, prompts.source) == (
+        "Mine.", str((root / "prompts" / "judge_user_instructions.txt").resolve()))
+
+
+@pytest.mark.parametrize(("template", "message"), [
+    ("JUDGE_USER_PROMPT = '{context} and no ground truth'", "does not end with"),
+    ("JUDGE_USER_PROMPT = '{ground_truth}\\n\\nx {later}'", "does not end with"),
+    ("JUDGE_USER_PROMPT = '{ground_truth}\\nno blank line'", "blank line"),
+    ("JUDGE_USER_PROMPT = f'{1}'", "assigns no string"),
+    ("def broken(:", "cannot read"),
+])
+def test_a_checkout_whose_template_is_not_the_releases_layout_is_refused(
+        tmp_path: Path, template: str, message: str) -> None:
+    with pytest.raises(PromptSetError, match=message):
+        JudgePrompts.load(checkout(tmp_path, template))
+
+
+def test_wm_bench_says_which_instructions_it_used_and_names_a_renamed_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentworld_envs.cli import main
+
+    argv = ["wm", "bench", "SAMPLE", "--backend", "scripted", "--judge", "scripted"]
+    assert main([*argv, "--prompts", str(checkout(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert f"judge instructions: {tmp_path.resolve()}" in out and "(JUDGE_USER_PROMPT)" in out
+    assert main([*argv, "--retries", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err == "agentworld: error: --retries was renamed --max-retries; pass --max-retries " \
+                  "instead\n"
+
+
 def test_the_builtin_set_uses_our_wording_in_the_same_layout() -> None:
     request = judge_request(bench_item("mcp", 0), "x", JudgePrompts.load("builtin"))
     assert "five dimensions" in request.messages[0]["content"]

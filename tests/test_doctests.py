@@ -11,6 +11,7 @@ MODULES = [
     "agentworld_envs.protocol.text_space",
     "agentworld_envs.protocol.tools",
     "agentworld_envs.backends.batching",
+    "agentworld_envs.bench.release_instructions",
     "agentworld_envs.serve.cli",
     "agentworld_envs.serve.served_env",
     "agentworld_envs.distributed.fault_guard",

@@ -116,6 +116,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.run import run_bench
 
     prompts = JudgePrompts.load(args.prompts)  # a bad prompt directory fails before any call
+    print(f"judge instructions: {prompts.source}")
     items = _items(args.items)
     outputs = _outputs(args, items)
     sampling = SamplingParams(temperature=args.judge_temperature, top_p=None,
@@ -185,6 +186,18 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
 
 
+class _Renamed(argparse.Action):
+    """An old flag that users' scripts still pass: a one-line error naming its replacement."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs="?", **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        raise UsageError(f"{option_string} was renamed {self.new}; pass {self.new} instead")
+
+
 def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     """Add the ``wm`` subcommands to the ``agentworld wm`` parser; return them, so that the
     console script can add the training commands."""
@@ -197,6 +210,7 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
                             "(default: $AGENTWORLD_PROMPTS, else the built-in set)")
     bench.add_argument("--max-retries", type=int, default=3,
                        help="judge attempts per sample, as eval.py's --max-retries")
+    bench.add_argument("--retries", action=_Renamed, new="--max-retries", help=argparse.SUPPRESS)
     bench.add_argument("--judge-max-tokens", type=int, default=32768)
     bench.add_argument("--judge-temperature", type=float, default=0.6)
     bench.add_argument("--rule-caps", action="store_true",

@@ -16,8 +16,10 @@ marker cut. Nothing is truncated and no diagnostics are sent.
 Where the texts come from (:class:`JudgePrompts`): with a release-layout prompt directory, the
 system message is ``<domain>/judge_system_prompt.txt`` (``""`` for a domain the release does not
 know) and the instructions are ``judge_user_instructions.txt`` at the directory's top (the text
-that ends the release's ``JUDGE_USER_PROMPT``, which it keeps in ``task_configs.py``). The
-built-in set uses our own wording for both. The verdict is read by
+that ends the release's ``JUDGE_USER_PROMPT``) or, for a checkout's ``prompts/`` without that
+file, the template in the checkout's ``task_configs.py``
+(:mod:`~agentworld_envs.bench.release_instructions`). The built-in set uses our own wording for
+both. The verdict is read by
 :mod:`agentworld_envs.bench.judge_parser` either way.
 """
 
@@ -34,6 +36,11 @@ from agentworld_envs.bench.judge_parser import (
     JudgeParseError,
     JudgeVerdict,
     parse_judge_output,
+)
+from agentworld_envs.bench.release_instructions import (
+    TASK_CONFIGS,
+    TEMPLATE_NAME,
+    instructions_from_task_configs,
 )
 from agentworld_envs.sim.parsing import clean_response_marker, parse_model_output
 from agentworld_envs.sim.prompt_sets import PromptSet, PromptSetError, resolve_prompt_set
@@ -78,25 +85,40 @@ verdict exactly in this form, each score an integer from 1 to 5:
 
 @dataclass(frozen=True)
 class JudgePrompts:
-    """The judge's texts from one prompt set: a system message per domain, the instructions."""
+    """The judge's texts from one prompt set: a system message per domain, the instructions,
+    and where the instructions came from (``source``, for the run's one line saying so)."""
 
     prompt_set: PromptSet
     instructions: str
+    source: str = "built-in"
 
     @classmethod
     def load(cls, prompts: str | PromptSet | None = None) -> JudgePrompts:
         """The texts of a prompt set (see :func:`~agentworld_envs.sim.prompt_sets.
-        resolve_prompt_set`); raises :class:`PromptSetError` when the instructions are missing."""
+        resolve_prompt_set`); raises :class:`PromptSetError` when the instructions are missing.
+
+        The instructions of a prompt directory are its ``judge_user_instructions.txt`` when it
+        has one, else the ``JUDGE_USER_PROMPT`` of the checkout it belongs to
+        (``../eval/lwm_eval_utils/task_configs.py``, read as data).
+        """
         prompt_set = resolve_prompt_set(prompts)
         if prompt_set.root is None:
             return cls(prompt_set, BUILTIN_INSTRUCTIONS)
         path = prompt_set.root / INSTRUCTIONS_FILE
+        task_configs = prompt_set.root.parent / TASK_CONFIGS
+        if not path.exists() and task_configs.is_file():
+            try:
+                text = instructions_from_task_configs(task_configs)
+            except ValueError as exc:
+                raise PromptSetError(str(exc)) from None
+            return cls(prompt_set, text, f"{task_configs} ({TEMPLATE_NAME})")
         try:
-            return cls(prompt_set, path.read_text(encoding="utf-8"))
+            return cls(prompt_set, path.read_text(encoding="utf-8"), str(path))
         except (OSError, UnicodeDecodeError) as exc:
             raise PromptSetError(
                 f"prompt set {str(prompt_set.root)!r} needs {INSTRUCTIONS_FILE}: the text that "
-                f"ends the release's JUDGE_USER_PROMPT, as rendered ({exc})") from None
+                f"ends the release's {TEMPLATE_NAME}, as rendered; or pass the Qwen-AgentWorld "
+                f"checkout itself, whose {TASK_CONFIGS} holds it ({exc})") from None
 
     def system(self, domain: str) -> str:
         """The judge's system message for ``domain``."""

@@ -7,7 +7,8 @@ as Qwen-AgentWorld's released ``prompts/`` folder::
     DIR/<domain>/judge_system_prompt.txt    the bench judge's system prompt
 
 with ``<domain>`` one of ``mcp``, ``search``, ``terminal``, ``swe``, ``android``, ``web``, ``os``
-(the desktop domain). The texts are the user's copy: nothing of the release is shipped here.
+(the desktop domain), or a Qwen-AgentWorld checkout, whose ``prompts/`` folder is then used. The
+texts are the user's copy: nothing of the release is shipped here.
 ``AGENTWORLD_PROMPTS`` names the default directory; an explicit setting wins over it.
 
 Example:
@@ -47,10 +48,13 @@ class PromptSet:
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike[str]) -> PromptSet:
-        """A directory in the release's layout; raises :class:`PromptSetError` if it is absent."""
+        """A directory in the release's layout, or a checkout holding one as ``prompts/``;
+        raises :class:`PromptSetError` if it is absent."""
         root = Path(path).expanduser()
         if not root.is_dir():
             raise PromptSetError(f"prompt directory {str(root)!r} does not exist")
+        if (root / "prompts").is_dir() and (root / "eval").is_dir():
+            root = root / "prompts"
         return cls(root.resolve())
 
     @property
