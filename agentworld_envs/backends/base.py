@@ -210,6 +210,11 @@ class Backend(abc.ABC):
         """Plain-data description for run metadata. Never includes secrets."""
         return {"name": self.name}
 
+    def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Stop the calls in flight, from any thread, as far as the backend can (a server
+        backend closes their connections, so the server can stop working for nothing); the
+        cancelled calls raise. Called on Ctrl-C and on a timed-out call."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (connections, engines)."""
 

@@ -20,6 +20,7 @@ import os
 import ssl
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -35,7 +36,7 @@ from agentworld_envs.backends.base import (
     first_error_or_completions,
 )
 from agentworld_envs.backends.redaction import redact, url_secrets
-from agentworld_envs.backends.replies import completion_from_reply, strip_think
+from agentworld_envs.backends.replies import completion_from_reply, refused_fields, strip_think
 from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [
@@ -46,16 +47,23 @@ __all__ = [
 ]
 
 _SNIPPET = 300
+_REPLY_READ = 4096
+"""Most characters of an error reply searched for the fields it refuses."""
+_ALWAYS_SENT = frozenset({"model", "messages", "tools"})
+"""Request fields never dropped on a refusal: without them there is no request to make."""
+_REFUSALS = threading.Lock()
+"""Guards what backends learn of refused fields (batches may run in several threads)."""
 _T = TypeVar("_T")
 
 
 class OpenAIRequestError(BackendError):
-    """A chat request failed; ``status`` is the last HTTP status, or None for transport errors."""
+    """A chat request failed; ``status`` is the last HTTP status, or None for transport errors;
+    ``reply`` the start of the server's error reply (credentials masked), if it sent one."""
 
     def __init__(self, message: str, *, url: str = "", status: int | None = None,
-                 attempts: int = 0) -> None:
+                 attempts: int = 0, reply: str = "") -> None:
         super().__init__(message)
-        self.url, self.status, self.attempts = url, status, attempts
+        self.url, self.status, self.attempts, self.reply = url, status, attempts, reply
 
 
 def _tool_schema(tool: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +168,8 @@ class OpenAIBackend(Backend):
         api_key_env: Environment variable holding the API key, read at request time; None or an
             unset variable sends no key.
         timeout_s: Limit on each attempt as a whole: connecting, sending and receiving the
-            entire reply, however slowly it trickles in.
+            entire reply, however slowly it trickles in. A model served on a CPU (``transformers
+            serve --device cpu``) needs minutes for a long answer: give it 900 or more.
         max_retries: Retries after the first attempt, on 429, 5xx, connection errors and timeouts.
         backoff_s: First backoff; it doubles on each retry.
         max_retry_after_s: Longest wait honoured from a server's ``Retry-After`` header (which
@@ -171,6 +180,12 @@ class OpenAIBackend(Backend):
         replica_cooldown_s: How long a failing replica stays out of rotation.
         max_reply_bytes: Most bytes read of one reply (after any content decoding); a longer
             reply is a fault that is not retried, and is never buffered whole.
+
+    A request refused (HTTP 400 or 422) for fields the server does not support, as ``transformers
+    serve`` refuses ``top_k`` ("Unexpected fields in the request: {'top_k'}"), is sent once more
+    without the fields the refusal names, with one ``RuntimeWarning`` naming them; the backend
+    remembers them (``describe()["refused_fields"]``) and never sends them again. A refusal that
+    names no field of the request is reported as any other.
     """
 
     name = "openai"
@@ -210,6 +225,12 @@ class OpenAIBackend(Backend):
         self.max_reply_bytes = max_reply_bytes
         self._replicas = _Replicas([u.rstrip("/") for u in urls], replica_cooldown_s)
         self._url_secrets = [s for u in urls for s in url_secrets(u)]
+        self._refused: frozenset[str] = frozenset()
+        self._running: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the batches in flight (a copy has none)."""
+        return {**self.__dict__, "_running": set()}
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata: URLs without credentials, the key's variable name only."""
@@ -226,7 +247,17 @@ class OpenAIBackend(Backend):
             "native_tools": self.native_tools,
             "replica_cooldown_s": self.replica_cooldown_s,
             "max_reply_bytes": self.max_reply_bytes,
+            **({"refused_fields": sorted(self._refused)} if self._refused else {}),
         })
+
+    def cancel(self) -> None:
+        """Cancel every batch in flight, from any thread: their connections are closed, so the
+        server can stop working on them, and each ``complete`` call raises
+        ``asyncio.CancelledError``."""
+        with _REFUSALS:
+            running = list(self._running)
+        for loop, task in running:
+            loop.call_soon_threadsafe(task.cancel)
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Complete every request concurrently; results come back in input order.
@@ -276,6 +307,16 @@ class OpenAIBackend(Backend):
         return headers, [*self._url_secrets, *([key] if key else [])]
 
     async def _batch(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
+        running = (asyncio.get_running_loop(), asyncio.current_task())
+        with _REFUSALS:
+            self._running.add(running)  # type: ignore[arg-type]
+        try:
+            return await self._send_all(payloads)
+        finally:
+            with _REFUSALS:
+                self._running.discard(running)  # type: ignore[arg-type]
+
+    async def _send_all(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
         headers, secrets = self._secrets()
         limit = asyncio.Semaphore(self.concurrency)
         pool = httpx.Limits(max_connections=self.concurrency,
@@ -285,22 +326,51 @@ class OpenAIBackend(Backend):
 
             async def one(payload: dict[str, Any]) -> Completion | BackendError:
                 async with limit:
-                    try:
-                        body = json.dumps(payload, ensure_ascii=True).encode("ascii")
-                    except (TypeError, ValueError) as exc:
-                        return BackendError(f"the request cannot be sent as JSON: {exc}")
-                    try:
-                        data, latency_s = await self._post(client, body, headers, secrets)
-                        return completion_from_reply(data, latency_s, secrets)
-                    except BackendError as exc:
-                        return exc
+                    return await self._send(client, payload, headers, secrets)
 
             return list(await asyncio.gather(*(one(p) for p in payloads)))
 
+    async def _send(self, client: httpx.AsyncClient, payload: dict[str, Any],
+                    headers: dict[str, str], secrets: list[str]) -> Completion | BackendError:
+        """One request; refused for fields the server does not support, once more without them."""
+        retried = False
+        while True:
+            sent = {k: v for k, v in payload.items() if k not in self._refused}
+            try:
+                body = json.dumps(sent, ensure_ascii=True).encode("ascii")
+            except (TypeError, ValueError) as exc:
+                return BackendError(f"the request cannot be sent as JSON: {exc}")
+            try:
+                data, latency_s = await self._post(client, body, headers, secrets)
+                return completion_from_reply(data, latency_s, secrets)
+            except OpenAIRequestError as exc:
+                if retried or not self._learn_refusal(exc, sent):
+                    return exc
+                retried = True
+            except BackendError as exc:
+                return exc
+
+    def _learn_refusal(self, exc: OpenAIRequestError, sent: dict[str, Any]) -> bool:
+        """Whether ``exc`` refuses fields of ``sent``; if so, they are never sent again (a
+        warning names those new to this backend)."""
+        if exc.status not in (400, 422):
+            return False
+        named = refused_fields(exc.reply, sent.keys() - _ALWAYS_SENT)
+        if not named:
+            return False
+        with _REFUSALS:
+            new = named - self._refused
+            self._refused |= named
+        if new:
+            warnings.warn(f"{exc.url} refused the request field(s) {', '.join(sorted(new))} "
+                          f"(HTTP {exc.status}): this backend sends them no more",
+                          RuntimeWarning, stacklevel=2)
+        return True
+
     def _failure(self, message: str, url: str, status: int | None, attempts: int,
-                 secrets: list[str]) -> OpenAIRequestError:
+                 secrets: list[str], reply: str = "") -> OpenAIRequestError:
         return OpenAIRequestError(redact(message, secrets), url=redact(url),
-                                  status=status, attempts=attempts)
+                                  status=status, attempts=attempts, reply=reply)
 
     async def _post(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str],
                     secrets: list[str]) -> tuple[Any, float]:
@@ -321,7 +391,8 @@ class OpenAIBackend(Backend):
                 response, content = await asyncio.wait_for(  # asyncio.timeout: Python 3.11
                     self._fetch(client, url, body, headers), self.timeout_s)
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
-                error = f"timeout after {self.timeout_s:g} s"
+                error = (f"timeout after {self.timeout_s:g} s (a slow server, such as a model "
+                         "served on a CPU, needs a larger timeout_s in the backend config)")
             except httpx.TransportError as exc:
                 error = f"connection error ({type(exc).__name__})"
             else:
@@ -337,7 +408,8 @@ class OpenAIBackend(Backend):
                 error = f"HTTP {status}: {_snippet(response, content, secrets)}"
                 if status != 429 and status < 500:
                     raise self._failure(f"POST {url} failed (not retried): {error}",
-                                        url, status, attempts, secrets)
+                                        url, status, attempts, secrets,
+                                        _reply_text(response, content, secrets))
                 hinted_wait = retry_after_s(response.headers.get("retry-after"))
             if status != 429:  # the replica itself failed; rate limits are only backed off
                 self._replicas.failed(index)
@@ -378,9 +450,15 @@ class OpenAIBackend(Backend):
         return data
 
 
+def _reply_text(response: httpx.Response, content: bytes, secrets: list[str],
+                limit: int = _REPLY_READ) -> str:
+    """The start of a reply's text, credentials masked."""
+    return redact(content.decode(response.encoding or "utf-8", "replace"), secrets)[:limit]
+
+
 def _snippet(response: httpx.Response, content: bytes, secrets: list[str]) -> str:
     """The start of a reply's text for an error message, credentials masked."""
-    return redact(content.decode(response.encoding or "utf-8", "replace"), secrets)[:_SNIPPET]
+    return _reply_text(response, content, secrets, _SNIPPET)
 
 
 _PROBE_TOOL = {

@@ -7,6 +7,9 @@ encodable as UTF-8) becomes U+FFFD, and any credential is masked (see
 and its ``message`` are objects, ``content`` is text, text parts or null, ``tool_calls`` a list or
 null, usage counts finite non-negative integers), so a malformed reply is a reported fault, never
 a crash later on. What was cleaned is said in ``raw["agentworld_repairs"]``.
+
+An error reply that refuses request fields the server does not support is read by
+:func:`refused_fields`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "REPAIRS_KEY",
     "MalformedReplyError",
     "completion_from_reply",
+    "refused_fields",
     "strip_think",
     "text_tool_calls",
 ]
@@ -33,6 +37,13 @@ REPAIRS_KEY = "agentworld_repairs"
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SNIPPET = 300
+_REFUSAL = re.compile(
+    r"unexpected (?:field|argument|key|param)|unrecogni[sz]ed (?:request )?(?:field|argument|"
+    r"key|param)|unknown (?:field|argument|key|param)|extra_forbidden|extra (?:inputs|fields) "
+    r"(?:are )?not permitted|unsupported (?:field|argument|param)|not supported",
+    re.IGNORECASE)
+_QUOTED = re.compile(r"""['"`]([A-Za-z_][A-Za-z0-9_]*)['"`]""")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class MalformedReplyError(BackendError):
@@ -43,6 +54,27 @@ def strip_think(text: str) -> str:
     """Drop ``<think>...</think>`` reasoning, and any reasoning before a bare ``</think>``."""
     text = _THINK.sub("", text)
     return text.rpartition("</think>")[2]
+
+
+def refused_fields(reply: str, sent: Iterable[str]) -> frozenset[str]:
+    """The fields of ``sent`` that an error ``reply`` refuses as unsupported.
+
+    The reply must say that fields are not supported (``Unexpected fields``, ``Unrecognized
+    request argument``, ``extra_forbidden``, ``not supported``...); the fields are those of
+    ``sent`` it names in quotes, else those it names as words. Empty when it refuses none.
+
+    Example:
+        >>> reply = '{"detail": "Unexpected fields in the request: {`top_k`}"}'
+        >>> sorted(refused_fields(reply, ["temperature", "top_k", "seed"]))
+        ['top_k']
+        >>> refused_fields('{"detail": "top_k must be at least 1"}', ["top_k"])
+        frozenset()
+    """
+    if not _REFUSAL.search(reply):
+        return frozenset()
+    sent = set(sent)
+    quoted = sent.intersection(_QUOTED.findall(reply))
+    return frozenset(quoted or sent.intersection(_WORD.findall(reply)))
 
 
 def text_tool_calls(text: str) -> list[ToolCall]:

@@ -127,8 +127,10 @@ class ModelClient:
         timeout_s: Longest wait for one batched call of a blocking backend
             (:attr:`~agentworld_envs.backends.Backend.blocking`); None waits forever. Calls
             run in the caller's thread when it is None or the backend does not block. A call
-            that times out keeps running in the client's one worker thread and its result is
-            discarded; the next call waits for it to end.
+            that times out, or that Ctrl-C abandons, is cancelled
+            (:meth:`~agentworld_envs.backends.Backend.cancel`: a server backend closes its
+            connections); a backend that cannot cancel keeps it running in the client's one
+            worker thread, its result discarded, and the next call waits for it to end.
     """
 
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
@@ -168,7 +170,11 @@ class ModelClient:
             return self.backend.complete_each(requests)
         if self._worker is None:
             self._worker = _Worker()
-        return self._worker.run(lambda: self.backend.complete_each(requests), self.timeout_s)
+        try:
+            return self._worker.run(lambda: self.backend.complete_each(requests), self.timeout_s)
+        except (_TimedOut, KeyboardInterrupt):
+            self._inner.cancel()  # the abandoned call must not keep the server busy
+            raise
 
     def close(self) -> None:
         """Stop the worker thread; close the recording and any backend this client built."""
