@@ -25,6 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentworld_envs.errors import transportable_errors
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -104,6 +105,7 @@ class FloorEnv(gym.Env[str, str]):
         """The step budget in assistant turns."""
         return self.max_steps_override or self.task.max_steps
 
+    @transportable_errors
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode; the observation is the task prompt."""
@@ -146,6 +148,7 @@ class FloorEnv(gym.Env[str, str]):
         """OpenAI tool schemas of the tools this task offers (a fresh copy each time)."""
         return json.loads(_schemas_json(tuple(self.task.tools)))
 
+    @transportable_errors
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn. Never raises on the action's content."""
         if self.trace is None:

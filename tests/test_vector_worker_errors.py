@@ -8,10 +8,16 @@ FieldedError` does it for those with fields); these tests find every type by wal
 packages. (After a worker error gymnasium itself leaves the vector env unusable: a further
 ``step`` fails with ``AttributeError: 'NoneType' object has no attribute 'send'``; only
 ``close()`` is supported then.)
+
+An error from outside the suite may not survive the trip at all (a library's exception whose
+constructor needs two arguments, one that holds a lock): the suite's envs send such an error as
+a :class:`~agentworld_envs.errors.SubEnvError` with its name, message and traceback, and so does
+:func:`agentworld_envs.async_worker.async_worker` for anything else a worker runs.
 """
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import inspect
 import json
@@ -26,8 +32,12 @@ from typing import Any
 import gymnasium
 import pytest
 
+import agentworld_envs.async_worker
+import agentworld_envs.errors
 import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
+from agentworld_envs.async_worker import async_worker
 from agentworld_envs.backends import BackendError
+from agentworld_envs.errors import SubEnvError
 from agentworld_envs.registration import env_id
 from agentworld_envs.sim.model_client import WorldModelFault
 from floor_tasks.env import FloorEnv
@@ -46,11 +56,14 @@ FAULTS: dict[str, Exception] = {
 
 
 class ChokingFloorEnv(FloorEnv):
-    """AgentFloor task A1, except that an action naming one of :data:`FAULTS` raises it."""
+    """AgentFloor task A1, except that an action naming one of :data:`FAULTS` raises it, and
+    ``"foreign <name>"`` raises a new error of :data:`FOREIGN` (from outside the suite's step)."""
 
     def step(self, action: str) -> tuple:
         if action in FAULTS:
             raise FAULTS[action]
+        if action.removeprefix("foreign ") in FOREIGN:
+            raise FOREIGN[action.removeprefix("foreign ")]()
         return super().step(action)
 
 
@@ -186,3 +199,136 @@ def test_a_world_model_fault_in_one_worker(on_fault: str) -> None:
             assert list(info["world_model"]["fault"]) == ["backend_error", ""]
     finally:
         assert _closes(envs)
+
+
+class TwoFields(Exception):
+    """A library-style error whose constructor needs two arguments (its pickle cannot be
+    loaded: the class is called with the message alone)."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code, self.reason = code, reason
+
+
+class HoldsALock(Exception):
+    """An error that cannot be pickled at all (Gymnasium's parent once waited for it forever)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+FOREIGN: dict[str, Any] = {
+    "json": lambda: json.JSONDecodeError("Expecting value", "{oops", 1),
+    "unicode": lambda: UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+    "two-fields": lambda: TwoFields(503, "upstream gone"),
+    "lock": lambda: HoldsALock("the store is locked"),
+}
+FOREIGN_ENV_ID = "AgentFloorTest/ForeignFaultA1-v0"
+
+
+class _RaisingToolkit:
+    """A floor toolkit whose lookup of a record named in :data:`FOREIGN` raises that error."""
+
+    def __init__(self, toolkit: Any) -> None:
+        self._toolkit = toolkit
+
+    def dispatch(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        fault = FOREIGN.get(str(call.arguments.get("record_id")))
+        if fault is not None:
+            raise fault()
+        return self._toolkit.dispatch(call, *args, **kwargs)
+
+
+class ForeignFaultFloorEnv(FloorEnv):
+    """AgentFloor A1 whose tools raise foreign errors from inside ``FloorEnv.step``."""
+
+    def reset(self, **kwargs: Any) -> tuple:
+        observation, info = super().reset(**kwargs)
+        self._toolkit = _RaisingToolkit(self._toolkit)
+        return observation, info
+
+
+if FOREIGN_ENV_ID not in gymnasium.registry:
+    gymnasium.register(FOREIGN_ENV_ID, entry_point=ForeignFaultFloorEnv,
+                       kwargs={"task_id": "A1"}, max_episode_steps=8)
+
+
+def _lookup(record_id: str) -> str:
+    return json.dumps({"name": "lookup_record", "arguments": {"record_id": record_id}})
+
+
+def _step_raising(envs: gymnasium.vector.VectorEnv, actions: tuple[str, ...]) -> BaseException:
+    """What ``envs.step(actions)`` raised; the step runs under a 600 s hang guard."""
+    outcome: list[BaseException] = []
+
+    def step() -> None:
+        try:
+            envs.step(actions)
+        except BaseException as error:  # noqa: BLE001 - the error is the result
+            outcome.append(error)
+
+    stepper = threading.Thread(target=step, daemon=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gymnasium logs the worker's traceback as warnings
+        stepper.start()
+        stepper.join(timeout=600)
+    assert not stepper.is_alive(), "step() still waiting for the worker's error after 600 s"
+    assert outcome, "step() returned although a sub-env raised"
+    return outcome[0]
+
+
+def _assert_delivered(raised: BaseException, original: BaseException, raiser: str) -> None:
+    """``raised`` is ``original`` moved across as a SubEnvError, nothing of it lost."""
+    cls = type(original)
+    assert isinstance(raised, SubEnvError), repr(raised)
+    assert raised.error_type == f"{cls.__module__}.{cls.__qualname__}"
+    assert raised.message == str(original) and str(original) in str(raised)
+    assert raiser in raised.traceback and raised.traceback.startswith("Traceback")
+
+
+@pytest.mark.parametrize("fault", FOREIGN)
+def test_a_foreign_error_in_a_suite_env_reaches_the_caller_and_close_returns(fault: str
+                                                                              ) -> None:
+    """Gymnasium's own worker: before, a TypeError without the message, or a step that
+    never returned (the unpicklable error)."""
+    envs = gymnasium.make_vec(FOREIGN_ENV_ID, num_envs=2, vectorization_mode="async",
+                              vector_kwargs={"shared_memory": False})
+    try:
+        envs.reset(seed=0)
+        raised = _step_raising(envs, (_lookup("P104"), _lookup(fault)))
+        _assert_delivered(raised, FOREIGN[fault](), "in dispatch")
+    finally:
+        assert _closes(envs)
+
+
+@pytest.mark.parametrize("fault", FOREIGN)
+def test_the_worker_sends_any_env_s_foreign_error(fault: str) -> None:
+    """An env step outside the suite's (no boundary of ours): the worker moves its error."""
+    envs = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="async", vector_kwargs={
+        "shared_memory": False, "worker": async_worker})
+    try:
+        envs.reset(seed=0)
+        raised = _step_raising(envs, ("I do not know.", f"foreign {fault}"))
+        _assert_delivered(raised, FOREIGN[fault](), "in step")
+    finally:
+        assert _closes(envs)
+
+
+def test_the_worker_leaves_errors_that_survive_as_they_are() -> None:
+    envs = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="async", vector_kwargs={
+        "shared_memory": False, "worker": async_worker})
+    try:
+        envs.reset(seed=0)
+        raised = _step_raising(envs, ("raise ToolFailure", "I do not know."))
+        assert type(raised) is ToolFailure and vars(raised) == vars(FAULTS["raise ToolFailure"])
+    finally:
+        assert _closes(envs)
+
+
+@pytest.mark.parametrize("module", [agentworld_envs.errors, agentworld_envs.async_worker])
+def test_docstring_examples(module: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the scripted backend's placeholder warning
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -22,6 +22,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentworld_envs.errors import transportable_errors
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -93,6 +94,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("call reset() before asking for candidate actions")
         return list(self.episode.candidates)
 
+    @transportable_errors
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``options={"scenario": id | dict | Scenario}`` picks the scenario,
@@ -102,6 +104,7 @@ class AgentWorldEnv(gym.Env[str, str]):
                                         exact=self._exact_budget)
         return self.episode.first_observation()
 
+    @transportable_errors
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Play one agent turn. Never raises on the action's content."""
         if self.episode is None:
