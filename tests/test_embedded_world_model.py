@@ -99,12 +99,11 @@ def test_calls_measure_the_tool_status_and_error_kind_of_each_result() -> None:
 
 # --- defaults -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("domain", ["floor", "mcp", "terminal", "web"])
-def test_every_domain_defaults_to_the_embedded_model(domain: str) -> None:
+@pytest.mark.parametrize("domain", ["floor", "mcp"])
+def test_the_domains_with_an_adapter_default_to_the_embedded_model(domain: str) -> None:
     config = SimConfig(domain=domain)
-    adapter = "tools" if domain in ("floor", "mcp") else None
-    assert DOMAIN_ADAPTERS.get(domain) == adapter
-    assert config.world_model_backend() == {"name": "embedded", "adapter": adapter}
+    assert DOMAIN_ADAPTERS.get(domain) == "tools"
+    assert config.world_model_backend() == {"name": "embedded", "adapter": "tools"}
     params = config.world_model_params()
     assert (params.temperature, params.max_tokens) == (0.0, EMBEDDED_SAMPLING["max_tokens"])
     assert "backend" not in gym.spec("AgentWorld/Floor-v0").kwargs

@@ -17,7 +17,7 @@ from agentworld_envs.domains import DOMAINS
 from agentworld_envs.models import ADAPTERS, DOMAIN_ADAPTERS
 from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.registration import ENV_IDS, env_id, make
-from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.config import NoDefaultWorldModelError, SimConfig
 from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.sim.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
 
@@ -66,12 +66,21 @@ def test_check_env_passes(eid: str) -> None:
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
-def test_the_default_backend_is_the_domains_embedded_world_model(domain: str) -> None:
+def test_the_default_backend_is_the_fine_tuned_embedded_model_or_none(domain: str) -> None:
+    """Floor and MCP default to the base with the shipped adapter; the other domains, whose
+    untrained base loops on their prompts, refuse gym.make without a backend and say how."""
     kwargs = gym.spec(env_id(domain)).kwargs
     assert "backend" not in kwargs and "sampling" not in kwargs  # no per-domain override
     config = SimConfig(**kwargs)
     adapter = DOMAIN_ADAPTERS.get(domain)
     assert (adapter in ADAPTERS) is (domain in ("floor", "mcp"))  # fine-tuned where real ones are
+    if adapter is None:
+        with pytest.raises(NoDefaultWorldModelError) as raised:
+            gym.make(env_id(domain))
+        message = str(raised.value)
+        assert '"base_url"' in message and 'backend="scripted"' in message
+        assert "\n" not in message  # one line
+        return
     assert config.world_model_backend() == {"name": "embedded", "adapter": adapter}
     params = config.world_model_params()
     assert (params.temperature, params.max_tokens) == (0.0, 768)  # greedy, the embedded bound

@@ -7,8 +7,9 @@ AgentFloor tools and the MCP servers' executable twin), with a model card giving
 its training run and its held-out fidelity; it is the default of ``floor`` and ``mcp``
 (:data:`DOMAIN_ADAPTERS`). An adapter is merged into the base on load, and the model reads
 each chat through the compact view it was trained on (:mod:`.compact_view`). Without an
-adapter the base reads the domain's built-in prompt whole (the default of the domains that
-have no adapter). Loading needs the ``hf`` extra.
+adapter the base reads the domain's built-in prompt whole (``backend="embedded"``, never a
+default: untrained, it loops on most domains' prompts, so the domains without an adapter must
+name their world model). Loading needs the ``hf`` extra.
 
 Example:
     >>> embedded_backend("tools")["view"], embedded_backend()["view"]
@@ -30,7 +31,7 @@ __all__ = ["ADAPTERS", "DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING", "adapter_dir",
 ADAPTERS = ("tools",)
 """The shipped adapters."""
 DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
-"""The adapter each domain defaults to; the other domains default to the base."""
+"""The adapter each domain defaults to; the other domains have no default world model."""
 
 EMBEDDED_SAMPLING = {"temperature": 0.0, "max_tokens": 768}
 """Sampling of the embedded models: greedy, with room for the longest floor observation (six

@@ -66,7 +66,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                         help="concurrent sessions; one more gets OpenEnv's capacity error")
     parser.add_argument("--backend", default=None,
                         help="the world model of an AgentWorld env: a name or a JSON config "
-                             "(default: the env's embedded model), loaded once for all sessions")
+                             "(default: the embedded model of Floor and MCP; the other domains "
+                             "need one), loaded once for all sessions")
     parser.add_argument("--idle-timeout", type=float, default=defaults.idle_timeout_s,
                         help="close a session after this many idle seconds (0: never)")
     parser.add_argument("--batch-window-ms", type=float, default=defaults.batch_window_s * 1e3,

@@ -20,7 +20,8 @@ class ServeSettings:
         port: The TCP port (0 picks a free one; the ready line says which).
         max_sessions: Concurrent sessions; one more gets OpenEnv's capacity error at once.
         backend: The world model of an ``AgentWorld/*`` env, as plain data (a name or a
-            config dict); None is the env's own default (the embedded model). Built once and
+            config dict); None is the env's own default (the embedded model of Floor and MCP;
+            the other domains have none and must name one). Built once and
             shared by every session.
         idle_timeout_s: A session with no message for this long (and no step running) is
             closed and its memory freed; None keeps sessions until they disconnect.

@@ -17,11 +17,12 @@ from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.sim.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.sim.scenario import Control, DomainKey, Scenario
 
-__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING",
-           "embedded_default"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "NoDefaultWorldModelError", "SimConfig",
+           "WORLD_MODEL_SAMPLING", "embedded_default"]
 
 DEFAULT_BACKEND = None
-"""No backend named: the domain's embedded world model (:func:`embedded_default`)."""
+"""No backend named: the domain's embedded world model (:func:`embedded_default`), for the
+domains that ship an adapter (floor, mcp); the others must name one."""
 WORLD_MODEL_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_tokens": 32768}
 """The Qwen-AgentWorld model card's sampling (thinking on; about 4.3K tokens a step)."""
 JUDGE_SAMPLING = {"temperature": 0.0, "max_tokens": 2048}
@@ -40,7 +41,9 @@ class SimConfig(pydantic.BaseModel):
         backend: The world model: a backend name or config for ``make_backend`` (``openai``,
             ``hf``, ``vllm``, ``replay``, ``embedded``, ``scripted``), or a live backend at the
             call site. None (the default): the embedded model of the domain
-            (:func:`embedded_default`).
+            (:func:`embedded_default`) where it ships a fine-tuned adapter (floor, mcp); the
+            other domains raise :class:`NoDefaultWorldModelError`, since the untrained base
+            is not an environment.
         sampling: World-model ``SamplingParams`` fields over the model card's defaults
             (temperature 0.6, top_p 0.95, top_k 20, max_tokens 32768; ``top_k: None`` sends
             none, for servers that reject it; the embedded models': greedy, max_tokens 768).
@@ -163,10 +166,22 @@ class SimConfig(pydantic.BaseModel):
         return _sampling({**JUDGE_SAMPLING, **self.judge_sampling})
 
 
+class NoDefaultWorldModelError(ValueError):
+    """A domain without a fine-tuned adapter was made without naming a world model."""
+
+
 def embedded_default(domain: str) -> dict[str, Any]:
-    """The embedded world model of ``domain``: with its fine-tuned adapter where one ships
-    (floor, mcp), else the pretrained base on the built-in prompt."""
-    return {"name": "embedded", "adapter": DOMAIN_ADAPTERS.get(domain)}
+    """The embedded world model of ``domain``: the base with the domain's fine-tuned adapter
+    (floor, mcp). The other domains have none: the untrained base loops on their prompts, so
+    they must name a backend (:class:`NoDefaultWorldModelError` says how)."""
+    if domain not in DOMAIN_ADAPTERS:
+        raise NoDefaultWorldModelError(
+            f"domain {domain!r} has no default world model (only "
+            f"{', '.join(sorted(DOMAIN_ADAPTERS))} ship a fine-tuned one); name one: "
+            'backend={"name": "openai", "base_url": "http://127.0.0.1:8000/v1", '
+            '"model": "<served model>"} for an OpenAI-compatible server (README, Set-up), '
+            'or backend="scripted" for the offline placeholder')
+    return {"name": "embedded", "adapter": DOMAIN_ADAPTERS[domain]}
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:
