@@ -21,12 +21,14 @@ from agentworld_envs.backends import (
     Usage,
     make_backend,
 )
+from agentworld_envs.backends.base import MessageLog
 from agentworld_envs.backends.replay import (
     RecordingBackend,
     ReplayBackend,
     RequestCache,
     completion_from_dict,
     completion_to_dict,
+    legacy_request_key,
     request_key,
 )
 from agentworld_envs.protocol.tool_calls import ToolCall
@@ -230,3 +232,70 @@ def test_a_live_backend_is_shared_not_copied_by_an_env_spec() -> None:
     env = gym.make("AgentWorld/Search-v0", backend=backend)
     assert env.spec is not None and env.spec.kwargs["backend"] is backend
     env.close()
+
+
+def _greedy_and_sampled() -> list[ChatRequest]:
+    return [ChatRequest([{"role": "system", "content": "You simulate."},
+                         {"role": "user", "content": "ls ünï"}],
+                        tools=[{"type": "function", "function": {"name": "t"}}],
+                        sampling=SamplingParams(temperature=0.7, seed=3)),
+            ChatRequest([{"role": "user", "content": "hi"}], sampling=SamplingParams(seed=9))]
+
+
+def test_the_legacy_key_is_the_one_old_caches_were_written_with() -> None:
+    """Pinned values of the key before version 2 (the whole request's canonical JSON)."""
+    sampled, greedy = _greedy_and_sampled()
+    assert legacy_request_key(sampled, "m") == (
+        "0b05c2f2a24660c7d10982a1aa7386330f01424ffe0593ee5361d9d1e9db4738")
+    assert legacy_request_key(greedy, "m") == (
+        "4b6649bff97f077ebeea9a10a6c327c8036110e47fd0fa9fc8c80d77197ecce4")
+    assert request_key(sampled, "m") != legacy_request_key(sampled, "m")
+
+
+def test_an_old_cache_still_replays_and_grows_with_new_keys(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    old = _greedy_and_sampled()
+    path.write_text("".join(json.dumps({"key": legacy_request_key(r, "counter-1"),
+                                        "completion": completion_to_dict(rich_completion(t))})
+                            + "\n" for r, t in zip(old, ("one", "two"), strict=True)))
+    with ReplayBackend(path, model="counter-1") as replay:
+        assert [c.text for c in replay.complete(old)] == ["one", "two"]
+    inner = CountingBackend()
+    with RecordingBackend(inner, path) as recorder:
+        texts = [c.text for c in recorder.complete([*old, ask("new")])]
+    assert texts[:2] == ["one", "two"] and inner.calls == [1]  # old hits are not re-sent
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["key"] == request_key(ask("new"), "counter-1") and last["v"] == 2
+    with ReplayBackend(path, model="counter-1") as replay:
+        assert [c.text for c in replay.complete([*old, ask("new")])] == texts
+
+
+class _Unreadable(list):
+    """A message list that fails the test if anything reads it."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("the conversation was read")
+
+    def __getitem__(self, index: Any) -> Any:
+        raise AssertionError("the conversation was read")
+
+
+def test_keying_a_late_request_does_not_read_the_conversation(tmp_path: Path) -> None:
+    """A request from a MessageLog is keyed by its running digest: at turn 300 the key costs
+    what it does at turn 1 (an operation count, not a timing), recording and replaying."""
+    log = MessageLog([{"role": "system", "content": "You simulate a shell."}])
+    for turn in range(300):
+        log.append({"role": "user", "content": f"ls /tmp/{turn}"})
+        log.append({"role": "assistant", "content": f"file{turn}.txt"})
+    request = log.request({"role": "user", "content": "pwd"})
+    key = request_key(request, "counter-1")
+    assert key == request_key(ChatRequest(list(request.messages)), "counter-1")
+    path = tmp_path / "rec.jsonl"
+    with RecordingBackend(CountingBackend(), path) as recorder:
+        recorded = recorder.complete([request])  # the miss: the inner backend reads it
+    request.messages = _Unreadable(request.messages)
+    assert request_key(request, "counter-1") == key
+    with RecordingBackend(CountingBackend(), path) as recorder:
+        assert recorder.complete([request]) == recorded
+    with ReplayBackend(path, model="counter-1") as replay:
+        assert replay.complete([request]) == recorded

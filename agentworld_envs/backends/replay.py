@@ -1,9 +1,16 @@
 """Record and replay completions through an on-disk request cache.
 
-The cache is a JSONL file, one ``{"key", "completion"}`` line per completion, keyed by a hash
-of the request and the model. :class:`RecordingBackend` serves hits from it and records misses
-from a live backend; :class:`ReplayBackend` serves from it alone, so runs can be re-scored
-without any model.
+The cache is a JSONL file, one ``{"key", "completion", "v"}`` line per completion, keyed by a
+hash of the request and the model. :class:`RecordingBackend` serves hits from it and records
+misses from a live backend; :class:`ReplayBackend` serves from it alone, so runs can be
+re-scored without any model.
+
+A key (``"v": 2``) hashes the messages' running digest (:meth:`ChatRequest.digest`, which an
+episode's :class:`~agentworld_envs.backends.base.MessageLog` extends by one message a step), so
+keying a step late in a long episode costs what an early one does. Caches written before (lines
+without ``"v"``, keyed by the canonical JSON of the whole request, :func:`legacy_request_key`)
+still replay: a request missing under its key is looked up under its old one, at the old,
+growing cost; what is recorded now goes under the new key.
 """
 
 from __future__ import annotations
@@ -33,21 +40,44 @@ __all__ = [
     "RequestCache",
     "completion_from_dict",
     "completion_to_dict",
+    "legacy_request_key",
     "request_key",
 ]
 
+KEY_VERSION = 2
+"""The version of :func:`request_key` written with each cache line (``"v"``)."""
 
-def request_key(request: ChatRequest, model: str) -> str:
-    """SHA-256 of the canonical JSON of the request's messages, tools, sampling and the model.
 
-    A greedy request's seed changes nothing, so it is left out: the same greedy call made from
-    any env, at any seed, is one cache entry.
-    """
-    payload = {"model": model, **request.to_dict()}
+def _sampling(request: ChatRequest) -> dict[str, Any]:
+    """The sampling settings that change an answer: a greedy request's seed changes nothing,
+    so the same greedy call made from any env, at any seed, is one cache entry."""
+    sampling = request.sampling.to_dict()
     if request.sampling.temperature == 0:
-        payload["sampling"] = {k: v for k, v in payload["sampling"].items() if k != "seed"}
+        del sampling["seed"]
+    return sampling
+
+
+def _sha256(payload: dict[str, Any]) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def request_key(request: ChatRequest, model: str) -> str:
+    """SHA-256 of the model, the messages' digest (:meth:`ChatRequest.digest`), the tools and
+    the sampling settings (a greedy request's seed left out).
+
+    The messages' digest is the one the request's :class:`~agentworld_envs.backends.base.
+    MessageLog` kept running, so this costs the same at any turn of an episode.
+    """
+    return _sha256({"model": model, "messages_digest": request.digest(),
+                    "tools": request.tools, "sampling": _sampling(request)})
+
+
+def legacy_request_key(request: ChatRequest, model: str) -> str:
+    """The key of caches written before :data:`KEY_VERSION` 2: SHA-256 of the canonical JSON
+    of the whole request (messages, tools, sampling) and the model."""
+    return _sha256({"model": model, "messages": request.messages, "tools": request.tools,
+                    "sampling": _sampling(request)})
 
 
 def completion_to_dict(completion: Completion) -> dict[str, Any]:
@@ -89,6 +119,7 @@ class RequestCache:
     Each completion is one line written with a single ``write`` to a file opened with
     ``O_APPEND``, then fsynced, so concurrent writers never interleave lines. Unreadable lines
     (a write cut short by a crash) are skipped with a warning; the last line for a key wins.
+    Lines without ``"v"`` were keyed by :func:`legacy_request_key`; :meth:`key_for` finds them.
 
     Args:
         path: The JSONL file; it and its folder are created on the first write.
@@ -97,6 +128,7 @@ class RequestCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._entries: dict[str, dict[str, Any]] = {}
+        self._legacy = False
         self._fd: int | None = None
         self._needs_newline = False
         self._lock = threading.Lock()
@@ -112,6 +144,7 @@ class RequestCache:
             try:
                 entry = json.loads(line)
                 self._entries[entry["key"]] = entry["completion"]
+                self._legacy = self._legacy or entry.get("v") != KEY_VERSION
             except (ValueError, KeyError, TypeError):
                 warnings.warn(
                     f"{self.path}:{number}: skipping an unreadable cache line "
@@ -119,6 +152,15 @@ class RequestCache:
                     RuntimeWarning,
                     stacklevel=3,
                 )
+
+    def key_for(self, request: ChatRequest, model: str) -> str:
+        """The key ``request`` is (or will be) recorded under: its :func:`request_key`, or
+        its :func:`legacy_request_key` where only an old line holds it."""
+        key = request_key(request, model)
+        if key in self._entries or not self._legacy:
+            return key
+        old = legacy_request_key(request, model)
+        return old if old in self._entries else key
 
     def __contains__(self, key: str) -> bool:
         return key in self._entries
@@ -134,7 +176,8 @@ class RequestCache:
     def put(self, key: str, completion: Completion) -> None:
         """Record a completion: one appended, fsynced line."""
         entry = completion_to_dict(completion)
-        line = json.dumps({"key": key, "completion": entry}, ensure_ascii=False) + "\n"
+        line = json.dumps({"key": key, "completion": entry, "v": KEY_VERSION},
+                          ensure_ascii=False) + "\n"
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,7 +244,7 @@ class RecordingBackend(Backend):
 
     def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
         """As :meth:`complete`, each failed miss reported in its place (and not recorded)."""
-        keys = [request_key(r, self.model) for r in requests]
+        keys = [self.cache.key_for(r, self.model) for r in requests]
         misses = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.cache}
         failed: dict[str, BackendError] = {}
         if misses:
@@ -246,7 +289,7 @@ class ReplayBackend(Backend):
         """
         completions = []
         for request in requests:
-            key = request_key(request, self.model)
+            key = self.cache.key_for(request, self.model)
             completion = self.cache.get(key)
             if completion is None:
                 raise BackendError(
