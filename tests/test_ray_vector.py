@@ -139,6 +139,38 @@ def test_groups_share_a_task_and_seed_and_sample_in_their_own_streams() -> None:
         single.close()
 
 
+@pytest.mark.parametrize(("env_id", "kwargs", "task_key"),
+                         [(*MCP, "scenario_id"), (*FLOOR, "variant")], ids=["mcp", "floor"])
+def test_group_mates_play_the_same_tasks_past_autoresets(env_id: str, kwargs: dict[str, Any],
+                                                        task_key: str) -> None:
+    """Member 0 of each group answers at once, member 1 calls a tool first: their episodes end
+    at different steps, yet each member's k-th episode has its mate's task and first
+    observation."""
+    envs = RayVectorEnv(env_id, 4, num_actors=2, group_size=2, **kwargs)
+    try:
+        observations, infos = envs.reset(seed=21)
+        episodes = [[(infos[task_key][i], observations[i])] for i in range(4)]
+        candidates, turns = new_candidates([[]] * 4, infos), [0] * 4
+        for _ in range(8):
+            actions = []
+            for i, c in enumerate(candidates):
+                call = first_call(c) if env_id == MCP[0] else LOOKUP
+                answer = next(a for a in c if not a.startswith("{")) if env_id == MCP[0] \
+                    else FLOOR_ACTIONS[2]
+                actions.append(call if i % 2 and turns[i] % 2 == 0 else answer)
+            observations, *_, infos = envs.step(actions)
+            candidates, turns = new_candidates(candidates, infos), [t + 1 for t in turns]
+            for i in np.flatnonzero(infos.get(f"_{task_key}", [])):
+                episodes[i].append((infos[task_key][i], observations[i]))
+                turns[i] = 0
+        for group in (episodes[:2], episodes[2:]):
+            assert len(group[0]) > len(group[1]) >= 3  # members out of step
+            assert group[0][:len(group[1])] == group[1]
+        assert len({task for task, _ in episodes[0] + episodes[2]}) > 1
+    finally:
+        envs.close()
+
+
 def test_sampling_streams_change_the_request_seeds_only() -> None:
     def first_step(streams: list[int] | None) -> tuple[Any, ...]:
         envs = gym.make_vec(MCP[0], num_envs=3, sampling_streams=streams, **MCP[1])
@@ -240,6 +272,10 @@ def test_an_exception_in_one_sub_env_truncates_that_sub_env_only() -> None:
         assert terminated[keep].tolist() == expected[2][keep].tolist()
         _, _, _, _, info = envs.step(healthy)  # NEXT_STEP: the faulted sub-env starts afresh
         assert info["_variant"].tolist() == [False, True, False, True]
+        mask = np.array([False, True, False, False])  # actor 1 has none to reset
+        observations, info = envs.reset(seed=[None, 7, None, None], options={"reset_mask": mask})
+        expected = expected_env.reset(seed=[None, 7, None, None], options={"reset_mask": mask})
+        assert observations[1] == expected[0][1] and info["_variant"].tolist() == mask.tolist()
     finally:
         envs.close()
         expected_env.close()

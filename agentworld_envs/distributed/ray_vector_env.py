@@ -59,8 +59,10 @@ class RayVectorEnv(VectorEnv):
     **Groups.** Consecutive groups of ``group_size`` sub-envs reset to the same task, variant or
     scenario, and live in one actor; on a simulated env each member samples the world model in
     its own stream (:class:`~agentworld_envs.sim.vector.AgentWorldVectorEnv`'s
-    ``sampling_streams``). ``info["group"]`` is each sub-env's group. An autoreset starts an
-    episode of the sub-env's own: reset the whole vector for each round of groups.
+    ``sampling_streams``). ``info["group"]`` is each sub-env's group. Group mates stay together
+    past an autoreset: a member's k-th episode since the reset is seeded from the group's seed
+    and k (:func:`~agentworld_envs.sim.vector.episode_seed`), so it plays the task its mates
+    play in their k-th, however long each one's episodes were.
 
     **Faults cost one actor.** If an actor dies, or its vector env raises, Ray restarts it
     (``max_restarts``); its sub-envs are reset with seeds drawn from ``np_random`` and come back
@@ -118,22 +120,29 @@ class RayVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset every sub-env (or those in ``options["reset_mask"]``); other options go to
-        every actor's vector env as given."""
+        """Reset every sub-env (or those in ``options["reset_mask"]``: actors with none of them
+        are not called); other options go to every actor's vector env as given."""
         if isinstance(seed, int | np.integer):
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         seeds = sub_env_seeds(seed, self.num_envs, self.group_size, self.np_random)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
-        refs = []
-        for actor, block in zip(self.actors, self.blocks, strict=True):
-            part = options if mask is None else {
-                **options, "reset_mask": np.asarray(mask)[block.start:block.stop]}
-            refs.append(self._reset_call(actor, seeds[block.start:block.stop], part))
-        self._owed.clear()
-        results = [self._get(k, ref) for k, ref in enumerate(refs)]
-        self._parts = [observations for observations, _ in results]
-        return self._join(self._parts), self._info([info for _, info in results])
+        if mask is not None:
+            mask = np.asarray(mask, dtype=np.bool_)
+        refs = {}
+        for k, (actor, block) in enumerate(zip(self.actors, self.blocks, strict=True)):
+            part = dict(options)
+            if mask is not None:
+                part["reset_mask"] = mask[block.start:block.stop]
+                if not part["reset_mask"].any():  # an actor with none to reset is left alone
+                    continue
+            refs[k] = self._reset_call(actor, seeds[block.start:block.stop], part)
+            self._owed.pop(k, None)
+        results = {k: self._get(k, ref) for k, ref in refs.items()}
+        for k, (observations, _) in results.items():
+            self._parts[k] = observations
+        return self._join(self._parts), self._info([results[k][1] if k in results else {}
+                                                    for k in range(len(self.blocks))])
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:

@@ -15,6 +15,7 @@ from gymnasium.envs.registration import VectorizeMode, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
+from agentworld_envs.distributed.group_episodes import GroupEpisodes
 
 __all__ = ["ActorRestarted", "StepFailed", "VectorWorker", "make_vector"]
 
@@ -44,8 +45,9 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
     """``gym.make_vec(env_id, num_envs, **env_kwargs)`` in this process.
 
     ``module:Name-v0`` imports ``module`` first (for ids registered outside this project). A
-    natively batched env gets ``sampling_streams`` where it takes them; sub-envs vectorised by
-    Gymnasium get a :class:`FaultGuard` each.
+    natively batched env gets ``sampling_streams`` where it takes them (when any is not 0: GRPO
+    groups); sub-envs vectorised by Gymnasium get a :class:`FaultGuard` each, and with groups a
+    :class:`GroupEpisodes`.
     """
     for package in _REGISTERING:
         importlib.import_module(package)
@@ -57,7 +59,8 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
     native = spec.vector_entry_point is not None and (
         mode is None or VectorizeMode(mode) is VectorizeMode.VECTOR_ENTRY_POINT)
     if not native:
-        kwargs["wrappers"] = [*kwargs.get("wrappers", ()), FaultGuard]
+        grouped = [GroupEpisodes] if any(sampling_streams) else []
+        kwargs["wrappers"] = [*kwargs.get("wrappers", ()), FaultGuard, *grouped]
     elif any(sampling_streams) and _takes(spec.vector_entry_point, "sampling_streams"):
         kwargs["sampling_streams"] = sampling_streams
     return gym.make_vec(name, num_envs=num_envs, **kwargs)

@@ -39,9 +39,22 @@ from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.sim.vector_info import batch_infos
 
-__all__ = ["AgentWorldVectorEnv"]
+__all__ = ["AgentWorldVectorEnv", "episode_seed"]
+
+_SEED_BOUND = 2**31 - 1
 
 _MODES = {"same_step": AutoresetMode.SAME_STEP, "disabled": AutoresetMode.DISABLED}
+
+
+def episode_seed(seed: int, episode: int) -> int:
+    """The seed of episode ``episode`` (1, 2, ...) after a reset with ``seed``, the same for every
+    sub-env reset with ``seed`` whatever their episodes' lengths (a GRPO group's next task).
+
+    Example:
+        >>> episode_seed(7, 1) == episode_seed(7, 1) != episode_seed(7, 2)
+        True
+    """
+    return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0]) % _SEED_BOUND
 
 
 def _autoreset_mode(value: str | AutoresetMode) -> AutoresetMode:
@@ -99,6 +112,9 @@ class AgentWorldVectorEnv(VectorEnv):
         self.episodes: list[Episode | None] = [None] * num_envs
         self._observations = [""] * num_envs
         self._streams = [int(stream) for stream in sampling_streams or [0] * num_envs]
+        self._grouped = sampling_streams is not None
+        self._episodes: list[tuple[int, int]] = [(0, 0)] * num_envs
+        """Grouped: each sub-env's last reset seed and the episodes started since without one."""
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -127,10 +143,21 @@ class AgentWorldVectorEnv(VectorEnv):
         indices = range(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
         infos: list[dict[str, Any] | None] = [None] * self.num_envs
         for i in indices:
-            if seeds[i] is not None or self._rngs[i] is None:
-                self._rngs[i], _ = seeding.np_random(seeds[i])
+            self._seed_next(i, seeds[i])
             infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
         return tuple(self._observations), batch_infos(infos, self.num_envs)
+
+    def _seed_next(self, index: int, seed: int | None) -> None:
+        """Seed sub-env ``index``'s generator for its next episode. Without a seed it goes on
+        from the last episode, or, with sampling streams, takes :func:`episode_seed`."""
+        if seed is None and self._rngs[index] is not None:
+            if self._grouped:
+                first, episode = self._episodes[index]
+                self._episodes[index] = (first, episode + 1)
+                self._rngs[index], _ = seeding.np_random(episode_seed(first, episode + 1))
+            return
+        self._rngs[index], seed_used = seeding.np_random(seed)
+        self._episodes[index] = (seed_used, 0)
 
     def _start(self, index: int, options: dict[str, Any] | None) -> dict[str, Any]:
         episode = self.sim.episode(self._rngs[index], options, self.max_steps,
@@ -156,6 +183,7 @@ class AgentWorldVectorEnv(VectorEnv):
             info = result.info
             self._observations[i] = result.observation
             if result.closes_episode and self.autoreset_mode is AutoresetMode.SAME_STEP:
+                self._seed_next(i, None)
                 info = {"final_obs": result.observation, "final_info": info,
                         **self._start(i, None)}
             infos.append(info)
