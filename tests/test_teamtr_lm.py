@@ -11,9 +11,9 @@ import torch
 
 from team_envs.core import SharedContextEnv, wrap
 from team_envs.text.base import Problem, ReasoningTask
-from trainers import single_agent_grpo, teamtr
+from trainers import happo, joint, single_agent_grpo, stale_sequential, teamtr
 from trainers.common.rollouts import TextRollouts
-from trainers.policies.lm import CausalLMPolicy
+from trainers.policies.lm import CausalLMPolicy, TextMessages
 
 
 class ShortAnswerTask(ReasoningTask):
@@ -109,3 +109,37 @@ def test_single_agent_grpo_shares_one_lm(tiny_lm_dir: Path) -> None:
                                   eval_episodes=2, log_dir="")
     result = single_agent_grpo.train(args)
     assert result.team.shared and result.team.collections == 1
+
+
+def _route_to_the_answerer(policy: CausalLMPolicy) -> None:
+    """Make ``policy`` (agent_0 of a router team) hand every message over to agent_2, the
+    answerer, as a model may: agent_1 then writes nothing in the whole batch. The message's
+    tokens are the policy's own vocabulary, so it is scored as any other."""
+    sample = policy.generate
+    handover = policy.tokenizer("NEXT: agent_2", add_special_tokens=False)["input_ids"]
+
+    def generate(observations: list[dict], generator: torch.Generator) -> TextMessages:
+        messages = sample(observations, generator)
+        return TextMessages(messages.prompt_ids, [handover] * len(observations),
+                            [policy.tokenizer.decode(handover)] * len(observations),
+                            messages.source)
+
+    policy.generate = generate
+
+
+@pytest.mark.parametrize("trainer", [teamtr, stale_sequential, joint, happo])
+def test_an_agent_without_a_message_breaks_no_monitor(trainer, tiny_lm_dir: Path) -> None:
+    """The router crash: scoring an agent with no message took max() of an empty list, from
+    measure_kl (trust region, joint and HAPPO monitors) and TeamTR's stale-gap probe."""
+    extra = {"gain_eval_episodes": 2} if trainer is teamtr else {}
+    args = trainer.Args(env_id="team_envs/countdown-v0", n_agents=3,
+                        env_kwargs={"handoff": "router"}, model=str(tiny_lm_dir),
+                        max_new_tokens=4, prompts_per_rollout=2, group_size=2,
+                        total_episodes=16, eval_episodes=2, log_dir="", **extra)
+    team = trainer.build_team(args)
+    _route_to_the_answerer(team.policies[0])
+    result = trainer.train(args, team=team)
+    record = next(r for r in result.history if "charts/team_reward" in r)
+    silent = [key for key in record if "/agent_1/" in key]
+    assert silent and not any(key.startswith("losses/agent_1/") for key in silent)
+    assert all(np.isfinite(v) for v in record.values() if isinstance(v, float))

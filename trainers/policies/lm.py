@@ -177,6 +177,8 @@ class CausalLMPolicy:
             raise ValueError("these messages were tokenised with another vocabulary; a policy "
                              "can only score messages written with its own tokenizer")
         width = samples.mask.shape[1]
+        if not len(messages):  # an agent that wrote nothing in the batch (router handoff)
+            return torch.zeros((0, width))
         prompt_width = max(len(p) for p in messages.prompt_ids)
         ids = torch.full((len(messages), prompt_width + width), self.tokenizer.pad_token_id,
                          dtype=torch.long)
