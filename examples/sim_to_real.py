@@ -220,6 +220,17 @@ class FloorTask:
         return gym.make(floor_env_id(self.task)), lambda variant: {"variant": variant}
 
 
+IDENTITY_FIELDS = ("name", "title", "plate")
+"""Record fields that name a record, besides its id (its first field)."""
+
+
+def identities(scenario: Any) -> set[str]:
+    """The ids and names of a generated server's records: a held-out server shares none with
+    the training servers, so no held-out record or name was seen in training."""
+    return {str(value) for record in scenario.mcp.records for key, value in record.items()
+            if key == next(iter(record)) or key in IDENTITY_FIELDS}
+
+
 class McpTask:
     """Generated MCP servers of one family: the real env is the executable twin
     (``AgentWorld/MCP-v0`` with ``mode="real"``); a variant is a generator seed."""
@@ -232,12 +243,13 @@ class McpTask:
         family = args.task.removeprefix("mcp:")
         if family not in FAMILIES:
             raise SystemExit(f"no generated MCP family {family!r}; choose from {FAMILIES}")
-        servers = ((str(seed), mcp_server_scenario(seed)) for seed in itertools.count())
-        self._servers = dict(itertools.islice(
-            ((v, s) for v, s in servers if s.mcp.family == family),
-            args.mcp_train + args.mcp_eval))
-        seeds = list(self._servers)
-        self.train, self.eval = seeds[:args.mcp_train], seeds[args.mcp_train:]
+        servers = ((str(seed), s) for seed in itertools.count()
+                   if (s := mcp_server_scenario(seed)).mcp.family == family)
+        train = dict(itertools.islice(servers, args.mcp_train))
+        seen = set().union(*map(identities, train.values()))
+        held_out = ((v, s) for v, s in servers if not identities(s) & seen)
+        self._servers = {**train, **dict(itertools.islice(held_out, args.mcp_eval))}
+        self.train, self.eval = list(train), list(self._servers)[args.mcp_train:]
         self.decisions = dict.fromkeys(self.eval, "answer")  # one decision: plain success
         self._real: dict[tuple[str, int | None], AgentWorldEnv] = {}
 

@@ -117,12 +117,15 @@ def test_tickets_search_by_text_and_status_and_show_added_comments() -> None:
 def test_crm_finds_accounts_and_lists_their_deals() -> None:
     scenario = scenario_of("crm")
     twin = McpTwin(scenario)
-    (account,), deals = records(scenario, "account_id"), records(scenario, "deal_id")
+    (account, rival), deals = records(scenario, "account_id"), records(scenario, "deal_id")
     assert run(twin, "find_account", name=account["name"][:4].lower())["items"] == [account]
+    assert run(twin, "find_account", name=rival["name"])["items"] == [rival]
+    own = [d for d in deals if d["account_id"] == account["account_id"]]
+    assert 0 < len(own) < len(deals)  # the rival's deal is served, to another account
     listed = run(twin, "list_deals", account_id=account["account_id"], stage="open")
-    assert listed["items"] == [d for d in deals if d["stage"] == "open"]
+    assert listed["items"] == [d for d in own if d["stage"] == "open"]
     assert max(d["value_eur"] for d in listed["items"]) == int(scenario.reference_answer)
-    assert run(twin, "list_deals", account_id=account["account_id"])["count"] == len(deals)
+    assert run(twin, "list_deals", account_id=account["account_id"])["count"] == len(own)
     assert run(twin, "get_deal", deal_id=deals[-1]["deal_id"]) == deals[-1]
     assert run(twin, "list_deals", account_id="ACC-0") == {"error": {
         "code": "not_found", "message": "no account with account_id 'ACC-0'"}}
@@ -223,7 +226,7 @@ def test_failing_controls_give_their_error_and_change_nothing(kind: str) -> None
 def test_empty_results_empty_the_reads_and_leave_writes_alone() -> None:
     scenario = scenario_of("crm")
     twin = McpTwin(scenario)
-    (account,), deal = records(scenario, "account_id"), records(scenario, "deal_id")[0]
+    account, deal = records(scenario, "account_id")[0], records(scenario, "deal_id")[0]
     empty = (Control(kind="empty_results"),)
     assert run(twin, "find_account", empty, name=account["name"]) == {"items": [], "count": 0}
     assert run(twin, "list_deals", empty, account_id=account["account_id"])["count"] == 0

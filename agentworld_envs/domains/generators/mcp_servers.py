@@ -6,6 +6,12 @@ or two control instructions (tool errors, rate limits, empty results, stale data
 tool, either on a fixed turn or with a probability. The records are also in ``scenario.mcp``,
 which the executable twin (:mod:`agentworld_envs.domains.generators.mcp_twin`) serves.
 
+The candidate answers leak nothing to an agent that compares them: each wrong answer is the
+same field of another record (or, for CRM, a value drawn like the right one), drawn so that
+the right answer is exchangeable with the wrong ones. No offset, order, constant or rarity
+among the candidates tells it apart; only the records do (tested in
+``tests/test_mcp_candidate_leaks.py``).
+
 Example:
     >>> s = mcp_server_scenario(3)
     >>> s == mcp_server_scenario(3), 1 <= len(s.controls) <= 2, len(s.tools) == 3
@@ -63,13 +69,20 @@ def _code(rng: np.random.Generator, prefix: str) -> str:
     return f"{prefix}-{int(rng.integers(1000, 10000))}"
 
 
+def _distinct(rng: np.random.Generator, values: list[Any], count: int) -> list[Any]:
+    """``count`` distinct draws from ``values``, uniformly (so the records they go into are
+    exchangeable: none of them stands out by its value)."""
+    return [values[int(i)] for i in rng.choice(len(values), count, replace=False)]
+
+
 def _inventory(rng: np.random.Generator, company: str) -> _Server:
+    stocks = _distinct(rng, list(range(900)), 5)
     records = [{"sku": _code(rng, "SKU"), "name": f"{fictional_word(rng)} "
                 f"{pick(rng, ['valve', 'bracket', 'sensor', 'gasket', 'pump'])}",
                 "category": pick(rng, ["hardware", "fluidics", "electronics"]),
-                "in_stock": int(rng.integers(0, 900)), "location": f"Aisle {rng.integers(1, 40)}"}
-               for _ in range(5)]
-    target, other = sample(rng, records, 2)
+                "in_stock": stock, "location": f"Aisle {rng.integers(1, 40)}"}
+               for stock in stocks]
+    target, other, third = sample(rng, records, 3)
     return _Server(
         "inventory", f"{company.lower()}-inventory",
         [_tool("list_items", "List stock items, optionally in one category.", {},
@@ -81,16 +94,19 @@ def _inventory(rng: np.random.Generator, company: str) -> _Server:
         str(target["in_stock"]), "number",
         [("list_items", {"category": target["category"]}), ("get_item", {"sku": target["sku"]}),
          ("get_item", {"sku": other["sku"]})],
-        [str(other["in_stock"]), str(target["in_stock"] + 25)])
+        [str(other["in_stock"]), str(third["in_stock"])])
+
+
+_STARTS = [f"{hour:02d}:{minute}" for hour in range(8, 18) for minute in ("00", "15", "30", "45")]
 
 
 def _calendar(rng: np.random.Generator, company: str) -> _Server:
+    starts = _distinct(rng, _STARTS, 5)
     records = [{"event_id": _code(rng, "EVT"), "title": f"{fictional_word(rng)} "
                 f"{pick(rng, ['review', 'sync', 'planning', 'retro'])}",
                 "date": f"2026-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}",
-                "start": f"{rng.integers(8, 18):02d}:{pick(rng, ['00', '15', '30', '45'])}",
-                "organiser": fictional_person(rng)} for _ in range(5)]
-    target, other = sample(rng, records, 2)
+                "start": start, "organiser": fictional_person(rng)} for start in starts]
+    target, other, third = sample(rng, records, 3)
     return _Server(
         "calendar", f"{company.lower()}-calendar",
         [_tool("list_events", "List the events on a date (YYYY-MM-DD).", {"date": "string"}),
@@ -102,18 +118,27 @@ def _calendar(rng: np.random.Generator, company: str) -> _Server:
         target["start"], "contains",
         [("list_events", {"date": target["date"]}), ("get_event", {"event_id": target["event_id"]}),
          ("list_events", {"date": other["date"]})],
-        [other["start"], "09:00" if target["start"] != "09:00" else "10:00"])
+        [other["start"], third["start"]])
+
+
+def _people(rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` distinct invented names."""
+    people: list[str] = []
+    while len(people) < count:
+        if (person := fictional_person(rng)) not in people:
+            people.append(person)
+    return people
 
 
 def _tickets(rng: np.random.Generator, company: str) -> _Server:
     records = [{"ticket_id": _code(rng, "TCK"), "title": f"{fictional_word(rng)} "
                 f"{pick(rng, ['login fails', 'export hangs', 'sync drops', 'report wrong'])}",
                 "status": pick(rng, ["open", "open", "closed"]),
-                "assignee": fictional_person(rng), "priority": f"P{rng.integers(1, 5)}"}
-               for _ in range(5)]
+                "assignee": person, "priority": f"P{rng.integers(1, 5)}"}
+               for person in _people(rng, 5)]
     for record in records:
         record["comments"] = []
-    target, other = sample(rng, records, 2)
+    target, other, third = sample(rng, records, 3)
     target["status"] = "open"
     return _Server(
         "tickets", f"{company.lower()}-tickets",
@@ -126,30 +151,36 @@ def _tickets(rng: np.random.Generator, company: str) -> _Server:
         [("search_tickets", {"query": target["title"], "status": "open"}),
          ("get_ticket", {"ticket_id": target["ticket_id"]}),
          ("get_ticket", {"ticket_id": other["ticket_id"]})],
-        [other["assignee"], fictional_person(rng)])
+        [other["assignee"], third["assignee"]])
 
 
 def _crm(rng: np.random.Generator, company: str) -> _Server:
-    client = f"{fictional_word(rng)} {pick(rng, ['Ltd', 'GmbH', 'Group', 'Co-op'])}"
-    account = _code(rng, "ACC")
-    values = sorted({int(rng.integers(2, 400)) * 250 for _ in range(4)})
+    client, rival = (f"{fictional_word(rng)} {pick(rng, ['Ltd', 'GmbH', 'Group', 'Co-op'])}"
+                     for _ in range(2))
+    account, rival_account = _code(rng, "ACC"), _code(rng, "ACC")
+    # the answer, the client's lost deal and a rival's open deal: three values drawn alike
+    largest, lost, rivals = (250 * v for v in _distinct(rng, list(range(2, 400)), 3))
+    smaller = [250 * int(rng.integers(1, largest // 250)) for _ in range(3)]
     records = [{"deal_id": _code(rng, "DL"), "account_id": account, "value_eur": value,
-                "stage": "open"} for value in values]
+                "stage": "open"} for value in sorted({*smaller, largest})]
     records.append({"deal_id": _code(rng, "DL"), "account_id": account,
-                    "value_eur": values[-1] + 5000, "stage": "lost"})
+                    "value_eur": lost, "stage": "lost"})
+    records.append({"deal_id": _code(rng, "DL"), "account_id": rival_account,
+                    "value_eur": rivals, "stage": "open"})
     return _Server(
         "crm", f"{company.lower()}-crm",
         [_tool("find_account", "Find accounts by company name.", {"name": "string"}),
          _tool("list_deals", "List an account's deals, optionally by stage.",
                {"account_id": "string"}, {"stage": "string"}),
          _tool("get_deal", "Get one deal by id.", {"deal_id": "string"})],
-        [{"account_id": account, "name": client}, *records],
+        [{"account_id": account, "name": client},
+         {"account_id": rival_account, "name": rival}, *records],
         f"What is the value in euros of the largest open deal with {client}?",
-        str(values[-1]), "number",
+        str(largest), "number",
         [("find_account", {"name": client}), ("list_deals", {"account_id": account,
                                                              "stage": "open"}),
          ("list_deals", {"account_id": account})],
-        [str(values[-1] + 5000), str(values[0])])
+        [str(lost), str(rivals)])
 
 
 def _service_history(vehicle: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,15 +201,18 @@ def _service_history(vehicle: dict[str, Any]) -> list[dict[str, Any]]:
             for n, years in enumerate((2, 1), start=1)]
 
 
+_DATES = [f"2026-{month:02d}-{day:02d}" for month in range(1, 13) for day in range(1, 29)]
+
+
 def _fleet(rng: np.random.Generator, company: str) -> _Server:
     depot = fictional_word(rng, 3)
+    dates = _distinct(rng, _DATES, 4)
     records = [{"vehicle_id": _code(rng, "VH"),
                 "plate": f"{fictional_word(rng, 1)[:2].upper()}{rng.integers(10, 99)} "
                          f"{fictional_word(rng, 1)[:3].upper()}",
                 "depot": depot, "odometer_km": int(rng.integers(5_000, 300_000)),
-                "next_service": f"2026-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}"}
-               for _ in range(4)]
-    target, other = sample(rng, records, 2)
+                "next_service": date} for date in dates]
+    target, other, third = sample(rng, records, 3)
     return _Server(
         "fleet", f"{company.lower()}-fleet",
         [_tool("list_vehicles", "List the vehicles of a depot.", {"depot": "string"}),
@@ -189,7 +223,7 @@ def _fleet(rng: np.random.Generator, company: str) -> _Server:
         target["next_service"], "contains",
         [("list_vehicles", {"depot": depot}), ("get_vehicle", {"vehicle_id": target["vehicle_id"]}),
          ("get_service_history", {"vehicle_id": target["vehicle_id"]})],
-        [other["next_service"], "2027-01-01"])
+        [other["next_service"], third["next_service"]])
 
 
 _FAMILIES: tuple[Callable[[np.random.Generator, str], _Server], ...] = (
