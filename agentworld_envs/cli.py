@@ -60,6 +60,7 @@ _EXPECTED = {
     "agentworld_envs.sim.prompt_sets:PromptSetError": (2, ""),
     "agentworld_envs.bench.items:BenchFormatError": (2, ""),
     "trainers.common.args:ConfigError": (2, ""),
+    "agentworld_envs.backends.faults:TooManyFaultsError": (1, ""),
     "agentworld_envs.backends.base:BackendError": (1, "backend failed: "),
 }
 

@@ -16,17 +16,23 @@ or against a world-model server (vLLM, SGLang, ``transformers serve``)::
 
     python examples/simulated_rl.py --base-url http://localhost:8000/v1 \\
         --model Qwen/Qwen-AgentWorld-35B-A3B --num-envs 16 --record runs/sim_calls.jsonl
+
+Each update's line counts its fallback observations (the world model failed, gave nothing or
+was cut off). Training stops after more than ``--max-faults`` failed world-model calls, and any
+failed call ends the run with status 1 and one line saying how many failed and why.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import defaultdict
 
 import gymnasium as gym
 import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, TooManyFaultsError
 from agentworld_envs.registration import env_id
 
 
@@ -88,11 +94,25 @@ def main(argv: list[str] | None = None) -> list[float]:
     parser.add_argument("--timeout-s", type=float, default=600.0)
     parser.add_argument("--max-tokens", type=int, default=8192)
     parser.add_argument("--record", help="record every world-model call to this JSONL file")
+    parser.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+                        help="failed world-model calls to go on after; -1: never stop")
     args = parser.parse_args(argv)
 
     envs = gym.make_vec(env_id(args.domain), num_envs=args.num_envs,
                         backend=backend_config(args), record_path=args.record,
-                        sampling={"max_tokens": args.max_tokens})
+                        sampling={"max_tokens": args.max_tokens}, max_faults=args.max_faults)
+    try:
+        curve = train(envs, args)
+    finally:
+        envs.close()
+    envs.unwrapped.sim.faults.check("the rewards above rest on fallback observations")
+    return curve
+
+
+def train(envs: gym.vector.VectorEnv, args: argparse.Namespace) -> list[float]:
+    """REINFORCE over ``args.updates`` batches of finished episodes; each update's line counts
+    its fallback observations."""
+    sim = envs.unwrapped.sim  # counts model calls, failed ones and observations by source
     policy = CandidatePolicy(np.random.default_rng(args.seed), args.learning_rate)
     _, infos = envs.reset(seed=args.seed)
     scenarios = list(infos["scenario_id"])
@@ -100,6 +120,7 @@ def main(argv: list[str] | None = None) -> list[float]:
     choices: list[list[tuple[int, str, list[str]]]] = [[] for _ in range(args.num_envs)]
     curve: list[float] = []
     finished: list[float] = []
+    fallbacks = 0
     while len(curve) < args.updates:
         actions = []
         for i in range(args.num_envs):
@@ -116,10 +137,14 @@ def main(argv: list[str] | None = None) -> list[float]:
         if len(finished) >= args.num_envs:
             curve.append(float(np.mean(finished)))
             finished = []
-            print(f"update {len(curve):3d}: mean reward {curve[-1]:.2f}")
-    envs.close()
+            print(f"update {len(curve):3d}: mean reward {curve[-1]:.2f} "
+                  f"({sim.sources['fallback'] - fallbacks} fallback observations)")
+            fallbacks = sim.sources["fallback"]
     return curve
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except TooManyFaultsError as exc:
+        sys.exit(f"error: {exc}")

@@ -43,6 +43,7 @@ def test_fidelity_of_a_perfect_and_of_a_placeholder_world_model(
     perfect = json.dumps(predicting(real_observations("C3"), thinking="recall"))
     out = run(capsys, "fidelity", "--backend", perfect, "--tasks", "C3")
     assert out.splitlines()[1].split() == ["C3/v0", "3", "1.000", "1.000", "1.000"]
+    assert out.splitlines()[-1].startswith("fallback observations: 0 of 3 steps")
     report = json.loads(run(capsys, "fidelity", "--backend", "scripted", "--tasks", "C3,E4",
                             "--json"))
     assert report["overall"]["exact"] == 0.0 and report["overall"]["structural"] == 0.0

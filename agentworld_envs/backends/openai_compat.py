@@ -40,6 +40,7 @@ from agentworld_envs.backends.replies import completion_from_reply, refused_fiel
 from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [
+    "CPU_SERVER_TIMEOUT_HINT",
     "OpenAIBackend",
     "OpenAIRequestError",
     "probe_tool_support",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 _SNIPPET = 300
+CPU_SERVER_TIMEOUT_HINT = '"timeout_s": 900 serves a model that transformers serve runs on a CPU'
+"""What a timed-out request says to set (docs/agentworld_envs.md, "Backends, and the default")."""
 _REPLY_READ = 4096
 """Most characters of an error reply searched for the fields it refuses."""
 _ALWAYS_SENT = frozenset({"model", "messages", "tools"})
@@ -391,8 +394,8 @@ class OpenAIBackend(Backend):
                 response, content = await asyncio.wait_for(  # asyncio.timeout: Python 3.11
                     self._fetch(client, url, body, headers), self.timeout_s)
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
-                error = (f"timeout after {self.timeout_s:g} s (a slow server, such as a model "
-                         "served on a CPU, needs a larger timeout_s in the backend config)")
+                error = (f"timeout after {self.timeout_s:g} s (a slow server needs a larger "
+                         f"timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
             except httpx.TransportError as exc:
                 error = f"connection error ({type(exc).__name__})"
             else:

@@ -27,17 +27,20 @@ from agentworld_envs.backends import (
     make_backend,
     parse_backend_arg,
 )
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
 from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.cli_errors import UsageError
 
 __all__ = ["add_commands"]
 
 
-def _watched(config: str, role: str, total: int | None) -> tuple[Backend, WatchedBackend]:
-    """The backend of ``config`` and its watched wrapper, with a progress bar on stderr."""
+def _watched(config: str, role: str, total: int | None,
+             max_faults: int) -> tuple[Backend, WatchedBackend]:
+    """The backend of ``config`` and its watched wrapper, with a progress bar on stderr, that
+    stops the run after more than ``max_faults`` failed calls."""
     backend = make_backend(parse_backend_arg(config))
-    return backend, WatchedBackend(backend, tqdm(total=total, desc=role, unit="request",
-                                                 disable=None))
+    bar = tqdm(total=total, desc=role, unit="request", disable=None)
+    return backend, WatchedBackend(backend, bar, FaultTally(max_faults, f"{role} calls"))
 
 
 def _items(paths: list[str]) -> list[Any]:
@@ -47,8 +50,9 @@ def _items(paths: list[str]) -> list[Any]:
     return load_items(*[sample_path() if p == "SAMPLE" else Path(p) for p in paths])
 
 
-def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
-    """Saved predictions (``--predictions``) or fresh ones from ``--backend``."""
+def _outputs(args: argparse.Namespace, items: list[Any]) -> tuple[list[str | None], FaultTally]:
+    """Saved predictions (``--predictions``) or fresh ones from ``--backend``, and the tally of
+    the world-model calls made (none for saved ones)."""
     from agentworld_envs.bench.run import predict
 
     if args.predictions:
@@ -57,18 +61,17 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> list[str | None]:
         if missing:
             raise UsageError(f"{args.predictions} has no prediction for {missing[:5]}: give the "
                              "records.jsonl of a run over the same items")
-        return [saved[item.key] for item in items]
+        return [saved[item.key] for item in items], FaultTally(None)
     if not args.backend:
         raise UsageError("give --backend, the world model to run (a name or JSON, e.g. "
                          "'{\"name\": \"hf\", \"model\": \"runs/wm\"}'), or --predictions, "
                          "an earlier run's records.jsonl")
     sampling = SamplingParams(temperature=args.temperature, top_p=None,
                               max_tokens=args.max_tokens, seed=args.seed)
-    backend, watched = _watched(args.backend, "world model", len(items))
+    backend, watched = _watched(args.backend, "world-model", len(items), args.max_faults)
     with backend, watched.bar:
         outputs = predict(watched, items, sampling, args.batch_size)
-    watched.report_failures("world-model")
-    return outputs
+    return outputs, watched.tally
 
 
 def _predictions(path: Path) -> dict[str, str | None]:
@@ -103,35 +106,46 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.run import score_fidelity
 
     items = _items(args.items)
-    result = score_fidelity(items, _outputs(args, items))
+    outputs, faults = _outputs(args, items)
+    result = score_fidelity(items, outputs)
     if args.out:
         _write(args.out, result)
+    faults.check(_no_table(args))
     print(result.markdown())
     _note_placeholders(args)
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from agentworld_envs.bench.judge import JudgePrompts
+    from agentworld_envs.bench.judge import JUDGE_BACKEND_ERROR, JudgePrompts
     from agentworld_envs.bench.run import run_bench
 
     prompts = JudgePrompts.load(args.prompts)  # a bad prompt directory fails before any call
     print(f"judge instructions: {prompts.source}")
     items = _items(args.items)
-    outputs = _outputs(args, items)
+    outputs, faults = _outputs(args, items)
     sampling = SamplingParams(temperature=args.judge_temperature, top_p=None,
                               max_tokens=args.judge_max_tokens)
-    judge, watched = _watched(args.judge, "judge", None)  # retries make the total unknown
+    # retries make the total unknown
+    judge, watched = _watched(args.judge, "judge", None, args.max_faults)
     with judge, watched.bar:
         result = run_bench(items, outputs, watched, sampling, max(0, args.max_retries - 1),
                            args.batch_size, prompts=prompts, rule_caps=args.rule_caps)
-    watched.report_failures("judge")
     if args.out:
         _write(args.out, result)
+    faults.check(_no_table(args))
+    unjudged = sum(record.get("reason") == JUDGE_BACKEND_ERROR for record in result.records)
+    if unjudged:  # a judge call that failed but was retried with success decides nothing
+        watched.tally.check(f"{unjudged} item(s) got no verdict; {_no_table(args)}")
     print(result.markdown())
     _print_failure_examples(result.records)
     _note_placeholders(args)
     return 0
+
+
+def _no_table(args: argparse.Namespace) -> str:
+    """What a run with failed model calls leaves: no table; its records, if written."""
+    return "no table is printed" + (f" (records in {args.out})" if args.out else "")
 
 
 def _print_failure_examples(records: list[dict[str, Any]]) -> None:
@@ -184,6 +198,10 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                         help="per-item seeds from this one (default: no seed, as eval.py)")
     parser.add_argument("--batch-size", type=int, default=32, help="requests per backend call")
     parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
+    parser.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+                        help="failed model calls (world model, then judge) to go on after; one "
+                             "more stops the run; -1: never stop. Any failed call ends the run "
+                             f"with status 1 and no table (default: {DEFAULT_MAX_FAULTS})")
 
 
 class _Renamed(argparse.Action):

@@ -45,11 +45,14 @@ from agentworld_envs.bench.release_instructions import (
 from agentworld_envs.sim.parsing import clean_response_marker, parse_model_output
 from agentworld_envs.sim.prompt_sets import PromptSet, PromptSetError, resolve_prompt_set
 
-__all__ = ["DIMENSIONS", "INSTRUCTIONS_FILE", "JUDGE_SAMPLING", "JUDGE_SYSTEM", "JudgeParseError",
-           "JudgePrompts", "JudgeResult", "JudgeVerdict", "judge_outputs", "judge_request",
+__all__ = ["DIMENSIONS", "INSTRUCTIONS_FILE", "JUDGE_BACKEND_ERROR", "JUDGE_SAMPLING",
+           "JUDGE_SYSTEM", "JudgeParseError", "JudgePrompts", "JudgeResult", "JudgeVerdict",
+           "judge_outputs", "judge_request",
            "judge_user_message", "parse_judge_output"]
 
 INSTRUCTIONS_FILE = "judge_user_instructions.txt"
+JUDGE_BACKEND_ERROR = "judge backend error"
+"""The failure reason of a sample whose last judge call failed."""
 JUDGE_SAMPLING = SamplingParams(temperature=0.6, top_p=None, max_tokens=32768)
 """The release's judge sampling: 32,768 tokens at temperature 0.6, no seed."""
 
@@ -183,7 +186,7 @@ def judge_outputs(judge: Backend, requests: Sequence[ChatRequest], attempts: int
             answers = judge.complete_each([requests[i] for i in chunk])
             for i, answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, BackendError):
-                    last[i] = ("judge backend error", str(answer)[:300], "")
+                    last[i] = (JUDGE_BACKEND_ERROR, str(answer)[:300], "")
                     errored = True
                     still.append(i)
                     continue

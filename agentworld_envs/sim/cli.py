@@ -18,6 +18,7 @@ import sys
 import warnings
 from typing import Any
 
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
 from agentworld_envs.cli_errors import UsageError, name_of
 
 __all__ = ["add_commands"]
@@ -87,7 +88,8 @@ def _cmd_request(args: argparse.Namespace) -> int:
 
 def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str = "simulated",
                     seed: int = 0, sampling: dict[str, Any] | None = None,
-                    prompts: str | None = None, progress: bool = False) -> dict[str, Any]:
+                    prompts: str | None = None, progress: bool = False,
+                    max_faults: int | None = None) -> dict[str, Any]:
     """Play each floor scenario's reference solution; summarise fidelity per task and overall.
 
     Args:
@@ -98,11 +100,18 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
         sampling: World-model sampling fields.
         prompts: The prompt set (the floor domain always uses its own prompt).
         progress: Show a progress bar of the turns (on stderr).
+        max_faults: Failed world-model calls to go on after (None: never stop).
 
     Returns:
-        ``{"overall": summary, "scenarios": {id: summary}, "placeholder_steps": n}``, each
-        summary from :func:`agentworld_envs.sim.fidelity.summarise`; ``n`` counts the steps
-        that the scripted placeholder answered, not a world model.
+        ``{"overall": summary, "scenarios": {id: summary}, "placeholder_steps": n,
+        "fallback_steps": f, "faults": tally}``, each summary from
+        :func:`agentworld_envs.sim.fidelity.summarise`; ``n`` counts the steps that the
+        scripted placeholder answered, not a world model, ``f`` those that got a fallback
+        observation (the model failed, gave nothing or was cut off); ``tally`` is the
+        :class:`~agentworld_envs.backends.faults.FaultTally` of the model calls.
+
+    Raises:
+        TooManyFaultsError: once more than ``max_faults`` calls failed.
     """
     from tqdm.auto import tqdm
 
@@ -111,22 +120,24 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
 
     envs = AgentWorldVectorEnv("floor", num_envs=len(scenario_ids), autoreset_mode="disabled",
                                backend=backend, mode=mode, sampling=sampling or {},
-                               prompts=prompts)
-    envs.reset(seed=seed, options={"scenario": scenario_ids})
-    plans = [episode.scenario.solution_actions for episode in envs.episodes]
-    turns = max(len(plan) for plan in plans)
-    bar = tqdm(range(turns), desc="fidelity", unit="turn",
-               disable=None if progress else True)  # None: only on a terminal
-    for turn in bar:
-        envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])
+                               prompts=prompts, max_faults=max_faults)
+    try:
+        envs.reset(seed=seed, options={"scenario": scenario_ids})
+        plans = [episode.scenario.solution_actions for episode in envs.episodes]
+        turns = max(len(plan) for plan in plans)
+        bar = tqdm(range(turns), desc="fidelity", unit="turn",
+                   disable=None if progress else True)  # None: only on a terminal
+        for turn in bar:
+            envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])
+    finally:
+        envs.close()
     steps = {sid: [Fidelity.from_dict(entry["fidelity"]) for entry in episode.transcript
                    if entry["fidelity"]]
              for sid, episode in zip(scenario_ids, envs.episodes, strict=True)}
-    placeholders = sum(episode.counts["placeholder"] for episode in envs.episodes)
-    envs.close()
     return {"overall": summarise(f for found in steps.values() for f in found),
             "scenarios": {sid: summarise(found) for sid, found in steps.items()},
-            "placeholder_steps": placeholders}
+            "placeholder_steps": sum(episode.counts["placeholder"] for episode in envs.episodes),
+            "fallback_steps": envs.sim.sources["fallback"], "faults": envs.sim.faults}
 
 
 def _floor_scenarios(tasks: str, variants: str) -> list[str]:
@@ -157,7 +168,9 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     backend = parse_backend_arg(args.backend)
     scenarios = _floor_scenarios(args.tasks, args.variants)
     report = fidelity_report(backend, scenarios, args.mode, args.seed,
-                             {"max_tokens": args.max_tokens}, args.prompts, progress=True)
+                             {"max_tokens": args.max_tokens}, args.prompts, progress=True,
+                             max_faults=args.max_faults)
+    report.pop("faults").check("no table is printed")
     placeholders = report["placeholder_steps"]
     if placeholders:
         print(f"note: {placeholders} of {int(report['overall']['steps'])} steps were answered by "
@@ -171,6 +184,9 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     for name, summary in [*report["scenarios"].items(), ("overall", report["overall"])]:
         print(f"{name:<10} {int(summary['steps']):>5} {_number(summary['exact']):>7} "
               f"{_number(summary['structural']):>7} {_number(summary['values']):>7}")
+    print(f"fallback observations: {report['fallback_steps']} of "
+          f"{int(report['overall']['steps'])} steps (the model gave nothing usable; scored as "
+          "they are)")
     return 0
 
 
@@ -227,5 +243,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--seed", type=int, default=0)
     fidelity.add_argument("--max-tokens", type=int, default=8192)
     fidelity.add_argument("--json", action="store_true")
+    fidelity.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+                          help="failed world-model calls to go on after; one more stops the run;"
+                               " -1: never stop. Any failed call ends the run with status 1 and "
+                               f"no table (default: {DEFAULT_MAX_FAULTS})")
     _prompts_option(fidelity)
     fidelity.set_defaults(handler=_cmd_fidelity)

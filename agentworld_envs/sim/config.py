@@ -73,8 +73,13 @@ class SimConfig(pydantic.BaseModel):
             thinking); None waits forever. An ``openai`` backend given by name or config
             without its own ``timeout_s`` gets this one per attempt, instead of its 120 s.
         on_fault: ``report`` (default): a world-model fault (dead server, timeout, error) gives
-            a flagged fallback observation and a warning; ``raise``: the step raises
+            a flagged fallback observation (``info["observation_source"] == "fallback"``) and a
+            ``RuntimeWarning``, and the episode goes on; ``raise``: the step raises
             :class:`~agentworld_envs.sim.model_client.WorldModelFault` after finishing.
+        max_faults: Failed model calls (world model and judge, counted in the simulator's
+            ``faults``) to go on after: one more makes the step raise
+            :class:`~agentworld_envs.backends.faults.TooManyFaultsError` after finishing.
+            None (default): never stop.
         max_observation_chars: World-model observations are cut to this length (flagged).
         max_action_chars: Longer actions are rejected as invalid without a model call.
         mode: ``simulated``; ``hybrid`` or ``real`` for scenarios with a real counterpart
@@ -112,6 +117,7 @@ class SimConfig(pydantic.BaseModel):
     record_path: str | None = None
     timeout_s: float | None = pydantic.Field(CALL_TIMEOUT_S, gt=0)
     on_fault: Literal["report", "raise"] = "report"
+    max_faults: int | None = None
     max_observation_chars: int = pydantic.Field(65536, ge=64, le=OBSERVATION_MAX_LENGTH // 2)
     max_action_chars: int = pydantic.Field(65536, ge=1)
     mode: Literal["simulated", "hybrid", "real"] = "simulated"

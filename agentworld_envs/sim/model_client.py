@@ -110,7 +110,8 @@ class _Worker:
         job = _Job(fn)
         self._jobs.put(job)
         if not job.done.wait(max(0.0, deadline - time.monotonic())):
-            raise _TimedOut(f"no answer within {timeout_s:g} s")
+            raise _TimedOut(f"no answer within {timeout_s:g} s (a slower model needs a larger "
+                            "timeout_s in the env's settings)")
         if job.error is not None:
             raise job.error
         return job.result

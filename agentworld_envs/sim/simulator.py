@@ -6,20 +6,25 @@ the episodes that ended and ask for a judge.
 
 Making a simulator on the ``scripted`` placeholder warns once per process; a world-model fault
 warns at every step that has one, and raises :class:`WorldModelFault` with ``on_fault="raise"``.
+:attr:`Simulator.faults` counts the model calls and the failed ones (raising
+:class:`~agentworld_envs.backends.faults.TooManyFaultsError` past ``max_faults``);
+:attr:`Simulator.sources` counts the observations by where they came from.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from agentworld_envs.backends.faults import FaultTally
 from agentworld_envs.domains import get_domain
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode, StepResult
-from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
+from agentworld_envs.sim.model_client import Fault, ModelClient, WorldModelFault, model_identity
 from agentworld_envs.sim.rewards import read_judge
 from agentworld_envs.sim.scenario import Scenario
 
@@ -61,6 +66,10 @@ class Simulator:
             _warn_placeholder_once()
         self.judge = self.world_model if config.judge_backend is None else ModelClient(
             config.judge_backend, config.record_path, config.timeout_s)
+        self.faults = FaultTally(config.max_faults, "model calls")
+        """World-model and judge calls made and failed, with the reasons."""
+        self.sources: Counter[str] = Counter()
+        """Step observations by ``info["observation_source"]`` (``fallback``, ...)."""
 
     def _scenario_pool(self) -> list[Scenario] | None:
         selection = self.config.scenarios
@@ -110,6 +119,10 @@ class Simulator:
         for i in finished:
             verdict = verdicts.get(i)
             episodes[i].settle(results[i], None if verdict is None else read_judge(verdict))
+        self.sources.update(result.info.get("observation_source", "none") for result in results)
+        calls = [*outcomes.values(), *verdicts.values()]
+        self.faults.add(len(calls), [f"{c.kind}: {c.message}" for c in calls
+                                     if isinstance(c, Fault)])
         faults = [i for i, result in enumerate(results)
                   if result.info.get("world_model", {}).get("fault")]
         if faults:

@@ -1,0 +1,111 @@
+"""Failed model calls, counted against a budget by the commands whose result they decide.
+
+An evaluation or training command keeps one :class:`FaultTally`: every batch of model calls is
+added to it, and once more calls failed than ``max_faults`` allows, :meth:`FaultTally.add`
+raises :class:`TooManyFaultsError` (the console script prints it as one line and exits 1).
+When the command ends, :meth:`FaultTally.check` raises the same error if any call failed at all,
+so that no table or mean reward is passed off as if every call had succeeded.
+:class:`TalliedBackend` counts a backend's calls into a tally.
+
+Example:
+    >>> tally = FaultTally(max_faults=1, what="world-model calls")
+    >>> tally.add(4, ["HTTP 422: top_k"])
+    >>> tally.add(4, ["HTTP 422: top_k"])
+    Traceback (most recent call last):
+    ...
+    agentworld_envs.backends.faults.TooManyFaultsError: 2 of 8 world-model calls failed \
+(2x HTTP 422: top_k); stopped after more than 1 (--max-faults)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentworld_envs.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    first_error_or_completions,
+)
+
+__all__ = ["DEFAULT_MAX_FAULTS", "FaultTally", "TalliedBackend", "TooManyFaultsError"]
+
+DEFAULT_MAX_FAULTS = 3
+"""Failed model calls an evaluation or training command goes on after; one more stops it."""
+_REASON_CHARS = 300
+
+
+class TooManyFaultsError(BackendError):
+    """Model calls that decide a command's result failed; the message counts them and says why."""
+
+
+@dataclass
+class FaultTally:
+    """Model calls made and failed, with the reasons, against a budget.
+
+    Args:
+        max_faults: Failed calls tolerated before :meth:`add` raises; None or a negative
+            number: never stop (the user asked to go on).
+        what: What a call is, in messages (``"world-model calls"``).
+    """
+
+    max_faults: int | None = DEFAULT_MAX_FAULTS
+    what: str = "model calls"
+    calls: int = 0
+    failed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, calls: int, failures: Iterable[str] = ()) -> None:
+        """Count ``calls`` calls, of which ``failures`` (one reason each) failed.
+
+        Raises:
+            TooManyFaultsError: when more calls failed than ``max_faults``.
+        """
+        failures = [str(reason)[:_REASON_CHARS] for reason in failures]
+        self.calls += calls
+        self.failed += len(failures)
+        self.reasons.update(failures)
+        if self.max_faults is not None and 0 <= self.max_faults < self.failed:
+            raise TooManyFaultsError(f"{self.summary()}; stopped after more than "
+                                     f"{self.max_faults} (--max-faults)")
+
+    def summary(self) -> str:
+        """``N of M <what> failed (K x <commonest reason>)``."""
+        if not self.failed:
+            return f"0 of {self.calls} {self.what} failed"
+        reason, count = self.reasons.most_common(1)[0]
+        others = f"; {len(self.reasons) - 1} other reason(s)" if len(self.reasons) > 1 else ""
+        return f"{self.failed} of {self.calls} {self.what} failed ({count}x {reason}{others})"
+
+    def check(self, consequence: str = "") -> None:
+        """Raise :class:`TooManyFaultsError` if any call failed; ``consequence`` says what that
+        leaves (``"no table is printed"``)."""
+        if self.failed:
+            raise TooManyFaultsError(self.summary() + (f"; {consequence}" if consequence else ""))
+
+
+class TalliedBackend(Backend):
+    """A backend that adds every request it answers, and every one that failed, to ``tally``
+    (which raises :class:`TooManyFaultsError` past its budget). It never closes ``inner``."""
+
+    def __init__(self, inner: Backend, tally: FaultTally) -> None:
+        self.inner, self.tally = inner, tally
+        self.name, self.blocking = inner.name, inner.blocking
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        answers = self.inner.complete_each(requests)
+        self.tally.add(len(requests), [str(a) for a in answers if isinstance(a, BackendError)])
+        return answers
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def cancel(self) -> None:
+        self.inner.cancel()
