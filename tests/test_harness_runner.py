@@ -289,7 +289,8 @@ def test_a_run_that_raises_is_logged_and_the_sweep_goes_on(tmp_path: Path,
     assert error["error"] == "RuntimeError: env choked on the answer"
     assert "env choked on the answer" in error["traceback"]
     metadata = json.loads((tmp_path / "metadata.json").read_text())
-    assert (metadata["status"], metadata["runs_done"], metadata["errors"]) == ("finished", 2, 1)
+    assert (metadata["status"], metadata["runs_planned"], metadata["runs_recorded"],
+            metadata["runs_failed"], metadata["errors"]) == ("incomplete", 3, 2, 1, 1)
     assert sorted(r["task_id"] for r in read_records(tmp_path)) == ["A1", "C1"]
 
     again = run_sweep(config, tmp_path, progress=False,
@@ -298,7 +299,7 @@ def test_a_run_that_raises_is_logged_and_the_sweep_goes_on(tmp_path: Path,
     assert len(_errors(tmp_path)) == 2  # retried on resume, and logged again
 
     fixed = run_sweep(config, tmp_path, progress=False)
-    assert (fixed.written, fixed.skipped, fixed.errors) == (1, 2, [])
+    assert (fixed.written, fixed.skipped, fixed.errors, fixed.status) == (1, 2, [], "finished")
     ids = [r["run_id"] for r in read_records(tmp_path)]
     assert sorted(ids) == sorted(s.run_id for s in plan(config))
 
@@ -319,7 +320,9 @@ def test_a_backend_bug_stops_only_its_arm(tmp_path: Path) -> None:
     [error] = _errors(tmp_path)
     assert error["kind"] == "arm" and sorted(error["run_ids"]) == ["oracle|A1|v0|0",
                                                                    "oracle|B1|v0|0"]
-    assert json.loads((tmp_path / "metadata.json").read_text())["status"] == "finished"
+    metadata = json.loads((tmp_path / "metadata.json").read_text())
+    assert (metadata["status"], metadata["runs_recorded"], metadata["runs_failed"]) == (
+        "incomplete", 0, 2)
 
 
 def test_a_reply_with_lone_surrogates_is_written_and_read_back(tmp_path: Path) -> None:

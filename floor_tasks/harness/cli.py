@@ -73,20 +73,42 @@ def _described_arm(arm: Any) -> str:
     return f"{arm.slug} ({backend['name']}{f', {model}' if model else ''})"
 
 
+def _resume_command(args: argparse.Namespace) -> str:
+    argv = getattr(args, "argv", None)  # set by the console script
+    return shlex.join(["agentworld", *argv]) if argv else "the same command"
+
+
 def _resumable(args: argparse.Namespace, corpus: Path, sweep: Callable[[], Any]) -> Any:
     """Run ``sweep``; Ctrl-C says where the finished runs are and how to resume them."""
-    argv = getattr(args, "argv", None)  # set by the console script
-    command = shlex.join(["agentworld", *argv]) if argv else "the same command"
-    with on_interrupt(f"finished runs are saved in {corpus}; resume with: {command}"):
+    with on_interrupt(f"finished runs are saved in {corpus}; "
+                      f"resume with: {_resume_command(args)}"):
         return sweep()
 
 
 def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None,
-            config: Any) -> int:
-    """Print the ladder, then two lines: what ran and what the tiers are; where it all went."""
+            config: Any, args: argparse.Namespace) -> int:
+    """Print the ladder, then two lines: what ran and what the tiers are; where it all went.
+
+    A sweep with failed model calls prints no ladder: it raises
+    :class:`~agentworld_envs.backends.faults.TooManyFaultsError`, one line that counts them,
+    says why and how many runs are recorded. Other failed runs print one line each on stderr
+    and, in place of the ladder, how many planned runs are recorded; the status is then 1.
+    """
+    from agentworld_envs.backends.faults import TooManyFaultsError
+    from floor_tasks.harness.corpus import ERRORS_FILE
     from floor_tasks.harness.report import render_ladder_text, write_report
     from floor_tasks.task import TIER_NAMES
 
+    where = (f"{outcome.recorded} of {outcome.planned} planned runs recorded, {outcome.failed} "
+             f"failed (errors in {outcome.corpus / ERRORS_FILE}); resume with: "
+             f"{_resume_command(args)}")
+    if outcome.faults.failed:
+        raise TooManyFaultsError(f"{outcome.faults.summary()}; no ladder is printed; {where}")
+    if outcome.status != "finished":
+        for error in outcome.errors:
+            print(f"error: {error}", file=sys.stderr)
+        print(f"incomplete: {where}; no ladder is printed")
+        return 1
     print(render_ladder_text(records))
     ran = "; ".join(dict.fromkeys(_described_arm(arm) for arm in config.arms()))
     tiers = ", ".join(f"{tier} {name}" for tier, name in TIER_NAMES.items())
@@ -98,9 +120,7 @@ def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None
         report = f"report: none (write one with: agentworld floor report {outcome.corpus})"
     print(f"corpus: {outcome.corpus} ({outcome.written} new runs, "
           f"{outcome.skipped} already done); {report}")
-    for error in outcome.errors:
-        print(f"error: {error}", file=sys.stderr)
-    return 1 if outcome.errors else 0
+    return 0
 
 
 def _default_name(model: str) -> str:
@@ -126,7 +146,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         thinking=args.thinking, max_tokens=args.max_tokens)
     outcome = _resumable(args, Path(config.results_dir), lambda: run_sweep(
         config, progress=not args.no_progress, batch_size=args.batch_size))
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config)
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config, args)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -137,7 +157,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     config = load_sweep(args.config)
     outcome = _resumable(args, Path(args.out or config.results_dir), lambda: run_sweep(
         config, args.out, progress=not args.no_progress, batch_size=args.batch_size))
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config)
+    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config, args)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agentworld_envs.backends import Backend
+from agentworld_envs.backends.faults import FaultTally, TalliedBackend
 from floor_tasks.harness.agents import as_backend
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
@@ -27,13 +28,24 @@ __all__ = ["SweepOutcome", "plan", "package_versions", "run_seed", "run_sweep",
 
 @dataclass
 class SweepOutcome:
-    """What a sweep run did: records written, runs skipped as done, and failures."""
+    """What a sweep run did: its status (as ``metadata.json`` says it), runs planned, records
+    written, runs skipped as done, runs failed (no record: a run error, or left by a failed
+    arm), the agent's model calls and failures, and the error messages."""
 
     corpus: Path
+    status: str = "running"
+    planned: int = 0
     written: int = 0
     skipped: int = 0
+    failed: int = 0
+    faults: FaultTally = field(default_factory=lambda: FaultTally(None, "agent model calls"))
     errors: list[str] = field(default_factory=list)
     probes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> int:
+        """Planned runs with a record: those written now and those done before."""
+        return self.written + self.skipped
 
 
 def package_versions() -> dict[str, str]:
@@ -102,6 +114,7 @@ class _Arm:
         self.corpus.log_error([job.run_id], error, kind="run", traceback=trace,
                               timestamp_utc=_now())
         self.pending.discard(job.run_id)
+        self.outcome.failed += 1
         self.outcome.errors.append(f"{job.run_id}: {error} (rerun on resume)")
         self.bar.update()
 
@@ -110,13 +123,20 @@ class _Arm:
         error, trace = _described(exc)
         self.corpus.log_error(sorted(self.pending), error, kind="arm", traceback=trace,
                               timestamp_utc=_now())
-        self.outcome.errors.append(f"{self.slug}: {error} "
-                                   f"({len(self.pending)} runs left for resume)")
+        self.skip(f"{error} ({len(self.pending)} runs left for resume)")
+
+    def skip(self, why: str) -> None:
+        """The arm's unfinished runs fail, for ``why``."""
+        self.outcome.failed += len(self.pending)
+        self.outcome.errors.append(f"{self.slug}: {why}")
+        self.pending.clear()
 
     def run(self, backend: Backend, settings: RunSettings, batch_size: int) -> None:
-        """Run the arm's jobs, appending each record as it ends."""
-        for record in run_jobs(list(self.jobs.values()), backend, settings,
-                               batch_size=batch_size, on_error=self.run_failed):
+        """Run the arm's jobs, appending each record as it ends; the calls are counted in the
+        outcome's ``faults``."""
+        for record in run_jobs(list(self.jobs.values()), TalliedBackend(backend,
+                                                                        self.outcome.faults),
+                               settings, batch_size=batch_size, on_error=self.run_failed):
             job = self.jobs[record["run_id"]]
             try:
                 self.corpus.append(record)
@@ -134,7 +154,10 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
     """Run every run of ``config`` not yet in the corpus, appending one record per run.
 
     ``metadata.json`` is written first (``"status": "running"``) and rewritten when the sweep
-    ends (``"finished"``, or ``"interrupted"`` when an exception escapes). A run that raises is
+    ends: ``"finished"`` when every planned run has a record, else ``"incomplete"``, or
+    ``"interrupted"`` when an exception (Ctrl-C) escapes; with the counts ``runs_planned``,
+    ``runs_recorded`` and ``runs_failed``. Records are appended as runs end, so those complete
+    before Ctrl-C are kept, and the backend's calls in flight are cancelled. A run that raises is
     logged to ``errors.jsonl`` (``"kind": "run"``, with its run id and traceback) and the other
     runs go on; a backend failure (any exception from the backend) stops that arm, its
     unfinished runs are logged (``"kind": "arm"``) and the sweep goes on with the next arm.
@@ -147,7 +170,8 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
     corpus = RunCorpus(out_dir or Path(config.results_dir))
     specs = plan(config)
     done = corpus.done_ids()
-    outcome = SweepOutcome(corpus=corpus.dir, skipped=sum(s.run_id in done for s in specs))
+    outcome = SweepOutcome(corpus=corpus.dir, planned=len(specs),
+                           skipped=sum(s.run_id in done for s in specs))
     todo = [s for s in specs if s.run_id not in done]
     metadata: dict[str, Any] = {
         "status": "running", "started_utc": _now(), "sweep": config.model_dump(mode="json"),
@@ -156,17 +180,19 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
         "seeds": {s.run_id: run_seed(s) for s in specs}}
     corpus.write_metadata(metadata)
     bar = tqdm(total=len(todo), desc=config.sweep_name, unit="run", disable=not progress)
-    status = "interrupted"
+    outcome.status = "interrupted"
     try:
         for _, group in groupby(todo, key=lambda s: s.model_slug):
             _run_arm(_Arm(corpus, outcome, list(group), bar), config, metadata["arms"],
                      make_agent, batch_size)
-        status = "finished"
+        outcome.status = "finished" if outcome.recorded == len(specs) else "incomplete"
     finally:
         bar.close()
-        corpus.write_metadata({**metadata, "status": status, "ended_utc": _now(),
-                               "runs_done": len(corpus.done_ids()),
-                               "errors": len(outcome.errors)})
+        corpus.write_metadata({**metadata, "status": outcome.status, "ended_utc": _now(),
+                               "runs_recorded": outcome.recorded, "runs_failed": outcome.failed,
+                               "errors": len(outcome.errors),
+                               "model_calls": outcome.faults.calls,
+                               "model_calls_failed": outcome.faults.failed})
     return outcome
 
 
@@ -185,11 +211,13 @@ def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
         if config.probe_before_run:
             probe = arm.outcome.probes[arm.slug] = _probe(backend)
             if probe == "no_tools":
-                arm.outcome.errors.append(
-                    f"{arm.slug}: {_server(backend)} calls no tools (tool-support probe); arm "
-                    f"skipped, {len(arm.pending)} runs left")
+                arm.skip(f"{_server(backend)} calls no tools (tool-support probe); arm "
+                         f"skipped, {len(arm.pending)} runs left")
                 return
         arm.run(backend, settings, batch_size)
+    except KeyboardInterrupt:
+        backend.cancel()  # the server must not go on working for nothing
+        raise
     except Exception as exc:
         arm.arm_failed(exc)
     finally:
