@@ -100,6 +100,11 @@ class TeamEpisode(abc.ABC):
     def render(self) -> str:
         """The episode so far as text."""
 
+    def state(self) -> np.ndarray:
+        """The global state, an element of the task's :meth:`TeamTask.state_space` (tasks
+        that have one)."""
+        raise NotImplementedError
+
 
 class TeamTask(abc.ABC):
     """The rules of a task family: the team's roles and spaces, and how episodes start."""
@@ -124,25 +129,36 @@ class TeamTask(abc.ABC):
                     options: dict[str, Any] | None = None) -> TeamEpisode:
         """Start an episode, drawing every random choice from ``rng``."""
 
+    def state_space(self) -> spaces.Space | None:
+        """The space of the episodes' global state (for centralised critics); None where the
+        task has no global state short of the agents' observations."""
+        return None
+
 
 class SharedContextEnv(AECEnv, EzPickle):
     """A :class:`TeamTask` as a PettingZoo AEC env; subclasses set ``task_type``.
 
+    Tasks with a global state (the symbolic families) give the env ``state_space`` and
+    ``state()``, as PettingZoo's ``state_test`` expects; on the others ``state()`` raises
+    ``NotImplementedError``, as PettingZoo's base env does.
+
     Args:
-        render_mode: ``"ansi"`` renders the shared context as text.
+        render_mode: ``"ansi"``: :meth:`render` returns the shared context as text;
+            ``"human"``: it prints it.
         **task_kwargs: Passed to ``task_type``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi"], "name": "shared_context_v0", "is_parallelizable": False,
-        "render_fps": 1}
+        "render_modes": ["ansi", "human"], "name": "shared_context_v0",
+        "is_parallelizable": False, "render_fps": 1}
     task_type: ClassVar[type[TeamTask]]
 
     def __init__(self, render_mode: str | None = None, **task_kwargs: Any) -> None:
         EzPickle.__init__(self, render_mode=render_mode, **task_kwargs)
         super().__init__()
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi' or None")
+            raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi', 'human' "
+                             f"or None")
         self.render_mode = render_mode
         self.task = self.task_type(**task_kwargs)
         self.possible_agents = [agent_name(i) for i in range(self.task.n_agents)]
@@ -150,6 +166,8 @@ class SharedContextEnv(AECEnv, EzPickle):
         self._observation_spaces = {name: self.task.observation_space(i)
                                     for name, i in self._index.items()}
         self._action_spaces = {name: self.task.action_space(i) for name, i in self._index.items()}
+        if (state_space := self.task.state_space()) is not None:
+            self.state_space = state_space
         self._rng: np.random.Generator | None = None
         self.episode: TeamEpisode | None = None
 
@@ -228,11 +246,23 @@ class SharedContextEnv(AECEnv, EzPickle):
                                 "verdict": verdict}
         self.agent_selection = self.agents[0]
 
+    def state(self) -> np.ndarray:
+        """The episode's global state, in ``state_space``."""
+        if not hasattr(self, "state_space"):
+            raise NotImplementedError(f"{type(self.task).__name__} has no global state; the "
+                                      f"agents' observations are all there is")
+        return self.require_episode("state").state()
+
     def render(self) -> str | None:
-        """The shared context as text in ``ansi`` mode; None otherwise."""
-        if self.render_mode != "ansi" or self.episode is None:
+        """The shared context as text in ``ansi`` mode, printed in ``human`` mode (returning
+        None, as PettingZoo's ``render_test`` expects); None without a mode or an episode."""
+        if self.render_mode is None or self.episode is None:
             return None
-        return self.episode.render()
+        text = self.episode.render()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
 
     def close(self) -> None:
         """Nothing to release."""
@@ -242,7 +272,9 @@ class SharedContextParallelEnv(ParallelEnv):
     """The turn-based Parallel form of a :class:`SharedContextEnv`.
 
     One ``step(actions)`` plays one message: only the action of the agent whose turn it is
-    (``infos[agent]["next_speaker"]``) is used; a missing one counts as an invalid message. All
+    (``infos[agent]["next_speaker"]``, and ``infos[agent]["active"]`` True for that agent
+    alone, the mask MARL libraries read) is used; a missing one counts as an invalid
+    message. All
     agents stay live until the episode ends, then all finish together with the team reward.
     PettingZoo's ``aec_to_parallel`` would instead make every agent speak at once, before seeing
     the messages of the same round, which breaks the shared-context chain.
@@ -254,6 +286,8 @@ class SharedContextParallelEnv(ParallelEnv):
         self.metadata = aec_env.metadata
         self.render_mode = aec_env.render_mode
         self.agents: list[str] = []
+        if hasattr(aec_env, "state_space"):
+            self.state_space = aec_env.state_space
 
     @property
     def task(self) -> TeamTask:
@@ -300,8 +334,13 @@ class SharedContextParallelEnv(ParallelEnv):
     def _infos(self) -> dict[str, dict[str, Any]]:
         aec = self.aec_env
         ended = any(aec.terminations.values()) or any(aec.truncations.values())
-        return {name: {**aec.infos[name], "next_speaker": None if ended else aec.agent_selection}
+        speaker = None if ended else aec.agent_selection
+        return {name: {**aec.infos[name], "next_speaker": speaker, "active": name == speaker}
                 for name in self.agents}
+
+    def state(self) -> np.ndarray:
+        """The episode's global state (tasks that have one)."""
+        return self.aec_env.state()
 
     def render(self) -> str | None:
         """The shared context as text in ``ansi`` mode."""

@@ -7,9 +7,17 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pettingzoo
 import pytest
-from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+from pettingzoo.test import (
+    api_test,
+    parallel_api_test,
+    parallel_seed_test,
+    render_test,
+    seed_test,
+    state_test,
+)
 
 import team_envs
 
@@ -38,6 +46,8 @@ def _quiet_pettingzoo_advice() -> None:
     warnings.filterwarnings("ignore", message=".*probably should be.*")
     warnings.filterwarnings("ignore", message=".*not a NumPy array.*")
     warnings.filterwarnings("ignore", message=".*different observation space sizes.*")
+    # state_test's advice for a MultiDiscrete state space
+    warnings.filterwarnings("ignore", message=".*State space for each environment probably.*")
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), CASES, ids=IDS)
@@ -128,3 +138,65 @@ def test_importing_team_envs_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False" and out.stderr == ""
+
+
+# PettingZoo's full test set, beside api, parallel and seed above. Left out: max_cycles_test
+# (it expects every env to run exactly max_cycles cycles; a team's router cap is in multiples
+# of the team size and an episode ends when the answerer speaks), bombardment_test (it takes
+# step()'s return value for the next observation, which AEC's step() does not return, so no
+# conforming env passes it), test_save_obs (image observations only) and
+# performance_benchmark (a timing, not a test).
+SYMBOLIC = [(env_id, kwargs) for env_id, kwargs in CASES
+            if env_id in ("team_envs/relay-v0", "team_envs/referential-v0",
+                          "team_envs/compositional-v0")]
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), CASES, ids=IDS)
+def test_render(env_id: str, kwargs: dict, capsys: pytest.CaptureFixture) -> None:
+    render_test(lambda **mode: pettingzoo.make("aec", env_id, **kwargs, **mode))
+    env = pettingzoo.make("aec", env_id, render_mode="human", **kwargs)
+    env.reset(seed=0)
+    capsys.readouterr()
+    assert env.render() is None
+    assert capsys.readouterr().out == env.unwrapped.episode.render() + "\n"
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), SYMBOLIC,
+                         ids=[f"{e.split('/')[1]}-{i}" for i, (e, _) in enumerate(SYMBOLIC)])
+def test_symbolic_teams_have_a_global_state(env_id: str, kwargs: dict) -> None:
+    state_test(pettingzoo.make("aec", env_id, **kwargs),
+               pettingzoo.make("parallel", env_id, **kwargs), num_cycles=10)
+    env = pettingzoo.make("parallel", env_id, **kwargs)
+    env.reset(seed=3)
+    task = env.unwrapped.task if hasattr(env, "unwrapped") else env.task
+    episode = env.aec_env.episode
+    private = np.concatenate([p[0] for p in episode.batch.private])
+    length = task.n_agents * task.message_length
+    assert env.state()[0] == 0 and (env.state()[1:1 + length] == task.pad).all()
+    assert (env.state()[1 + length:] == private).all()
+    said = [1] * task.message_length
+    env.step({"agent_0": said})
+    assert env.state()[0] == 1 and list(env.state()[1:1 + task.message_length]) == said
+
+
+def test_text_teams_have_no_global_state() -> None:
+    env = pettingzoo.make("aec", "team_envs/countdown-v0")
+    env.reset(seed=0)
+    assert not hasattr(env.unwrapped, "state_space")
+    with pytest.raises(NotImplementedError, match="no global state"):
+        env.state()
+
+
+def test_the_parallel_infos_mark_the_one_active_agent() -> None:
+    env = pettingzoo.make("parallel", "team_envs/arithmetic_chain-v0", n_agents=3,
+                          handoff="router")
+    _, infos = env.reset(seed=0)
+    speakers = []
+    while env.agents:
+        active = [name for name, info in infos.items() if info["active"]]
+        assert active == [infos["agent_0"]["next_speaker"]]
+        speakers.append(active[0])
+        # every agent proposes a message; only the active one's is played
+        _, _, _, _, infos = env.step({name: f"NEXT: agent_2 from {name}"
+                                      for name in env.agents})
+    assert speakers == ["agent_0", "agent_2"]

@@ -134,6 +134,13 @@ class SymbolicTask(TeamTask):
             entries["private"] = spaces.MultiDiscrete(list(self.private_nvec(agent)))
         return spaces.Dict(entries)
 
+    def state_space(self) -> spaces.MultiDiscrete:
+        """The global state: the turn, every agent's message symbols (``pad`` where unsaid)
+        and every agent's private input, flat."""
+        return spaces.MultiDiscrete(
+            [self.n_agents + 1] + [self.vocab_size + 1] * (self.n_agents * self.message_length)
+            + [value for agent in range(self.n_agents) for value in self.private_nvec(agent)])
+
     def action_space(self, agent: int) -> spaces.MultiDiscrete:
         """A message: ``message_length`` symbols in ``[0, vocab_size)``."""
         return spaces.MultiDiscrete([self.vocab_size] * self.message_length)
@@ -283,6 +290,12 @@ class SymbolicEpisode(TeamEpisode):
         """The team reward, and whether it is full marks."""
         reward = float(self.batch.score()[0])
         return reward, {"passed": reward == 1.0, "reward": reward}
+
+    def state(self) -> np.ndarray:
+        """The turn, all messages and all private inputs (:meth:`SymbolicTask.state_space`)."""
+        batch = self.batch
+        return np.concatenate([[batch.turn], batch.messages[0].reshape(-1),
+                               *(private[0] for private in batch.private)]).astype(np.int64)
 
     def render(self) -> str:
         """Private inputs and messages so far."""
