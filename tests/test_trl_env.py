@@ -90,16 +90,101 @@ def test_tool_methods_pass_calls_to_the_env_unchecked() -> None:
     session.env.close()
 
 
+def _cycle() -> dict[str, Any]:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    return looped
+
+
+@pytest.mark.parametrize(("value", "error", "said"), [
+    (b"P104", TypeError, "type bytes is not JSON serializable"),
+    ({"P104"}, TypeError, "type set is not JSON serializable"),
+    (object(), TypeError, "type object is not JSON serializable"),
+    (_cycle(), ValueError, "Circular reference"),
+    (10 ** 5000, ValueError, "integer string conversion"),
+], ids=["bytes", "set", "object", "cycle", "5001-digit int"])
+def test_a_tool_method_refuses_a_python_value_json_cannot_carry(value: Any, error: type,
+                                                                 said: str) -> None:
+    """Before, bytes, sets and objects went to the env as their str(); a cycle and a huge int
+    raised json's own error, naming neither the tool nor the argument."""
+    session = environment_class("AgentFloor/C3-v0")()
+    session.reset(variant="v0")
+    with pytest.raises(error, match=f"lookup_record\\(\\): argument 'record_id' cannot be sent as"
+                                    f" JSON \\(.*{said}"):
+        session.lookup_record(record_id=value)
+    assert session.actions == [] and session.env.unwrapped.trace.calls == []  # no step spent
+    session.env.close()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_non_finite_number_reaches_the_env_as_the_model_wrote_it(value: float) -> None:
+    session = environment_class("AgentFloor/C3-v0")()
+    session.reset(variant="v0")
+    envelope = json.loads(session.lookup_record(record_id=value))
+    assert envelope["error"]["type"] == "parse_error" and "not finite" in envelope["error"][
+        "message"]
+    assert session.actions == [json.dumps({"name": "lookup_record",
+                                           "arguments": {"record_id": value}})]
+    session.env.close()
+
+
+def test_oversized_text_is_refused_by_the_env_within_its_limits() -> None:
+    floor = environment_class("AgentFloor/C3-v0")()
+    floor.reset(variant="v0")
+    envelope = json.loads(floor.lookup_record(record_id="P" * 2_000_000))
+    assert envelope["error"]["type"] == "arguments_too_large" and not floor.done
+    floor.env.close()
+    terminal = environment_class("AgentWorld/Terminal-v0", backend="scripted")()
+    terminal.reset(seed=0)
+    assert "2000000 characters long; the limit is" in terminal.act(action="y" * 2_000_000)
+    assert "an action must be a string, got int" in terminal.act(action=5)
+    terminal.env.close()
+
+
 @pytest.mark.parametrize(("completion", "got"), [
-    (5, "got int"), ([5], "got int"), ({"role": "assistant"}, "got dict"),
+    (5, "a completion must be .* got int"), ([5], "a completion must be .* got int"),
+    ({"role": "assistant"}, "a completion must be .* got dict"),
+    (("answer",), "a completion must be .* got tuple"),
+    ([{"role": "assistant", "content": 5}], "content must be a string or a list of content "
+                                            "parts \\(dicts\\); got int"),
 ])
 def test_environment_reward_answers_a_bad_completion_with_a_clear_error(completion: Any,
                                                                          got: str) -> None:
     session = environment_class("AgentFloor/A1-v0")()
     session.reset(variant="v0")
-    with pytest.raises(TypeError, match=f"a string or a list of chat messages \\(dicts\\); {got}"):
+    with pytest.raises(TypeError, match=got):
         environment_reward([completion], [session])
+    assert session.actions == []
     assert environment_reward([[]], [session]) == [0.0]  # nothing said: an open episode
+    session.env.close()
+
+
+def test_environment_reward_reads_content_parts_as_their_text() -> None:
+    """Before, a list of content parts was played as the action itself (not a string)."""
+    session = environment_class("AgentFloor/A1-v0")()
+    session.reset(variant="v0")
+    environment_reward([[{"role": "assistant", "content": [
+        {"type": "text", "text": "The status "}, {"type": "text", "text": "is active."}]}]],
+        [session])
+    assert session.actions == ["The status is active."] and session.done
+    session.env.close()
+
+
+@pytest.mark.parametrize(("environments", "error", "said"), [
+    (None, ValueError, "the trainer passed none"),
+    ([], ValueError, "one env per completion; got 1 completions and 0 envs"),
+    ([object()], TypeError, "scores EnvSession instances .* got object"),
+])
+def test_environment_reward_answers_missing_or_foreign_envs(environments: Any, error: type,
+                                                            said: str) -> None:
+    with pytest.raises(error, match=said):
+        environment_reward(["an answer"], environments)
+
+
+def test_a_row_whose_options_are_not_a_dict_is_refused() -> None:
+    session = environment_class("AgentFloor/A1-v0")()
+    with pytest.raises(TypeError, match="a row's options must be a dict of reset options, not str"):
+        session.reset(options="v0")
     session.env.close()
 
 

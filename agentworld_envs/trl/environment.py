@@ -11,6 +11,13 @@ What this adapter cannot keep (TRL runs the tool loop): TRL steps the env once p
 so a turn with several calls spends several steps of the budget; TRL answers unknown tool names
 itself, so the hallucinated-tool label never fires; and TRL parses the calls, so only the chat
 template's tool-call format reaches the env. :mod:`agentworld_envs.trl.rollout` keeps them all.
+
+Bad input: arguments the model sends are played and labelled by the env (a wrong type, a
+missing or extra argument, text past the env's size limits, ``NaN`` or ``Infinity``, which
+reach the env as the JSON text a model would write). A tool method called from Python with a
+value JSON cannot carry (bytes, a set, an object, a cycle, an int past Python's 4300-digit
+limit) raises a ``TypeError`` or ``ValueError`` naming the tool and the argument; TRL hands
+such an error to the model as ``{"error": ...}``, with no step spent.
 """
 
 from __future__ import annotations
@@ -81,6 +88,9 @@ class EnvSession:
         (AgentWorld) and the entries of its ``options`` dict become reset options. Other
         columns (``prompt``, ...) are ignored.
         """
+        if not isinstance(row.get("options") or {}, dict):
+            raise TypeError(f"a row's options must be a dict of reset options, not "
+                            f"{type(row['options']).__name__}")
         options = dict(row.get("options") or {})
         options.update({k: row[k] for k in _RESET_OPTION_KEYS if row.get(k) is not None})
         observation, info = self.env.reset(seed=row.get("seed"), options=options or None)
@@ -100,8 +110,18 @@ class EnvSession:
         return observation
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
-        return self._step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False,
-                                     default=str))
+        """Play ``{"name", "arguments"}`` as one step.
+
+        Raises:
+            TypeError, ValueError: an argument JSON cannot carry (see the module docstring).
+        """
+        try:
+            action = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            bad = next(key for key, value in arguments.items() if not _json_writable(value))
+            raise type(exc)(f"{name}(): argument {bad!r} cannot be sent as JSON ({exc}); pass "
+                            f"str, int, float, bool, None, or lists and dicts of them") from None
+        return self._step(action)
 
     def _finish(self, final_text: str | None) -> float:
         """Play the final answer if the episode is still open; return the episode's reward.
@@ -112,6 +132,14 @@ class EnvSession:
         if not self.done and final_text is not None:
             self._step(final_text)
         return self.reward if self.done else 0.0
+
+
+def _json_writable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _probe_tools(env_id: str, make_kwargs: dict[str, Any],
@@ -168,26 +196,33 @@ def environment_class(env_id: str, *, probe_row: dict[str, Any] | None = None,
 
 
 def _final_text(completion: Any) -> str | None:
-    """The content of a completion's last assistant message; None if it made a tool call.
+    """The text of a completion's last assistant message; None if it made a tool call.
+
+    A message's content is a string or a list of content parts, whose ``text`` parts are joined.
 
     Raises:
-        TypeError: the completion is neither a string nor a list of chat messages (dicts).
+        TypeError: the completion is neither a string nor a list of chat messages (dicts), or
+            its last message's content is neither a string nor a list of content parts.
     """
     if isinstance(completion, str):
         return completion
-    if not completion:
-        return None
-    if not isinstance(completion, list) or not isinstance(completion[-1], dict):
+    if not isinstance(completion, list) or (completion and not isinstance(completion[-1], dict)):
         shown = type(completion[-1] if isinstance(completion, list) else completion).__name__
         raise TypeError(f"a completion must be a string or a list of chat messages (dicts); "
                         f"got {shown}")
-    last = completion[-1]
+    last = completion[-1] if completion else {}
     if last.get("role") != "assistant" or last.get("tool_calls"):
         return None
-    return last.get("content") or ""
+    content = last.get("content") or ""
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    if not isinstance(content, str):
+        raise TypeError(f"an assistant message's content must be a string or a list of content "
+                        f"parts (dicts); got {type(content).__name__}")
+    return content
 
 
-def environment_reward(completions: list[Any], environments: list[EnvSession],
+def environment_reward(completions: list[Any], environments: list[EnvSession] | None = None,
                        **_: Any) -> list[float]:
     """Reward function for ``GRPOTrainer``: the env's own reward for each rollout.
 
@@ -197,7 +232,20 @@ def environment_reward(completions: list[Any], environments: list[EnvSession],
     verdict and scores 0.0.
 
     Raises:
-        TypeError: a completion is neither a string nor a list of chat messages (dicts).
+        TypeError: a completion is neither a string nor a list of chat messages (dicts), or an
+            environment is not an :class:`EnvSession`.
+        ValueError: no environments (the trainer has no ``environment_factory``), or not one
+            per completion.
     """
+    if environments is None:
+        raise ValueError("environment_reward scores the envs of GRPOTrainer(environment_factory="
+                         "environment_class(...)); the trainer passed none")
+    if len(environments) != len(completions):
+        raise ValueError(f"environment_reward needs one env per completion; got "
+                         f"{len(completions)} completions and {len(environments)} envs")
+    for session in environments:
+        if not isinstance(session, EnvSession):
+            raise TypeError(f"environment_reward scores EnvSession instances (environment_class,"
+                            f" turn_environment_class); got {type(session).__name__}")
     return [session._finish(_final_text(completion))
             for completion, session in zip(completions, environments, strict=True)]
