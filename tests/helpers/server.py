@@ -104,11 +104,12 @@ Responder = Callable[[int, dict[str, Any]], "Reply"]
 
 @dataclass
 class Reply:
-    """What the fake server answers: a status, extra headers, and a JSON (or text) body, sent
-    after ``delay_s``, ``chunk`` bytes at a time with ``pause_s`` between chunks (a trickle)."""
+    """What the fake server answers: a status, extra headers, and a JSON (or text, or encoded)
+    body, sent after ``delay_s``, ``chunk`` bytes at a time with ``pause_s`` between chunks (a
+    trickle)."""
 
     status: int = 200
-    body: dict[str, Any] | str = field(default_factory=dict)
+    body: dict[str, Any] | str | bytes = field(default_factory=dict)
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     chunk: int = 0
@@ -176,8 +177,9 @@ class FakeOpenAIServer:
                 try:
                     reply = fake.responder(hit, body)
                     time.sleep(reply.delay_s)
-                    data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                    payload = data.encode("utf-8", "surrogatepass")
+                    payload = reply.body if isinstance(reply.body, bytes) else (
+                        reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+                    ).encode("utf-8", "surrogatepass")
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
