@@ -194,12 +194,15 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
                           "--docs", str(docs)]) == 0
     names = {"teamtr_evidence_shift.png", "teamtr_evidence_reward.png"}
     assert names | {"results.json", "report.md"} == {p.name for p in out.iterdir()}
-    assert names == {p.name for p in docs.iterdir()}
+    assert names | {evidence.RESULTS_NAME} == {p.name for p in docs.iterdir()}
     report = (out / "report.md").read_text()
-    assert "nan" not in report.lower() and "Log-log slope against n:" in report
+    assert "nan" not in report.lower() and "Log-log slope against n" in report
     assert all(f"| {method} |" in report for method in evidence.METHODS)
-    results = json.loads((out / "results.json").read_text(),
-                         parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    data = json.loads((out / "results.json").read_text(),
+                      parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert data == json.loads((docs / evidence.RESULTS_NAME).read_text())
+    assert set(data["summary"]["training"]["table"]) == set(evidence.METHODS)
+    results = data["runs"]
     assert {(r["method"], r["n"]) for r in results} == {
         (m, n) for m in evidence.METHODS for n in evidence.TEAM_SIZES}
     starts: dict[tuple[int, int], set[float]] = {}

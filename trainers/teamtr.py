@@ -6,7 +6,9 @@ reference document, not the public code release). Run: ``agentworld team train t
 Each stage picks an agent order; for every agent in turn, with the others frozen:
 
 1. roll out the **current, partially updated** team (fresh rollouts, so the agent is judged on the
-   contexts the already-updated agents now produce);
+   contexts the already-updated agents now produce); with ``resample_every`` m > 1 (the paper's
+   reduced-resampling ablation) only before every m-th update, the agents between reusing the
+   latest rollout;
 2. compute group-normalised advantages of the team reward, clipped to ±``adv_clip``;
 3. update the agent with PPO-clip plus β_i·KL(π_old ‖ π) on its own message tokens;
 4. check the ``kl_quantile`` quantile of the per-message KL against δ_i; when exceeded, multiply
@@ -52,6 +54,10 @@ __all__ = ["Args", "GainProbe", "train", "stage0_align", "replace_agent", "main"
 class Args(TrustRegionArgs):
     """TeamTR: fresh rollouts before every agent's update, and a per-agent KL trust region."""
 
+    resample_every: int = 1
+    """roll out the team afresh before every this-many-th agent update of a stage (1: before
+    every update, TeamTR; larger: the reduced-resampling ablation, ceil(n / m) rollouts a stage;
+    n or more: one rollout a stage, as KL-without-refresh)"""
     gain_eval_episodes: int = 0
     """probe (not counted in the budget; 0: off): measure each update's true gain in team reward
     on this many paired episodes (same problems and random numbers before and after), and score
@@ -78,6 +84,8 @@ class Args(TrustRegionArgs):
     def validate(self) -> None:
         """Also check the TeamTR fields."""
         super().validate()
+        if self.resample_every < 1:
+            raise ConfigError("resample_every", f"must be at least 1, got {self.resample_every}")
         for name in ("gain_eval_episodes", "replace_at_stage",
                      "replacement_hidden_size", "stage0_max_steps"):
             if getattr(self, name) < 0:
@@ -189,22 +197,25 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
 
     def stage_cost(stage: int) -> int:
         replacing = args.replace_agent >= 0 and stage == args.replace_at_stage
-        return (n + replacing) * args.rollout_episodes
+        return (-(-n // args.resample_every) + replacing) * args.rollout_episodes
 
     def play_stage(stage: int) -> dict[str, Any]:
         record: dict[str, Any] = {}
         if args.replace_agent >= 0 and stage == args.replace_at_stage:
             record.update(replace_agent(args, team, args.replace_agent, stage))
         stage_start: RolloutBatch | None = None
+        fresh: RolloutBatch | None = None
         rewards, results, stale_gaps = [], [], []
         probe = GainProbe(args, team, stage) if args.gain_eval_episodes else None
         exact = ExactGainProbe(task, team.policies) if args.exact_gains else None
         exact_bias = []
         for position, agent in enumerate(agent_order(args.order, n, team.rng)):
             # ALGO LOGIC: fresh rollouts of the partially updated team; only `agent` changes.
-            fresh = team.collect(args.prompts_per_rollout, args.group_size)
+            if position % args.resample_every == 0:
+                fresh = team.collect(args.prompts_per_rollout, args.group_size)
+                rewards.append(float(fresh.rewards.mean()))
+            assert fresh is not None
             stage_start = stage_start or fresh
-            rewards.append(float(fresh.rewards.mean()))
             samples = fresh.samples[agent]
             advantages = message_advantages(fresh, agent, args.adv_clip)
             if probe:
