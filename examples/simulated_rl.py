@@ -7,10 +7,14 @@ batched world-model call. Swap in an LLM policy for real training; the env loop 
 
 Run offline (the ``scripted`` backend: placeholder observations, real rule rewards)::
 
-    python examples/simulated_rl.py --domain search --updates 40
+    python examples/simulated_rl.py --domain os --updates 40
 
-Quick check (CPU, seconds): ``python examples/simulated_rl.py --domain search --updates 2
---num-envs 2``
+Offline, only rewards for actions can be earned: a scenario that scores an answer asks that an
+observation showed it, and a placeholder shows nothing, so search (every scenario) and the
+answer questions of other domains pay 0 until a world model is attached.
+
+Quick check (CPU, seconds): ``python examples/simulated_rl.py --domain os --updates 2
+--num-envs 4``
 
 or against a world-model server (vLLM, SGLang, ``transformers serve``)::
 

@@ -16,6 +16,7 @@ from agentworld_envs.registration import make
 from agentworld_envs.wrappers import DiscreteCandidateActions
 from floor_tasks.candidates import GIVE_UP
 from floor_tasks.env import FloorEnv
+from tests.helpers.witness import witness_backend
 
 SEEDS = range(5)
 GIVE_UPS = {GIVE_UP, "I could not find the information needed to finish this task."}
@@ -46,11 +47,13 @@ def test_every_candidate_list_hides_the_solution_among_shuffled_distractors(doma
 
 @pytest.mark.parametrize("domain", list(DOMAINS))
 def test_the_oracle_solves_every_scenario_through_the_discrete_wrapper(domain: str) -> None:
-    """The placeholder shows nothing, so where a real counterpart exists (floor) the oracle's
-    actions are scored against it (``reward="real"``)."""
+    """The placeholder shows nothing, so the world shows what each answer rests on
+    (:func:`witness_backend`), and where a real counterpart exists (floor) the oracle's actions
+    are scored against it (``reward="real"``)."""
     kwargs = {"reward": "real"} if domain == "floor" else {}
-    env = DiscreteCandidateActions(scripted_env(domain, **kwargs), max_candidates=64)
     for scenario in get_domain(domain).builtin.values():
+        env = DiscreteCandidateActions(make(domain, backend=witness_backend(scenario), **kwargs),
+                                       max_candidates=64)
         _, info = env.reset(seed=3, options={"scenario": scenario.id})
         for action in scenario.solution_actions:
             _, reward, terminated, truncated, info = env.step(info["candidates"].index(action))
@@ -220,12 +223,15 @@ def test_our_code_decides_acceptance_whatever_the_world_model_says(mode: str) ->
 
 @pytest.mark.parametrize("reveal", [False, True])
 def test_reward_labels_show_expected_values_only_when_asked(reveal: bool) -> None:
-    env = scripted_env("search", reveal_reference=reveal)
-    env.reset(seed=0, options={"scenario": "search-python-release-date"})
+    scenario = get_domain("search").builtin["search-python-release-date"]
+    env = make("search", backend=witness_backend(scenario), reveal_reference=reveal)
+    env.reset(seed=0, options={"scenario": scenario.id})
+    env.step(scenario.solution_actions[0])
     _, reward, terminated, _, info = env.step("Python 3.0 came out on 3 December 2008.")
     assert terminated and reward == 1.0
-    label = "answer_matches(December 2008)" if reveal else "answer_matches"
-    assert info["reward_breakdown"]["checks"] == {label: True}
+    labels = (["answer_matches(December 2008)", "answer_observed(December 2008)"] if reveal
+              else ["answer_matches", "answer_observed"])
+    assert info["reward_breakdown"]["checks"] == dict.fromkeys(labels, True)
     assert reveal or "2008" not in json.dumps(info["reward_breakdown"])
 
 

@@ -10,6 +10,7 @@ from agentworld_envs.registration import make
 from agentworld_envs.sim.rewards import EpisodeLog, run_checks, settle
 from agentworld_envs.sim.scenario import Check, RewardSpec
 from agentworld_envs.sim.scripted import ScriptedBackend
+from tests.helpers.witness import witness_backend
 
 EVALUATION = "<final_evaluation>{{\"score\": {score}, \"reason\": \"r\"}}</final_evaluation>"
 
@@ -34,10 +35,12 @@ def log(**fields) -> EpisodeLog:
     ({"check": "observation_contains", "value": "Saved!"},
      {"observations": ["x", "Document saved!"]}, True),
     ({"check": "observation_contains", "value": "Saved"}, {"observations": []}, False),
-    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Maren Holt"}']}, True),
-    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Abel Ruske"}']}, False),
+    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Maren Holt"}'],
+                                    "sources": ["world_model"]}, True),
+    ({"check": "answer_observed"}, {"observations": ['{"keeper": "Abel Ruske"}'],
+                                    "sources": ["world_model"]}, False),
     ({"check": "answer_observed", "value": "12", "match": "number"},
-     {"observations": ["none", '{"count": 12}']}, True),
+     {"observations": ["none", '{"count": 12}'], "sources": ["world_model", "real"]}, True),
     ({"check": "floor_verifier"}, {"verdict": {"passed": True}}, True),
     ({"check": "floor_verifier"}, {"verdict": None}, False),
 ])
@@ -67,7 +70,8 @@ def test_settle_combines_rule_and_judge(spec, judge, reward) -> None:
 
 def judged_env(score_text: str, **settings):
     judge = ScriptedBackend([{"match": "## Rubric", "reply": score_text}], keep_requests=True)
-    env = make("search", backend="scripted", judge_backend=judge, **settings)
+    scenario = get_domain("search").builtin["search-lighthouse-keeper"]
+    env = make("search", backend=witness_backend(scenario), judge_backend=judge, **settings)
     env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
     return env, judge
 
@@ -91,8 +95,10 @@ def test_the_judge_sees_the_task_rubric_and_episode_and_its_score_is_the_reward(
 
 def test_hybrid_gates_the_judge_on_the_rules() -> None:
     env, _ = judged_env(EVALUATION.format(score=5), reward_kind="hybrid")
+    env.step('{"name": "web_search", "arguments": {"queries": ["Corran Point keeper"]}}')
     _, reward, _, _, info = env.step("It was Maren Holt.")
-    assert reward == 1.0 and info["reward_breakdown"]["checks"] == {"answer_matches": True}
+    assert reward == 1.0 and info["reward_breakdown"]["checks"] == {
+        "answer_matches": True, "answer_observed": True}
     env.reset(seed=0, options={"scenario": "search-lighthouse-keeper"})
     _, reward, _, _, info = env.step("It was Abel Ruske.")
     assert reward == 0.0 and info["reward_breakdown"]["judge"] == 1.0
@@ -124,4 +130,5 @@ def test_without_a_judge_backend_the_world_model_backend_judges() -> None:
 
 def test_rule_rewards_never_call_the_judge() -> None:
     env, judge = judged_env(EVALUATION.format(score=5))
+    env.step('{"name": "web_search", "arguments": {"queries": ["Corran Point keeper"]}}')
     assert env.step("It was Maren Holt.")[1] == 1.0 and not judge.batches

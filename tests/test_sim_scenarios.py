@@ -14,6 +14,7 @@ from agentworld_envs.registration import env_id, make
 from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.scenario import Control, Scenario
 from agentworld_envs.sim.scripted import ScriptedBackend
+from tests.helpers.witness import witness_backend
 
 HANDWRITTEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
 NO_OP = {"mcp": "I don't know.", "search": "I don't know.", "swe": "Done.", "floor": "Done.",
@@ -42,10 +43,11 @@ def test_each_domain_ships_ten_distinct_hand_written_scenarios(domain: str) -> N
 
 @pytest.mark.parametrize("domain", [*HANDWRITTEN, "floor"])
 def test_gold_solutions_score_one_and_a_no_op_scores_zero(domain: str) -> None:
-    """On the placeholder; floor's gold is scored against the real tools (``reward="real"``):
-    its simulated reward reads observations, which the placeholder does not give."""
-    env = make(domain, backend="scripted", **({"reward": "real"} if domain == "floor" else {}))
+    """The world shows what an answer rests on (:func:`witness_backend`); floor's gold is scored
+    against the real tools (``reward="real"``): its simulated reward reads observations."""
+    kwargs = {"reward": "real"} if domain == "floor" else {}
     for scenario in get_domain(domain).builtin.values():
+        env = make(domain, backend=witness_backend(scenario), **kwargs)
         reward, info = play(env, scenario, scenario.solution_actions)
         assert reward == 1.0, (scenario.id, info["reward_breakdown"])
         reward, info = play(env, scenario, [NO_OP[domain]])

@@ -8,10 +8,12 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.registration import env_id, make
 from agentworld_envs.sim.scripted import ScriptedBackend
 from agentworld_envs.sim.vector import AgentWorldVectorEnv
+from tests.helpers.witness import witness_backend
 
 
 def test_make_vec_builds_the_native_vector_env_with_its_autoreset_mode() -> None:
@@ -78,18 +80,20 @@ def test_sub_env_i_plays_exactly_like_a_single_env_seeded_seed_plus_i() -> None:
 
 
 def test_same_step_autoreset_returns_final_obs_and_the_next_episode() -> None:
-    envs = gym.make_vec(env_id("web"), num_envs=2, backend="scripted")
-    obs, _ = envs.reset(seed=0, options={"scenario": "web-wiki-capital"})
+    scenario = get_domain("web").builtin["web-wiki-capital"]
+    envs = gym.make_vec(env_id("web"), num_envs=2, backend=witness_backend(scenario))
+    obs, _ = envs.reset(seed=0, options={"scenario": scenario.id})
+    envs.step(["fill('701', 'Orvandel')"] * 2)  # the witness shows the answer
     obs, rewards, terminated, truncated, infos = envs.step(
-        ["send_msg_to_user('The capital is Serra Vane.')", "fill('701', 'Orvandel')"])
+        ["send_msg_to_user('The capital is Serra Vane.')", "noop()"])
     assert terminated.tolist() == [True, False] and rewards.tolist() == [1.0, 0.0]
     assert infos["_final_obs"].tolist() == [True, False]
     final = infos["final_info"]
     assert final["termination"][0] == "message" and final["reward_breakdown"]["reward"][0] == 1.0
     assert infos["_domain"][0] and not infos["_domain"][1]  # env 0's reset info
-    assert "Current state:" in obs[0] and infos["turn"][1] == 1
+    assert "Current state:" in obs[0] and infos["turn"][1] == 2
     obs, rewards, terminated, truncated, infos = envs.step(["noop()", "noop()"])
-    assert not terminated.any() and infos["turn"].tolist() == [1, 2]
+    assert not terminated.any() and infos["turn"].tolist() == [1, 3]
 
 
 def test_truncation_in_the_vector_env_uses_the_budget() -> None:
@@ -120,11 +124,13 @@ def test_judges_of_episodes_ending_together_share_one_call() -> None:
     judge = ScriptedBackend([{"match": "## Rubric", "reply":
                               '<final_evaluation>{"score": 4}</final_evaluation>'}],
                             keep_requests=True)
-    envs = gym.make_vec(env_id("search"), num_envs=3, backend="scripted", reward_kind="hybrid",
-                        judge_backend=judge)
-    envs.reset(seed=0, options={"scenario": "search-velmora-founder"})
-    _, rewards, *_ = envs.step(["Ilsa Toren founded it.", "Oskar Vell.",
-                                '{"name": "web_search", "arguments": {"query": "Velmora"}}'])
+    scenario = get_domain("search").builtin["search-velmora-founder"]
+    envs = gym.make_vec(env_id("search"), num_envs=3, backend=witness_backend(scenario),
+                        reward_kind="hybrid", judge_backend=judge)
+    envs.reset(seed=0, options={"scenario": scenario.id})
+    search = '{"name": "web_search", "arguments": {"query": "Velmora"}}'
+    envs.step([search] * 3)  # the witness shows the answer
+    _, rewards, *_ = envs.step(["Ilsa Toren founded it.", "Oskar Vell.", search])
     assert [len(b) for b in judge.batches] == [2]
     assert rewards.tolist() == [0.75, 0.0, 0.0]
 

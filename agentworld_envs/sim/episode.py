@@ -247,7 +247,7 @@ class Episode:
         terminated = (interpretation.kind != "invalid" and interpretation.ending is not None) \
             or bool(real and real.terminated)
         truncated = not terminated and self.turn >= self.budget
-        self._record(pending, observation, reading, info.get("fidelity"))
+        self._record(pending, observation, source, reading, info.get("fidelity"))
         result = StepResult(observation, 0.0, terminated, truncated, info,
                             closes_episode=terminated or truncated)
         if result.closes_episode:
@@ -301,7 +301,7 @@ class Episode:
             return real.observation, "real"
         return reading.observation, reading.source
 
-    def _record(self, pending: _Pending, observation: str, reading: _Reading,
+    def _record(self, pending: _Pending, observation: str, source: str, reading: _Reading,
                 fidelity: dict[str, Any] | None) -> None:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
@@ -310,11 +310,13 @@ class Episode:
             self.chat.append({"role": "assistant", "content": observation_turn(observation)})
             if self.domain.shows_state:
                 self.state = observation
-        logs = ((self.log, observation),) if self.real_log is None or pending.real is None else (
-            (self.log, observation), (self.real_log, pending.real.observation))
-        for log, seen in logs:
+        logs = [(self.log, observation, source)]
+        if self.real_log is not None and pending.real is not None:
+            logs.append((self.real_log, pending.real.observation, "real"))
+        for log, seen, origin in logs:
             log.actions.append(pending.action)
             log.observations.append(seen)
+            log.sources.append(origin)
             log.tools_called.extend(interpretation.tools)
             if interpretation.ending is not None:
                 log.answer = interpretation.answer

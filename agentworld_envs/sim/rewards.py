@@ -21,6 +21,7 @@ from agentworld_envs.sim.scenario import Check, RewardSpec, Scenario
 from agentworld_envs.sim.termination import COMPLETED, INFEASIBLE
 
 __all__ = [
+    "EVIDENCE",
     "EpisodeLog",
     "answer_matches",
     "judge_request",
@@ -44,6 +45,9 @@ JUDGE_SYSTEM = (
     '{"score": <integer 1-5>, "reason": "<one sentence>"}\n'
     f"</{JUDGE_EVALUATION_TAG}>"
 )
+EVIDENCE = frozenset({"world_model", "real"})
+"""Observation sources that show the world: a placeholder, a fallback or the env's own reply to
+an invalid or final action (which may echo the agent's words) never supports an answer."""
 _OBSERVATION_LIMIT = 4000
 _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)(?![\w.])')  # not 1 of 1e999
@@ -56,6 +60,9 @@ class EpisodeLog:
     scenario: Scenario
     actions: list[str] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    """Where each observation came from (``world_model``, ``real``, ``placeholder``,
+    ``fallback``, ``local``). Only a world's (:data:`EVIDENCE`) can support an answer."""
     tools_called: list[str] = field(default_factory=list)
     answer: str | None = None
     ending: str | None = None
@@ -120,8 +127,15 @@ def _check(check: Check, log: EpisodeLog) -> bool:
         return _normalise(check.value or "") in _normalise(final)
     if kind == "answer_observed":
         expected = check.value or log.scenario.reference_answer or ""
-        return any(answer_matches(o, expected, check.match) for o in log.observations)
+        return any(answer_matches(o, expected, check.match) for o in _evidence(log))
     return bool(log.verdict and log.verdict.get("passed"))
+
+
+def _evidence(log: EpisodeLog) -> list[str]:
+    """What the agent saw of the world: the initial state, then each world observation."""
+    seen = [o for o, source in zip(log.observations, log.sources, strict=False)
+            if source in EVIDENCE]
+    return [log.scenario.initial_state, *seen] if log.scenario.initial_state else seen
 
 
 def run_checks(checks: list[Check], log: EpisodeLog, *, reveal: bool = True) -> dict[str, bool]:

@@ -78,8 +78,9 @@ class Check(_Frozen):
     reference answer) by ``match``; ``called_tool`` names a tool; ``action_matches`` and
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
     looks for text in the final observation; ``answer_observed`` asks that ``value`` (default:
-    the reference answer) was shown in some observation, by ``match``, so that the answer was
-    read from the world, not guessed; ``completed`` and ``infeasible`` check how the episode
+    the reference answer) was shown in the initial state or an observation of the world
+    (:data:`~agentworld_envs.sim.rewards.EVIDENCE`), by ``match``, so that the answer was read
+    from the world, not guessed; ``completed`` and ``infeasible`` check how the episode
     ended; ``floor_verifier`` is the AgentFloor verifier's verdict.
     """
 
