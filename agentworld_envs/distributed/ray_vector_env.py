@@ -92,7 +92,7 @@ class RayVectorEnv(VectorEnv):
         _refuse_live_backends(env_kwargs)
         ray = connect()
         self._ray = ray
-        self.num_envs, self.group_size = num_envs, group_size
+        self.env_id, self.num_envs, self.group_size = env_id, num_envs, group_size
         cpus = int(ray.cluster_resources().get("CPU", 1))
         groups = num_envs // max(group_size, 1)
         self.blocks = actor_blocks(num_envs, num_actors or max(1, min(cpus, groups)), group_size)
@@ -111,8 +111,9 @@ class RayVectorEnv(VectorEnv):
         self._part_spaces = [batch_space(observation_space, len(b)) for b in self.blocks]
         self.metadata = {"render_modes": [], "autoreset_mode": mode}
         self._observations = create_empty_array(observation_space, num_envs)
-        self._parts: list[Any] = [None] * len(self.blocks)
-        """Each actor's last observations."""
+        self._parts: list[Any] = [create_empty_array(observation_space, len(b))
+                                  for b in self.blocks]
+        """Each actor's last observations (blank until it is reset)."""
         self._owed: dict[int, tuple[Any, ...]] = {}
         """NEXT_STEP: the step results (a fresh reset's) that actors owe the next step, which
         ignores their actions."""

@@ -3,6 +3,7 @@
 :func:`batch_infos` returns exactly what calling ``VectorEnv._add_info`` once per sub-env, in
 order, returns (same keys in the same order, same ``_key`` masks, same dtypes), at a fraction
 of its cost: one array per key instead of one Python walk of every key per sub-env.
+:func:`info_at` takes one sub-env's info back out.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["batch_infos"]
+__all__ = ["batch_infos", "info_at"]
 
 
 def _scalar_dtype(first: Any) -> np.dtype | None:
@@ -72,3 +73,21 @@ def batch_infos(infos: Sequence[dict[str, Any] | None], num_envs: int) -> dict[s
             mask[where] = True
         batched[key], batched[f"_{key}"] = array, mask
     return batched
+
+
+def info_at(info: dict[str, Any], index: int) -> dict[str, Any]:
+    """Sub-env ``index``'s info in the vector info ``info``: the keys its mask marks, nested
+    dicts alike, numpy scalars as Python values.
+
+    Example:
+        >>> info_at(batch_infos([{"turn": 1, "verdict": {"passed": True}}, {"turn": 2}], 2), 1)
+        {'turn': 2}
+    """
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        mask = info.get(f"_{key}")
+        if mask is None or not mask[index]:
+            continue
+        item = info_at(value, index) if isinstance(value, dict) else value[index]
+        out[key] = item.item() if isinstance(item, np.generic) else item
+    return out

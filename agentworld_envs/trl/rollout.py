@@ -16,6 +16,10 @@ TRL resets one pooled env per rollout from its dataset row (``trainer.environmen
 calls the rollout with the prompts; the env class has no tool methods, so TRL runs no tool loop
 of its own. The completion is every turn's tokens with the env's feedback in between, masked out
 of the loss through ``env_mask``.
+
+Past one machine, :func:`vector_environment_class` makes the sessions the sub-envs of one
+:class:`~agentworld_envs.distributed.RayVectorEnv` (``group_size`` = ``num_generations``): each
+turn is then one step of the vector env, its sub-envs in Ray actors.
 """
 
 from __future__ import annotations
@@ -23,17 +27,41 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gymnasium.vector import VectorEnv
+
 from agentworld_envs.backends import Completion
 from agentworld_envs.backends.replies import text_tool_calls
+from agentworld_envs.distributed.slots import SlotEnv, VectorSlots
 from agentworld_envs.trl.environment import EnvSession, import_trl
 
-__all__ = ["TurnRollout", "turn_environment_class", "feedback_messages"]
+__all__ = ["TurnRollout", "turn_environment_class", "vector_environment_class",
+           "feedback_messages"]
 
 
 def turn_environment_class(env_id: str, **make_kwargs: Any) -> type[EnvSession]:
     """The env class for :class:`TurnRollout`: ``reset(**row)`` only, no tool methods."""
     return type("Turn" + env_id.replace("/", "_").replace("-", "_"), (EnvSession,),
                 {"env_id": env_id, "make_kwargs": dict(make_kwargs)})
+
+
+def vector_environment_class(envs: VectorEnv) -> type[EnvSession]:
+    """The env class for :class:`TurnRollout` whose k-th instance plays sub-env k of ``envs``.
+
+    ``envs`` is typically ``RayVectorEnv(env_id, n, group_size=num_generations, ...)`` with
+    ``n`` the sessions TRL makes (the generation batch; the probe instance TRL makes first is
+    sub-env 0, reused in the first batch). Each row's reset resets its sub-env alone; each turn
+    steps all of them at once (:class:`~agentworld_envs.distributed.slots.VectorSlots`). The
+    caller closes ``envs``.
+    """
+    slots = VectorSlots(envs)
+
+    def __init__(self: EnvSession) -> None:
+        self.env = slots.claim()
+        self.actions, self.tools, self.last_info = [], [], {}
+        self.done, self.reward = True, 0.0
+
+    return type(f"{type(envs).__name__}Session", (EnvSession,),
+                {"env_id": getattr(envs, "env_id", type(envs).__name__), "__init__": __init__})
 
 
 def feedback_messages(completion: Completion, session: EnvSession,
@@ -86,6 +114,35 @@ class _Template:
         return full[len(prefix):]
 
 
+def _play(sessions: list[EnvSession], actions: list[str]) -> list[str]:
+    """Each session's observation after its action; sessions on sub-envs of one vector env
+    (:func:`vector_environment_class`) step it once, together."""
+    together: dict[int, tuple[VectorSlots, dict[int, str]]] = {}
+    for session, action in zip(sessions, actions, strict=True):
+        if isinstance(session.env, SlotEnv):
+            slots = session.env.slots
+            together.setdefault(id(slots), (slots, {}))[1][session.env.index] = action
+    for slots, slot_actions in together.values():
+        slots.step_together(slot_actions)
+    return [session._step(action) for session, action in zip(sessions, actions, strict=True)]
+
+
+def _check_groups(sessions: list[EnvSession], num_generations: int) -> None:
+    """Sessions whose reset info names a group (a ``RayVectorEnv``'s sub-envs): each of TRL's
+    generation groups (``num_generations`` consecutive rollouts of one row) must be one group
+    of the vector env, so that its members sample the world model in their own streams."""
+    groups = [session.last_info.get("group") for session in sessions]
+    if any(group is None for group in groups):
+        return
+    trl_groups = [groups[start:start + num_generations]
+                  for start in range(0, len(groups), num_generations)]
+    if any(len(set(g)) != 1 for g in trl_groups) or len({g[0] for g in trl_groups}) != len(
+            trl_groups):
+        raise ValueError(f"TRL's generation groups of {num_generations} rollouts fall on the "
+                         f"vector env's groups {groups}: make the RayVectorEnv with "
+                         f"group_size={num_generations} (num_generations)")
+
+
 class TurnRollout:
     """``rollout_func`` playing whole assistant turns through ``env.step``.
 
@@ -112,19 +169,24 @@ class TurnRollout:
         env_mask: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
         sampled_logprobs = False
+        _check_groups(sessions, trainer.num_generations)
         active = [i for i, session in enumerate(sessions) if not session.done]
         while active:
             new_ids, new_logprobs = trainer._generate_single_turn(
                 [prompt_ids[i] + completion_ids[i] for i in active], None, {}, 1)
             sampled_logprobs = new_logprobs is not None
+            turns = []
             for k, i in enumerate(active):
                 ids = list(new_ids[k])
                 completion_ids[i] += ids
                 env_mask[i] += [1] * len(ids)
                 logprobs[i] += list(new_logprobs[k]) if sampled_logprobs else [0.0] * len(ids)
                 text = tokenizer.decode(ids, skip_special_tokens=True)
-                completion = Completion(text=text, tool_calls=text_tool_calls(text))
-                observation = sessions[i]._step(completion.to_action())
+                turns.append((ids, Completion(text=text, tool_calls=text_tool_calls(text))))
+            observations = _play([sessions[i] for i in active],
+                                 [completion.to_action() for _, completion in turns])
+            for i, (ids, completion), observation in zip(active, turns, observations,
+                                                         strict=True):
                 if sessions[i].done:
                     continue
                 closing = [] if ids and ids[-1] in eos else [tokenizer.eos_token_id]
