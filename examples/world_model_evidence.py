@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from tqdm.auto import tqdm
 
 import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import SamplingParams, make_backend
+from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.bench.items import BenchItem, load_items, write_items
 from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.bench.run import predict, score_fidelity
@@ -161,12 +163,14 @@ def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str,
     model = make_backend(backend)
     bar = tqdm(total=len(items), desc=label, unit="item", disable=None)
     start = time.process_time()
+    watched = WatchedBackend(model, bar)
     with bar:
-        outputs = predict(WatchedBackend(model, bar), items,
+        outputs = predict(watched, items,
                           SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens},
                                          seed=0), batch_size=16)
     cpu = time.process_time() - start
     model.close()
+    watched.tally.check(f"no {label} fidelity is reported")
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
             "cpu_seconds_per_item": round(cpu / len(items), 2), "records": result.records}
@@ -245,4 +249,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except TooManyFaultsError as exc:
+        sys.exit(f"error: {exc}")

@@ -137,3 +137,15 @@ def test_a_timeout_says_what_to_set() -> None:
                              max_retries=0, timeout_s=0.2)
         [error] = slow.complete_each([ChatRequest([{"role": "user", "content": "hi"}])])
     assert 'timeout after 0.2 s' in str(error) and '"timeout_s": 900' in str(error)
+
+
+def test_the_world_model_evidence_reports_no_fidelity_of_failed_calls() -> None:
+    from agentworld_envs.bench.items import load_items
+    from agentworld_envs.bench.sample import sample_path
+    from tests.helpers.examples import load_example
+
+    fidelity = load_example("world_model_evidence")._fidelity
+    failing = {"name": "scripted", "rules": [{"match": ".", "error": "GPU on fire"}]}
+    with pytest.raises(TooManyFaultsError, match=r"^2 of 2 model calls failed \(2x .*GPU on "
+                                                 r"fire.*; no base fidelity is reported$"):
+        fidelity(failing, load_items(sample_path())[:2], "base", 16)
