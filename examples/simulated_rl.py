@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections import defaultdict
 
 import gymnasium as gym
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> list[float]:
                         backend=backend_config(args), record_path=args.record,
                         sampling={"max_tokens": args.max_tokens}, max_faults=args.max_faults)
     try:
-        curve = train(envs, args)
+        with warnings.catch_warnings():  # each step's fault warning: faults.check says it once
+            warnings.filterwarnings("ignore", "the world model", RuntimeWarning)
+            curve = train(envs, args)
     finally:
         envs.close()
     envs.unwrapped.sim.faults.check("the rewards above rest on fallback observations")

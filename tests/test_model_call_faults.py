@@ -85,7 +85,7 @@ def test_sim_fidelity_fails_with_one_line_and_no_table(
     with FakeOpenAIServer(refusing) as server:
         argv = ["sim", "fidelity", "--backend", json.dumps(backend(server)), "--tasks", "C3"]
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("error", RuntimeWarning)  # the one line replaces them
             assert main(argv) == 1  # C3's 3 steps: within the default budget of 3
             err, out = one_error_line(capsys)
             assert err.startswith("agentworld: error: 3 of 3 model calls failed (3x "
@@ -123,7 +123,8 @@ def test_simulated_rl_stops_with_one_line() -> None:
              "--model", "m", "--num-envs", "4", "--updates", "1", "--max-faults", "0"],
             capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 1 and "mean reward" not in done.stdout
-    last = done.stderr.strip().splitlines()[-1]
+    [last] = [line for line in done.stderr.splitlines() if "model calls" in line]
+    assert "Warning" not in done.stderr, done.stderr
     assert re.fullmatch(r"error: (\d) of \1 model calls failed \(\1x backend_error: .*the "
                         r"server is on fire.*\); stopped after more than 0 \(--max-faults\)",
                         last), last

@@ -140,12 +140,18 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
             "fallback_steps": envs.sim.sources["fallback"], "faults": envs.sim.faults}
 
 
-def _floor_scenarios(tasks: str, variants: str) -> list[str]:
-    from floor_tasks import TASK_IDS, load_task
-    from floor_tasks.harness.cli import check_task_ids
+def _floor_tasks(value: str) -> str | list[str]:
+    """``--tasks`` as ``agentworld floor run`` reads it (imported when parsed)."""
+    from floor_tasks.harness.cli import task_selector
 
-    chosen = TASK_IDS if tasks == "all" else [t.strip() for t in tasks.split(",") if t.strip()]
-    check_task_ids(chosen)
+    return task_selector(value)
+
+
+def _floor_scenarios(tasks: str | list[str], variants: str) -> list[str]:
+    from floor_tasks import TASK_IDS, load_task, load_tasks
+    from floor_tasks.harness.sweep_config import resolve_tasks
+
+    chosen = resolve_tasks(tasks, TASK_IDS, {task.id: task.tier for task in load_tasks()})
     ids = []
     for task_id in chosen:
         names = load_task(task_id).variant_names
@@ -167,9 +173,11 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
                          " scripted placeholder")
     backend = parse_backend_arg(args.backend)
     scenarios = _floor_scenarios(args.tasks, args.variants)
-    report = fidelity_report(backend, scenarios, args.mode, args.seed,
-                             {"max_tokens": args.max_tokens}, args.prompts, progress=True,
-                             max_faults=args.max_faults)
+    with warnings.catch_warnings():  # each step's fault warning: the tally's one line says it
+        warnings.filterwarnings("ignore", "the world model", RuntimeWarning)
+        report = fidelity_report(backend, scenarios, args.mode, args.seed,
+                                 {"max_tokens": args.max_tokens}, args.prompts, progress=True,
+                                 max_faults=args.max_faults)
     report.pop("faults").check("no table is printed")
     placeholders = report["placeholder_steps"]
     if placeholders:
@@ -237,7 +245,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--backend", default="",
                           help='the world model: a backend name or JSON, e.g. \'{"name": '
                                '"openai", ...}\' (required; "scripted" is a placeholder)')
-    fidelity.add_argument("--tasks", default="all", help="all, or task ids: C3,E4")
+    fidelity.add_argument("--tasks", default="all", type=_floor_tasks,
+                          help='"all", "tier:A,B" or task ids: C3,E4')
     fidelity.add_argument("--variants", default="v0", help="all, or variant names: v0,i1")
     fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated")
     fidelity.add_argument("--seed", type=int, default=0)
