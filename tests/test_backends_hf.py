@@ -159,7 +159,8 @@ def test_greedy_memo_answers_a_prompt_seen_before_without_generating(
     memo = HFBackend(str(tiny_lm_dir), greedy_memo=2)
     generated: list[int] = []
     real = memo._generate
-    monkeypatch.setattr(memo, "_generate", lambda rs, ps: generated.append(len(rs)) or real(rs, ps))
+    monkeypatch.setattr(memo, "_generate",
+                        lambda rs, *rest: generated.append(len(rs)) or real(rs, *rest))
     greedy = [ChatRequest(m, sampling=SamplingParams(max_tokens=6, seed=i))
               for i, m in enumerate(PROMPTS)]
     first = memo.complete(greedy)
@@ -225,7 +226,7 @@ def test_describe(hf: HFBackend, tiny_lm_dir: Path) -> None:
     assert hf.describe() == {
         "name": "hf", "model": str(tiny_lm_dir), "device": "cpu", "dtype": "auto",
         "batch_size": 8, "enable_thinking": None, "adapter": None, "view": None,
-        "greedy_memo": 0,
+        "greedy_memo": 0, "draft": "prompt",
     }
 
 
@@ -303,6 +304,7 @@ BAD_SETTINGS = {  # the fuzzers' configs: each refused at construction, before a
     "device": ({"device": "gpu!"}, "device must be a torch device such as 'cpu'"),
     "adapter='tools'": ({"adapter": "tools"}, "use the 'embedded' backend with adapter='tools'"),
     "a missing folder": ({"adapter": "./runs/none"}, "adapter './runs/none' is no folder"),
+    "draft='fast'": ({"draft": "fast"}, "draft must be one of ('prompt', 'none'), not 'fast'"),
     "two at once": ({"view": "big", "cache": "x"}, "view must be one of ['compact'] or None, "
                     "not 'big'; cache must be one of ('dynamic', 'static')"),
 }

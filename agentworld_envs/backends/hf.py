@@ -21,6 +21,7 @@ from agentworld_envs.backends.base import (
     SamplingParams,
     Usage,
 )
+from agentworld_envs.backends.drafting import DRAFTS
 from agentworld_envs.backends.replies import text_tool_calls
 
 __all__ = ["HFBackend", "CACHES", "bucket_rows", "bucket_length", "template_messages",
@@ -135,6 +136,12 @@ class HFBackend(Backend):
             view and the template) and the settings: an env that comes back to a state it
             has seen is answered without generating (exact: greedy decoding is
             deterministic). 0 keeps none.
+        draft: ``"prompt"`` (the default): greedy requests decode with drafts looked up in
+            their prompt, a hint and the last answers
+            (:mod:`agentworld_envs.backends.drafting`), several tokens per forward pass, the
+            same tokens; ``"none"``: one token per forward pass. Sampled requests, requests
+            with generation settings that need ``generate`` (``SamplingParams.extra`` such as
+            ``repetition_penalty``) and the static cache never draft.
         cache: ``"dynamic"`` (the default: ragged decoding, or ``generate`` with its dynamic
             cache) or ``"static"``: ``generate`` with transformers' static cache, which
             ``generate`` compiles on CUDA (and XPU, TPU). So the compiled decode step's shapes
@@ -165,10 +172,11 @@ class HFBackend(Backend):
         view: str | None = None,
         greedy_memo: int = 0,
         cache: str = "dynamic",
+        draft: str = "prompt",
     ) -> None:
         torch, transformers = _import_hf()  # first, for its install hint; nothing loads yet
         _check_settings(model, dtype, batch_size, enable_thinking, adapter, view, greedy_memo,
-                        cache)
+                        cache, draft)
         try:
             torch.device(device)
         except (RuntimeError, TypeError):
@@ -183,6 +191,7 @@ class HFBackend(Backend):
         self.view = view
         self.greedy_memo = greedy_memo
         self.cache = cache
+        self.draft = draft
         self._memo: OrderedDict[str, Completion] = OrderedDict()
         self._view = _view(view)
         self._torch = torch
@@ -202,16 +211,18 @@ class HFBackend(Backend):
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self._eos_ids = set(eos) | {self._tokenizer.eos_token_id}
         self._decoder: Any = _UNSET
+        self._drafted: Any = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
                              self.enable_thinking, self.adapter, self.view, self.greedy_memo,
-                             self.cache))
+                             self.cache, self.draft))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata (``cache`` only when static: a default run's are as
-        before)."""
+        before; ``draft`` always, so ``info["world_model"]`` says whether greedy answers were
+        drafted)."""
         return {
             "name": self.name,
             "model": self.model,
@@ -223,6 +234,7 @@ class HFBackend(Backend):
             "view": self.view,
             "greedy_memo": self.greedy_memo,
             **({"cache": self.cache} if self.cache != "dynamic" else {}),
+            "draft": self.draft,
         }
 
     def close(self) -> None:
@@ -231,8 +243,13 @@ class HFBackend(Backend):
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
-    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+    def complete(self, requests: Sequence[ChatRequest],
+                 hints: Sequence[str | None] | None = None) -> list[Completion]:
         """Generate for every request, batching requests that share sampling settings.
+
+        ``hints`` (one per request, or None) are texts a greedy answer is likely to copy, such
+        as the real counterpart's observation: drafts are also taken from them. They change
+        only the speed, never an answer.
 
         Seeds may differ within a batch: each request samples from its own generator. Greedy
         requests that read the same prompt (envs of a vector that play the same action in the
@@ -263,7 +280,8 @@ class HFBackend(Backend):
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
                 batch = self._generate([requests[i] for i in chunk],
-                                       [prompts[i] for i in chunk])
+                                       [prompts[i] for i in chunk],
+                                       [hints[i] for i in chunk] if hints else None)
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
         for i, source in copies.items():
@@ -306,18 +324,27 @@ class HFBackend(Backend):
             raise ValueError(f"unknown generation settings in SamplingParams.extra: {unused}")
         return config
 
-    def _generate(self, requests: list[ChatRequest], prompts: list[str]) -> list[Completion]:
-        """Generate for requests that share sampling settings, given their rendered prompts."""
+    def _generate(self, requests: list[ChatRequest], prompts: list[str],
+                  hints: list[str | None] | None = None) -> list[Completion]:
+        """Generate for requests that share sampling settings, given their rendered prompts
+        (and the hints of drafted decoding)."""
         torch = self._torch
         sampling = requests[0].sampling
         config = self._generation_config(sampling)
         generators = ([_generator(torch, self.device, r.sampling.seed) for r in requests]
                       if sampling.temperature > 0 else [])
         start = time.perf_counter()
+        drafts: list[Any] = [None] * len(requests)
         if self.cache == "static":
             rows, lengths = self._static_generate(prompts, config, sampling, generators)
+        elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
+            ids = self._token_ids(prompts)
+            hint_ids = [self._token_ids([h])[0] if h else [] for h in hints or [None] * len(ids)]
+            rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
+                                                  hint_ids)
+            lengths = [len(i) for i in ids]
         elif len(requests) > 1 and self._ragged(config):
-            ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+            ids = self._token_ids(prompts)
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
                                         _picker(self._sampler(sampling, generators), generators))
             lengths = [len(i) for i in ids]
@@ -326,7 +353,7 @@ class HFBackend(Backend):
                                                   self._sampler(sampling, generators))
         latency_s = time.perf_counter() - start
         completions = []
-        for new_ids, request, length in zip(rows, requests, lengths, strict=True):
+        for new_ids, request, length, draft in zip(rows, requests, lengths, drafts, strict=True):
             ends = [j for j, token in enumerate(new_ids) if token in self._eos_ids]
             if ends:
                 new_ids, finish = new_ids[: ends[0] + 1], "stop"
@@ -340,9 +367,22 @@ class HFBackend(Backend):
                 finish_reason="stop" if stopped else finish,
                 usage=Usage(input_tokens=length, output_tokens=len(new_ids)),
                 latency_s=latency_s,
-                raw={"token_ids": new_ids},
+                raw={"token_ids": new_ids, **({"draft": draft.to_dict()} if draft else {})},
             ))
         return completions
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        return [self._tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+    def _drafter(self) -> Any:
+        """The drafted decoder on the ragged one (which :meth:`_ragged` made), made once: it
+        drafts from its last answers too."""
+        if self._drafted is None:
+            from agentworld_envs.backends.drafting import DraftedDecoder
+
+            self._drafted = DraftedDecoder(self._torch, self._decoder,
+                                           self._tokenizer.pad_token_id)
+        return self._drafted
 
     def _ragged(self, config: Any) -> bool:
         """Whether a batch can use ragged decoding (a single prompt has no padding to skip, and
@@ -368,7 +408,7 @@ class HFBackend(Backend):
                          generators: list[Any]) -> tuple[list[list[int]], list[int]]:
         """``generate`` on the static cache at bucket shapes (see ``cache``). The spare rows
         repeat the first prompt and its generator's state, so they end when it does."""
-        ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        ids = self._token_ids(prompts)
         spare = bucket_rows(len(ids), self.batch_size) - len(ids)
         length = bucket_length(max(len(row) for row in ids))
         config.cache_implementation = "static"
@@ -423,7 +463,7 @@ def _is_count(value: Any, least: int) -> bool:
 
 
 def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any,
-                    adapter: Any, view: Any, greedy_memo: Any, cache: Any) -> None:
+                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any) -> None:
     """Refuse a bad setting before anything loads; the message names the allowed values.
 
     Raises:
@@ -443,6 +483,7 @@ def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: An
         (not _is_count(greedy_memo, 0), f"greedy_memo must be an integer >= 0 (0 keeps none), "
                                         f"not {greedy_memo!r}"),
         (cache not in CACHES, f"cache must be one of {CACHES}, not {cache!r}"),
+        (draft not in DRAFTS, f"draft must be one of {DRAFTS}, not {draft!r}"),
     ) if bad]
     problems += [problem for name, value in (("model", model), ("adapter", adapter))
                  if isinstance(value, str) and (problem := _unreachable(name, value))]

@@ -55,31 +55,42 @@ class RaggedDecoder:
         ``pick(rows, scores)`` turns the next-token scores of the still-running ``rows``
         (their positions in ``prompts``) into their next tokens.
         """
+        with self._torch.inference_mode():
+            return self._loop(*self.prefill(prompts), max_new_tokens, eos_ids, pick)
+
+    def prefill(self, prompts: Sequence[list[int]]) -> tuple[Any, Any, Any, Any]:
+        """Each prompt run alone at its own length, the caches joined: the joined cache, its
+        attention mask (left padding masked), each row's next position and its next-token
+        scores. Call under ``inference_mode``."""
         torch = self._torch
         device = self._model.device
         longest = max(len(p) for p in prompts)
         keys, values, last = [], [], []
-        with torch.inference_mode():
-            for prompt in prompts:
-                output = self._model(input_ids=torch.tensor([prompt], device=device),
-                                     use_cache=True, logits_to_keep=1)
-                pad = longest - len(prompt)
-                layers = _cache_of(output).layers
-                keys.append([torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
-                             for layer in layers])
-                values.append([torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
-                               for layer in layers])
-                last.append(output.logits[0, -1])
-            cache = self._cache_type()
-            for index in range(len(keys[0])):
-                cache.update(torch.cat([row[index] for row in keys]),
-                             torch.cat([row[index] for row in values]), index)
-            mask = torch.zeros((len(prompts), longest), dtype=torch.long, device=device)
-            for row, prompt in enumerate(prompts):
-                mask[row, longest - len(prompt):] = 1
-            positions = torch.tensor([len(p) for p in prompts], device=device)
-            return self._loop(cache, mask, positions, torch.stack(last), max_new_tokens,
-                              eos_ids, pick)
+        for prompt in prompts:
+            output = self._model(input_ids=torch.tensor([prompt], device=device),
+                                 use_cache=True, logits_to_keep=1)
+            pad = longest - len(prompt)
+            layers = _cache_of(output).layers
+            keys.append([torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
+                         for layer in layers])
+            values.append([torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
+                           for layer in layers])
+            last.append(output.logits[0, -1])
+        cache = self._cache_type()
+        for index in range(len(keys[0])):
+            cache.update(torch.cat([row[index] for row in keys]),
+                         torch.cat([row[index] for row in values]), index)
+        mask = torch.zeros((len(prompts), longest), dtype=torch.long, device=device)
+        for row, prompt in enumerate(prompts):
+            mask[row, longest - len(prompt):] = 1
+        positions = torch.tensor([len(p) for p in prompts], device=device)
+        return cache, mask, positions, torch.stack(last)
+
+    def forward(self, tokens: Any, mask: Any, positions: Any, cache: Any) -> Any:
+        """The scores of ``tokens`` (rows by columns) at ``positions`` (the same shape),
+        appended to ``cache``, whose columns and the new ones ``mask`` covers."""
+        return self._model(input_ids=tokens, attention_mask=mask, position_ids=positions,
+                           use_cache=True, **{self._cache_keyword: cache}).logits
 
     def _loop(self, cache: Any, mask: Any, positions: Any, scores: Any, max_new_tokens: int,
               eos_ids: set[int], pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
@@ -101,9 +112,6 @@ class RaggedDecoder:
                 mask, positions, tokens = mask[keep], positions[keep], tokens[keep]
                 rows = [rows[slot] for slot in running]
             mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-            output = self._model(input_ids=tokens[:, None], attention_mask=mask,
-                                 position_ids=positions[:, None], use_cache=True,
-                                 **{self._cache_keyword: cache})
+            scores = self.forward(tokens[:, None], mask, positions[:, None], cache)[:, -1]
             positions = positions + 1
-            scores = output.logits[:, -1]
         return new

@@ -44,11 +44,13 @@ class WorldModelFault(FieldedError, RuntimeError):
 
 def model_identity(description: dict[str, Any]) -> dict[str, Any]:
     """``{"backend", "model"}`` of a backend description (and ``adapter``, the adapter's folder
-    name or None, for backends that take one), seen through a recording wrapper."""
+    name or None, and ``draft``, for backends that take them), seen through a recording
+    wrapper."""
     inner = description.get("inner", description)
     adapter = ({"adapter": Path(inner["adapter"]).name if inner["adapter"] else None}
                if "adapter" in inner else {})
-    return {"backend": inner.get("name"), "model": inner.get("model"), **adapter,
+    draft = {"draft": inner["draft"]} if "draft" in inner else {}
+    return {"backend": inner.get("name"), "model": inner.get("model"), **adapter, **draft,
             **({"recorded_to": description["path"]} if "inner" in description else {})}
 
 

@@ -1,0 +1,227 @@
+"""Drafted (prompt-lookup) greedy decoding for the in-process backend: several tokens per
+forward pass, the tokens greedy decoding gives.
+
+A world model mostly copies: an observation repeats record fields, ids and tool names that
+stand in its prompt. On a CPU a decode step costs about what reading all the weights costs,
+whether it scores one token per row or several. So each step every running row feeds its next
+token followed by a draft of up to ``draft_tokens`` tokens: what followed the longest recent
+match of the row's last tokens (up to ``ngram`` of them) in a hint text (for example the real
+counterpart's observation), in its own prompt and answer so far, or in the decoder's last
+answers (an envelope's boilerplate repeats from answer to answer). One batched forward pass,
+on the joined cache of :class:`~agentworld_envs.backends.ragged.RaggedDecoder`, scores every
+position; each row keeps the longest prefix of its draft that equals the model's own greedy
+choices there, plus the model's choice after it, so rows advance by different amounts. The
+rejected drafts' cache columns are masked out (and cropped where no row kept them).
+
+Every token is the argmax of the model's scores after exactly the tokens greedy decoding would
+have fed (a draft token is kept only where it is that argmax), so the answer is the greedy
+answer. The scores themselves come from forward passes of other shapes (several positions at
+once), so they can differ from one-token decoding in the last bits of float precision; only a
+near-tie between the two best tokens (a gap within that rounding) could then pick another
+token, as it already can between a batch and a single prompt.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentworld_envs.backends.ragged import RaggedDecoder
+
+__all__ = ["DRAFTS", "DraftStats", "DraftedDecoder", "PromptLookup"]
+
+DRAFTS = ("prompt", "none")
+"""The values of the ``hf`` backend's ``draft``: prompt-lookup drafts for greedy requests, or
+none (one token per forward pass)."""
+DRAFT_TOKENS = 8
+"""Most drafted tokens per row and step."""
+NGRAM = 3
+"""Longest tail of a row's tokens matched to find a draft."""
+RECENT = 16
+"""Answers a :class:`DraftedDecoder` keeps to draft from."""
+
+
+class PromptLookup:
+    """Drafts for one row: what followed a match of its tail.
+
+    Matches are looked up in ``hint`` (tokens the answer is likely to copy), in the row's own
+    tokens (its prompt, then its answer as it grows) and in ``recent`` (earlier answers): the
+    longest tail (up to ``ngram`` tokens) that occurs in any, in that order at each length. Of
+    a tail's occurrences in a source, the first after that source's last match is taken
+    (copying goes on where it was), else the latest. A lookup costs at most ``3 * ngram``
+    dictionary reads and a bisection; a new token ``ngram`` writes.
+
+    Example:
+        >>> lookup = PromptLookup([5, 6, 7, 8, 5, 6])
+        >>> lookup.propose(3)
+        [7, 8, 5]
+    """
+
+    def __init__(self, tokens: Sequence[int], hint: Sequence[int] = (), ngram: int = NGRAM,
+                 recent: Sequence[int] = ()) -> None:
+        self._ngram = ngram
+        self._hint, self._own, self._recent = _Source(ngram), _Source(ngram), _Source(ngram)
+        self._hint.extend(hint)
+        self._own.extend(tokens)
+        self._recent.extend(recent)
+
+    @property
+    def tokens(self) -> list[int]:
+        """The row's prompt and answer so far."""
+        return self._own.tokens
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        """Add tokens to the row's sequence."""
+        self._own.extend(tokens)
+
+    def propose(self, most: int) -> list[int]:
+        """Up to ``most`` tokens that followed an earlier occurrence of the sequence's longest
+        matching tail; empty when even its last token occurs nowhere before."""
+        tokens = self._own.tokens
+        if most <= 0:
+            return []
+        for n in range(min(self._ngram, len(tokens)), 0, -1):
+            tail = tuple(tokens[-n:])
+            for source in (self._hint, self._own, self._recent):
+                draft = source.follow(tail, most)
+                if draft:
+                    return draft
+        return []
+
+
+class _Source:
+    """Tokens indexed by the n-grams (up to ``ngram`` long) that precede each position."""
+
+    def __init__(self, ngram: int) -> None:
+        self.tokens: list[int] = []
+        self._ngram = ngram
+        self._starts: dict[tuple[int, ...], list[int]] = {}
+        self._cursor = 0
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            end = len(self.tokens)
+            for n in range(1, min(self._ngram, end) + 1):
+                self._starts.setdefault(tuple(self.tokens[end - n : end]), []).append(end)
+            self.tokens.append(token)
+
+    def follow(self, tail: tuple[int, ...], most: int) -> list[int]:
+        """Up to ``most`` tokens after an occurrence of ``tail``: the first at or after the
+        last one taken, else the latest."""
+        starts = self._starts.get(tail)
+        if not starts:
+            return []
+        at = bisect.bisect_left(starts, self._cursor)
+        start = starts[at] if at < len(starts) else starts[-1]
+        self._cursor = start
+        return self.tokens[start : start + most]
+
+
+@dataclass(slots=True)
+class DraftStats:
+    """How one row was decoded: forward passes after the prefill, drafted tokens fed, and
+    drafted tokens kept."""
+
+    forwards: int = 0
+    proposed: int = 0
+    accepted: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return {"forwards": self.forwards, "proposed": self.proposed, "accepted": self.accepted}
+
+
+class DraftedDecoder:
+    """Greedy decoding of token-id prompts in one ragged batch, with prompt-lookup drafts
+    verified in one forward pass per step (see the module docstring). It keeps its last
+    ``recent`` answers to draft from."""
+
+    def __init__(self, torch: Any, ragged: RaggedDecoder, pad_id: int,
+                 draft_tokens: int = DRAFT_TOKENS, ngram: int = NGRAM, recent: int = RECENT
+                 ) -> None:
+        self._torch = torch
+        self._ragged = ragged
+        self._pad_id = pad_id
+        self._draft_tokens = draft_tokens
+        self._ngram = ngram
+        self._recent: deque[list[int]] = deque(maxlen=recent)
+
+    def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
+               hints: Sequence[Sequence[int]] | None = None
+               ) -> tuple[list[list[int]], list[DraftStats]]:
+        """The greedy new tokens of each prompt, up to and including its first end token, and
+        how each row was decoded. ``hints`` (one per prompt) only change the speed."""
+        hints = hints or [()] * len(prompts)
+        recent = [token for answer in self._recent for token in answer]
+        lookups = [PromptLookup(p, h, self._ngram, recent)
+                   for p, h in zip(prompts, hints, strict=True)]
+        with self._torch.inference_mode():
+            cache, mask, positions, scores = self._ragged.prefill(prompts)
+            new, stats = self._loop(lookups, cache, mask, positions,
+                                    scores.float().argmax(dim=-1).tolist(), max_new_tokens,
+                                    eos_ids)
+        self._recent.extend(new)
+        return new, stats
+
+    def _loop(self, lookups: list[PromptLookup], cache: Any, mask: Any, positions: Any,
+              nexts: list[int | None], max_new_tokens: int, eos_ids: set[int]
+              ) -> tuple[list[list[int]], list[DraftStats]]:
+        torch = self._torch
+        rows = list(range(len(lookups)))
+        new: list[list[int]] = [[] for _ in rows]
+        stats = [DraftStats() for _ in rows]
+        while True:
+            running, drafts = [], []
+            for slot, (row, token) in enumerate(zip(rows, nexts, strict=True)):
+                if token is None:  # ended on an accepted draft token
+                    continue
+                new[row].append(token)
+                lookups[row].extend([token])
+                if token not in eos_ids and len(new[row]) < max_new_tokens:
+                    running.append(slot)
+                    room = max_new_tokens - len(new[row]) - 1  # the model's own token follows
+                    drafts.append(lookups[row].propose(min(self._draft_tokens, room)))
+            if not running:
+                return new, stats
+            if len(running) < len(rows):
+                keep = torch.tensor(running, device=mask.device)
+                cache.batch_select_indices(keep)
+                mask, positions = mask[keep], positions[keep]
+                rows = [rows[slot] for slot in running]
+                nexts = [nexts[slot] for slot in running]
+            width = 1 + max(len(d) for d in drafts)
+            tokens = torch.full((len(rows), width), self._pad_id, dtype=torch.long,
+                                device=mask.device)
+            block = mask.new_zeros((len(rows), width))
+            for slot, (token, draft) in enumerate(zip(nexts, drafts, strict=True)):
+                tokens[slot, : 1 + len(draft)] = torch.tensor([token, *draft])
+                block[slot, : 1 + len(draft)] = 1
+            mask = torch.cat([mask, block], dim=1)
+            offsets = torch.arange(width, device=mask.device)
+            logits = self._ragged.forward(tokens, mask, positions[:, None] + offsets, cache)
+            greedy = logits.float().argmax(dim=-1).tolist()
+            kept = []
+            for slot, (row, draft) in enumerate(zip(rows, drafts, strict=True)):
+                accepted = 0
+                while accepted < len(draft) and draft[accepted] == greedy[slot][accepted]:
+                    accepted += 1
+                taken = draft[:accepted]
+                ends = [j for j, token in enumerate(taken) if token in eos_ids]
+                if ends:
+                    taken = taken[: ends[0] + 1]
+                new[row].extend(taken)
+                lookups[row].extend(taken)
+                nexts[slot] = None if ends else greedy[slot][accepted]
+                stats[row].forwards += 1
+                stats[row].proposed += len(draft)
+                stats[row].accepted += len(taken)
+                mask[slot, mask.shape[1] - width + 1 + accepted :] = 0
+                kept.append(1 + accepted)
+            spare = width - max(kept)
+            if spare:
+                cache.crop(-spare)
+                mask = mask[:, :-spare]
+            positions = positions + torch.tensor(kept, device=positions.device)

@@ -1,0 +1,218 @@
+"""Drafted (prompt-lookup) greedy decoding gives the tokens of plain greedy decoding, on the
+tiny model: the decoder against the ragged one, and the ``hf`` backend's ``draft`` setting."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentworld_envs.backends import ChatRequest, SamplingParams
+from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup
+from agentworld_envs.backends.hf import HFBackend
+from agentworld_envs.backends.ragged import RaggedDecoder, ragged_decoder
+
+
+@pytest.fixture(scope="module")
+def model(tiny_lm_dir: Path) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval()
+
+
+@pytest.fixture(scope="module")
+def ragged(model: Any) -> RaggedDecoder:
+    import torch
+
+    decoder = ragged_decoder(torch, model)
+    assert decoder is not None
+    return decoder
+
+
+def drafted(ragged: RaggedDecoder, **kwargs: Any) -> DraftedDecoder:
+    import torch
+
+    return DraftedDecoder(torch, ragged, pad_id=0, **kwargs)
+
+
+def greedy(ragged: RaggedDecoder, prompts: list[list[int]], max_new_tokens: int,
+           eos_ids: set[int] = frozenset()) -> list[list[int]]:
+    """Plain greedy decoding, one token per forward pass (the reference)."""
+    return ragged.decode(prompts, max_new_tokens, set(eos_ids),
+                         lambda rows, scores: scores.float().argmax(dim=-1))
+
+
+VOCAB = 400
+"""Token ids drawn here stay below this (the tiny model has about 500)."""
+
+
+def token_prompts(seed: int, count: int) -> list[list[int]]:
+    """Prompts of 1 to 300 tokens: random ones, ones repeating a phrase (so n-grams match),
+    and runs of distinct tokens (so none does)."""
+    rng = random.Random(seed)
+    prompts = []
+    for i in range(count):
+        length = rng.choice([1, 3, 12, 40, 120, 300])
+        if i % 3 == 0:
+            prompts.append([rng.randrange(3, VOCAB) for _ in range(length)])
+        elif i % 3 == 1:
+            phrase = [rng.randrange(3, VOCAB) for _ in range(rng.randint(2, 9))]
+            prompts.append((phrase * (length // len(phrase) + 1))[:length])
+        else:
+            start = rng.randrange(3, VOCAB - length)
+            prompts.append(list(range(start, start + length)))
+    return prompts
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_drafted_tokens_are_the_greedy_tokens(ragged: RaggedDecoder, seed: int) -> None:
+    prompts = token_prompts(seed, 18)  # long and short prompts in one batch
+    reference = greedy(ragged, prompts, 30)
+    decoder = drafted(ragged)
+    first, stats = decoder.decode(prompts, 30, set())
+    assert first == reference
+    assert sum(s.accepted for s in stats) > 0  # drafts were kept, several tokens a pass
+    again, again_stats = decoder.decode(prompts, 30, set())  # drafts from the last answers
+    assert again == reference
+    assert sum(s.forwards for s in again_stats) < sum(s.forwards for s in stats)
+    for tokens, row in zip(first, stats, strict=True):
+        assert row.forwards == len(tokens) - 1 - row.accepted  # the first token is the prefill's
+        assert row.accepted <= row.proposed
+
+
+def test_rows_that_end_early_and_an_end_inside_an_accepted_draft(
+        ragged: RaggedDecoder) -> None:
+    prompts = token_prompts(3, 12)
+    full = greedy(ragged, prompts, 24)
+    end = full[1][5]  # the 6th token of the second answer ends answers
+    reference = greedy(ragged, prompts, 24, {end})
+    assert any(len(row) < 24 for row in reference) and any(len(row) == 24 for row in reference)
+    # each row's hint is its own full answer: the end token stands inside the drafts
+    out, stats = drafted(ragged).decode(prompts, 24, {end}, hints=[p[-3:] + r for p, r in
+                                                                   zip(prompts, full,
+                                                                       strict=True)])
+    assert out == reference
+    # the second row's whole answer after its first token was one kept draft, ending at `end`
+    assert out[1][-1] == end and (stats[1].forwards, stats[1].accepted) == (1, len(out[1]) - 1)
+
+
+@pytest.mark.parametrize("most", [1, 2, 3, 5, 9, 10])
+def test_the_answer_stops_at_max_new_tokens(ragged: RaggedDecoder, most: int) -> None:
+    prompts = token_prompts(4, 6)
+    full = greedy(ragged, prompts, 12)
+    hints = [p[-3:] + r for p, r in zip(prompts, full, strict=True)]  # drafts run past the end
+    out, _ = drafted(ragged).decode(prompts, most, set(), hints)
+    assert out == [row[:most] for row in full]
+
+
+def test_a_draft_that_disagrees_at_its_first_token_is_dropped(ragged: RaggedDecoder) -> None:
+    prompt = list(range(100, 140))  # distinct tokens: only the hint matches
+    (answer,) = greedy(ragged, [prompt], 3)
+    wrong = next(t for t in range(3, VOCAB) if t not in answer and t not in prompt)
+    hint = prompt[-2:] + answer[:1] + [wrong]
+    (out,), (stats,) = drafted(ragged).decode([prompt], 3, set(), [hint])
+    assert out == answer
+    assert (stats.forwards, stats.proposed, stats.accepted) == (2, 1, 0)
+
+
+def test_a_draft_that_disagrees_midway_keeps_its_agreeing_prefix(ragged: RaggedDecoder) -> None:
+    prompt = list(range(200, 260))
+    (answer,) = greedy(ragged, [prompt], 16)
+    wrong = next(t for t in range(3, VOCAB) if t not in answer and t not in prompt)
+    hint = prompt[-2:] + answer[:5] + [wrong] + answer[6:]
+    (out,), (stats,) = drafted(ragged).decode([prompt], 16, set(), [hint])
+    assert out == answer
+    assert stats.accepted >= 4 and stats.accepted < stats.proposed
+
+
+def test_prompt_lookup() -> None:
+    assert PromptLookup([1, 2, 3, 4]).propose(4) == []  # nothing occurs twice
+    assert PromptLookup([1, 2, 3, 1]).propose(0) == []
+    assert PromptLookup([1, 2, 3, 1]).propose(9) == [2, 3, 1]  # up to the row's end
+    # the longest matching tail wins: [2, 3] -> 4, not [3] -> 9
+    assert PromptLookup([3, 9, 2, 3, 4, 2, 3]).propose(1) == [4]
+    # at the same length the hint comes first, then the row's own tokens, then recent answers
+    assert PromptLookup([5, 6, 7, 5], hint=[5, 8], recent=[5, 9]).propose(1) == [8]
+    assert PromptLookup([5, 6, 7, 5], recent=[5, 9]).propose(1) == [6]
+    assert PromptLookup([1, 2, 5], recent=[5, 9]).propose(1) == [9]
+    # a longer match in the row beats a shorter one in the hint
+    assert PromptLookup([4, 5, 6, 4, 5], hint=[5, 8]).propose(1) == [6]
+    # copying goes on after the last match (a fresh row takes the first), else at the latest
+    lookup = PromptLookup([2], hint=[1, 8, 2, 1, 9])
+    assert lookup.propose(1) == [1]
+    lookup.extend([7, 1])
+    assert lookup.tokens == [2, 7, 1]
+    assert lookup.propose(1) == [9]
+    assert PromptLookup([7, 1], hint=[1, 8, 2, 1, 9]).propose(1) == [8]
+    lookup = PromptLookup([3], hint=[4, 1, 4, 5, 3, 2])
+    assert lookup.propose(1) == [2]
+    lookup.extend([9, 4])
+    assert lookup.propose(1) == [5]
+
+
+# The ``hf`` backend's setting, on chats.
+
+CHATS = [
+    [{"role": "user", "content": "hi"}],
+    [{"role": "system", "content": "You are a careful agent that checks every constraint."},
+     {"role": "user", "content": "search the weather in the city and then submit the answer "
+                                 "with the record id, the record id and the city"}],
+    [{"role": "user", "content": "lookup order 42 status " * 12}],
+    [{"role": "user", "content": "price"}],
+]
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_lm_dir: Path) -> HFBackend:
+    return HFBackend(str(tiny_lm_dir), draft="none")
+
+
+def requests(max_tokens: int = 20) -> list[ChatRequest]:
+    return [ChatRequest(chat, sampling=SamplingParams(max_tokens=max_tokens)) for chat in CHATS]
+
+
+def test_hf_drafted_answers_are_the_plain_answers(tiny_lm_dir: Path, plain: HFBackend) -> None:
+    backend = HFBackend(str(tiny_lm_dir))
+    assert backend.draft == "prompt"  # the default
+    reference = plain.complete(requests())
+    for out in (backend.complete(requests()), [backend.complete([r])[0] for r in requests()]):
+        assert [c.raw["token_ids"] for c in out] == [c.raw["token_ids"] for c in reference]
+        assert [(c.text, c.finish_reason, c.usage) for c in out] == [
+            (c.text, c.finish_reason, c.usage) for c in reference]
+        assert all(set(c.raw["draft"]) == {"forwards", "proposed", "accepted"} for c in out)
+    assert all("draft" not in c.raw for c in reference)
+
+
+def test_a_hint_changes_the_speed_not_the_answer(tiny_lm_dir: Path, plain: HFBackend) -> None:
+    reference = plain.complete(requests())
+    hints = [c.text for c in reference]  # a counterpart that says what the model will say
+    without = HFBackend(str(tiny_lm_dir)).complete(requests())
+    hinted = HFBackend(str(tiny_lm_dir)).complete(requests(), hints)
+    assert [c.raw["token_ids"] for c in hinted] == [c.raw["token_ids"] for c in reference]
+    assert [c.raw["token_ids"] for c in without] == [c.raw["token_ids"] for c in reference]
+    assert (sum(c.raw["draft"]["forwards"] for c in hinted)
+            < sum(c.raw["draft"]["forwards"] for c in without))
+
+
+def test_sampled_requests_are_never_drafted(tiny_lm_dir: Path, plain: HFBackend) -> None:
+    sampled = [ChatRequest(chat, sampling=SamplingParams(max_tokens=8, temperature=1.0, seed=i))
+               for i, chat in enumerate(CHATS)]
+    out = HFBackend(str(tiny_lm_dir)).complete(sampled)
+    assert [c.raw for c in out] == [c.raw for c in plain.complete(sampled)]
+    assert all("draft" not in c.raw for c in out)
+
+
+def test_info_world_model_says_whether_greedy_answers_are_drafted(tiny_lm_dir: Path) -> None:
+    import gymnasium as gym
+
+    import agentworld_envs  # noqa: F401 - registers the envs
+
+    for draft in ("prompt", "none"):
+        env = gym.make("AgentWorld/Floor-v0", max_steps=2, sampling={"max_tokens": 4},
+                       backend={"name": "hf", "model": str(tiny_lm_dir), "draft": draft})
+        _, info = env.reset(seed=0)
+        _, _, _, _, info = env.step(info["candidate_actions"][0])
+        assert info["world_model"]["draft"] == draft
+        env.close()
