@@ -20,23 +20,35 @@ Arms, each with ``--seeds`` seeds and the same ``--updates`` policy updates of `
 episodes (only the capped arms stop early, by design):
 
 ``untrained``       the initial policy, never updated;
-``sim``             ``AgentWorld/Floor-v0`` with the embedded fine-tuned world model and the
-                    simulated reward (the AgentFloor verifier over the simulated episode);
-``sim-garbage``     the same with the ``scripted`` placeholder as the world model (the control:
-                    nothing it shows is true, so nothing should transfer);
-``real``            the real ``AgentFloor`` env for every update;
+``sim``             ``AgentWorld/Floor-v0`` (or ``MCP-v0``) with ``--world-model`` (the
+                    embedded fine-tuned one by default) and the simulated reward;
+``sim-garbage``     the same with the ``scripted`` placeholder (nothing readable is shown);
+``sim-fixture``     floor only: a rule-based simulator that shows the fixture's records;
+``sim-constant``    floor only: the same with one status for every record (readable, wrong);
+``sim-inverted``    floor only: the same with the other status (readable, wrong);
+``real``            the real ``AgentFloor`` env (or the MCP twin) for every update;
 ``real-capped``     the real env for the first ``--real-updates`` updates only;
 ``real-capped+sim`` those real updates, then simulated ones up to ``--updates``.
 
+A simulated episode touches nothing real (``real_counterpart=False``): no real env is built,
+and its reward, submissions included, is the simulated episode's alone. A floor submission
+is accepted by the task's rule over the status the simulator showed
+(:func:`agentworld_envs.domains.floor_verdict.decided_observation`), so a simulator that
+shows the status inverted teaches the inverted branch. The real env is played only by the
+real arms and by scoring.
+
 Every arm is scored on the real env (the task's own step budget) on held-out variants
-(``--eval-variants``: other records and other prompt wordings than ``--train-variants``),
+(``--eval-variants``: records and names never trained on, each in every prompt wording),
 greedily, every ``--eval-every`` updates, as balanced success: the mean over decisions of the
 success rate on the variants that need it. A policy blind to observations scores 0.5 at most
-on a floor task. An MCP family is scored on ``--mcp-eval`` held-out servers (plain success;
-blind, one answer in three is right). Training episodes have ``--train-steps`` steps. The world
-model's greedy answers are cached in ``<out>/world_model_calls.jsonl``, so a prompt is
-generated once across arms and seeds. Writes
-``<out>/results.json`` and ``<out>/curves.png``.
+on a floor task. An MCP family is scored on ``--mcp-eval`` held-out servers that share no
+record id or name with the training ones (plain success; blind, one answer in three is
+right: the candidates leak nothing). Intervals are 95% hierarchical bootstraps over seeds and
+held-out items together. Training episodes have ``--train-steps`` steps. The world model's
+greedy answers are cached in ``<out>/world_model_calls.jsonl``, so a prompt is generated once
+across arms and seeds. Writes ``<out>/results.json`` (per arm: balanced success, interval,
+per-seed values, held-out items, real-env episodes for training and for scoring, simulated
+episodes, seconds) and ``<out>/curves.png``.
 
 Run (CPU; the first run generates the world model's answers, about 20 minutes)::
 
@@ -60,6 +72,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -73,6 +86,7 @@ from gymnasium.wrappers import TimeLimit
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
 from agentworld_envs.domains import get_domain
+from agentworld_envs.domains.floor_verdict import decision_rule
 from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.protocol.bounded_json import find_objects
@@ -81,11 +95,17 @@ from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.wrappers import wrap_for_sb3
 from floor_tasks import env_id as floor_env_id
 from floor_tasks.candidates import candidate_actions
+from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
 from trainers.common.args import parse_args
 
-ARMS = ("untrained", "sim", "sim-garbage", "real", "real-capped", "real-capped+sim")
+ARMS = ("untrained", "sim", "sim-garbage", "sim-fixture", "sim-constant", "sim-inverted", "real",
+        "real-capped", "real-capped+sim")
+CONTROLS = ("sim-fixture", "sim-constant", "sim-inverted")
+"""Rule-based simulators of a floor task's records (:func:`record_simulator`): the true
+records, then two that are readable but wrong (one status for every record; the inverted
+status), every other field true."""
 _WORD = re.compile(r"[a-z0-9_\-]+")
 
 
@@ -96,10 +116,15 @@ class Args:
     task: str = "C1"
     """A branching AgentFloor task, or ``mcp:<family>``: generated MCP servers of one family
     (inventory, calendar, tickets, crm, fleet), scored on their executable twin."""
-    train_variants: list[str] = field(default_factory=lambda: ["v0", "v1", "i1", "i3"])
-    """Floor: variants trained on (both decisions must occur)."""
-    eval_variants: list[str] = field(default_factory=lambda: ["v2", "v3", "v4", "i2", "i4"])
-    """Floor: held-out variants scored on the real env: other wordings, and records never seen."""
+    train_variants: list[str] = field(default_factory=lambda: [
+        f"i{i}v{k}" for i in (0, 1) for k in range(5)])
+    """Floor: variants trained on (both decisions must occur); ``i<M>v<N>`` is instance M
+    with prompt N. C1: CMP-31 (active) and CMP-33 (inactive), each in the five wordings."""
+    eval_variants: list[str] = field(default_factory=lambda: [
+        f"i{i}v{k}" for i in (3, 4) for k in range(5)])
+    """Floor: held-out variants scored on the real env, on records and names never trained on.
+    C1: CMP-35 (active) and CMP-36 (inactive), each in the five wordings; CMP-34 "Coolant Loop
+    B" is left out, as its name nearly repeats training's CMP-33 "Coolant Loop A"."""
     mcp_train: int = 8
     """MCP: the family's first ``mcp_train`` generated servers are trained on."""
     mcp_eval: int = 24
@@ -120,8 +145,8 @@ class Args:
     """Weight of the entropy bonus."""
     eval_every: int = 4
     """Updates between scores on the held-out real variants."""
-    arms: list[str] = field(default_factory=lambda: list(ARMS))
-    """The arms to run."""
+    arms: list[str] = field(default_factory=list)
+    """The arms to run (default: every arm; on MCP, every arm but the floor record controls)."""
     agent: str = "linear"
     """``linear`` (hashed features, REINFORCE) or ``ppo`` (SB3 PPO over token ids)."""
     ppo_envs: int = 8
@@ -149,8 +174,11 @@ class Args:
     ppo_candidate_length: int = 96
     """PPO: token ids kept per candidate action (C1's longest is 94 bytes)."""
     world_model: str = "embedded"
-    """The simulated arms' world model: ``embedded`` (the fine-tuned default) or ``scripted``
-    (the placeholder, for quick checks); ``sim-garbage`` always uses the placeholder."""
+    """The world model of the ``sim`` and ``real-capped+sim`` arms: ``embedded`` (the
+    fine-tuned default), any backend name registered with
+    ``agentworld_envs.backends.register_backend`` (``scripted``: the placeholder, for quick
+    checks), or a JSON backend spec such as ``{"name": "openai", "base_url": ...}``.
+    ``sim-garbage`` always uses the placeholder, the floor controls their own rules."""
     out: Path = Path("runs/sim_to_real")
     """Where results, curves and the world model's recorded answers go."""
 
@@ -183,6 +211,15 @@ def _is_id(word: str) -> bool:
     return any(ch.isdigit() for ch in word) and "-" in word
 
 
+def _named_variant(variant: str) -> str:
+    """The named variant with the same instance (``i3v2`` -> ``i3``, ``i0v2`` -> ``v2``)."""
+    crossed = re.fullmatch(r"i(\d+)v(\d+)", variant)
+    if crossed is None:
+        return variant
+    instance, prompt = map(int, crossed.groups())
+    return f"i{instance}" if instance else f"v{prompt}"
+
+
 class FloorTask:
     """A branching AgentFloor task: the real env is ``AgentFloor/<ID>-v0``'s, variants by name."""
 
@@ -192,7 +229,8 @@ class FloorTask:
     def __init__(self, args: Args) -> None:
         self.task = args.task
         self.train, self.eval = args.train_variants, args.eval_variants
-        self.decisions = decisions(args.task)
+        named = decisions(args.task)
+        self.decisions = {v: named[_named_variant(v)] for v in self.train + self.eval}
         """Each variant's decision: held-out success is balanced over them."""
 
     def scenario(self, variant: str) -> str:
@@ -374,16 +412,16 @@ def play_real(task: FloorTask | McpTask, variant: str, policy: LinearPolicy,
 
 class SimTrainer:
     """Batches of simulated episodes from a vector of the task's simulated envs
-    (``AgentWorld/Floor-v0`` or ``AgentWorld/MCP-v0``)."""
+    (``AgentWorld/Floor-v0`` or ``AgentWorld/MCP-v0``) with no real counterpart: nothing
+    real is built or played, and the reward is the simulated episode's alone."""
 
     def __init__(self, args: Args, task: FloorTask | McpTask, backend: Any, seed: int) -> None:
         self.args = args
-        self.agreement: list[bool] = []
         self.envs = gym.make_vec(
             env_id(task.domain), num_envs=args.batch, backend=backend,
-            max_steps=args.train_steps, sampling=EMBEDDED_SAMPLING,
+            max_steps=args.train_steps, sampling=EMBEDDED_SAMPLING, real_counterpart=False,
             scenarios=[task.scenario(v) for v in task.train],
-            record_path=str(args.out / "world_model_calls.jsonl"))
+            record_path=record_path(args, backend))
         self.seed = seed
 
     def batch(self, policy: LinearPolicy) -> list[tuple[list[tuple], float]]:
@@ -404,10 +442,8 @@ class SimTrainer:
                 actions.append(candidates[i][choice])
             observations, reward, terminated, truncated, infos = self.envs.step(actions)
             for i in np.flatnonzero(terminated | truncated):
-                if rewards[i] is None:  # same-step autoreset: the ended episode's final_info
+                if rewards[i] is None:  # same-step autoreset: the ended episode's reward
                     rewards[i] = float(reward[i])
-                    agree = infos["final_info"]["reward_breakdown"]["agree"][i]
-                    self.agreement.append(bool(agree))
             if all(r is not None for r in rewards):
                 break
         return [(t, r) for t, r in zip(trajectories, rewards, strict=True) if r is not None]
@@ -416,8 +452,41 @@ class SimTrainer:
         self.envs.close()
 
 
-def sim_backend(arm: str, world_model: Any) -> Any:
-    """The world model an arm trains in: none for the real-only arms."""
+def record_simulator(task_id: str, control: str) -> dict[str, Any]:
+    """A rule-based simulator of a branching floor task's lookups, as a ``scripted`` backend
+    spec: every record as the fixture has it, but for the field the decision rests on (C1's
+    status), which is the fixture's (``sim-fixture``), one value for every record
+    (``sim-constant``) or the other value (``sim-inverted``)."""
+    task = floor_tasks.load_task(task_id)
+    _, field, table = decision_rule(task)
+    values = [json.loads(value) for value in table]
+    rules = []
+    for record_id, record in load_fixture(task.fixture).records.items():
+        value = record[field]
+        shown = {"sim-fixture": value, "sim-constant": values[0],
+                 "sim-inverted": values[(values.index(value) + 1) % len(values)]
+                 if value in values else value}[control]
+        envelope = {"tool_name": "lookup_record", "call_id": f"{task_id}_lookup_record_1",
+                    "status": "ok", "error": None,
+                    "result": {"record_id": record_id, "fields": {**record, field: shown}}}
+        rules.append({"match": f'(?s)"lookup_record".*"{re.escape(record_id)}"',
+                      "reply": f"<predicted_observation>\n{json.dumps(envelope)}\n"
+                               "</predicted_observation>"})
+    return {"name": "scripted", "rules": rules}
+
+
+def record_path(args: Args, backend: Any) -> str | None:
+    """Where the world model's answers are recorded and served again: for ``--world-model``
+    only (the placeholder and the rule-based controls are not recorded, so no simulator is
+    ever served another's answers)."""
+    name = backend.get("name") if isinstance(backend, dict) else backend
+    return None if name == "scripted" else str(args.out / "world_model_calls.jsonl")
+
+
+def sim_backend(arm: str, world_model: Any, task: FloorTask | McpTask) -> Any:
+    """The simulator an arm trains in: none for the real-only arms."""
+    if arm in CONTROLS:
+        return record_simulator(task.task, arm)
     return {"sim": world_model, "real-capped+sim": world_model,
             "sim-garbage": "scripted"}.get(arm)
 
@@ -431,10 +500,9 @@ class LinearAgent:
         self.rng = np.random.default_rng([seed, ARMS.index(arm)])
         self.policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate,
                                    args.entropy_coef)
-        backend = sim_backend(arm, world_model)
+        backend = sim_backend(arm, world_model, task)
         self.sim = (SimTrainer(args, task, backend, seed * 1000) if backend is not None
                     else None)
-        self.agreement = self.sim.agreement if self.sim else []
 
     def update(self, real: bool) -> None:
         """One policy update on a batch of real or simulated episodes."""
@@ -469,24 +537,12 @@ class TrainVariants(gym.Wrapper):
 
 class InstructionFirst(gym.Wrapper):
     """An ``AgentWorld`` env shown as the real AgentFloor env shows itself: the first
-    observation is the task's instruction, without the simulator's tool list. Each ended
-    episode's sim/real reward agreement is appended to ``agreement`` when one is given."""
-
-    def __init__(self, env: gym.Env, agreement: list[bool] | None = None) -> None:
-        super().__init__(env)
-        self.agreement = agreement
+    observation is the task's instruction, without the simulator's tool list."""
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         _, info = self.env.reset(seed=seed, options=options)
         return info["instruction"], info
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        if (self.agreement is not None and (terminated or truncated)
-                and "reward_breakdown" in info):
-            self.agreement.append(bool(info["reward_breakdown"]["agree"]))
-        return observation, reward, terminated, truncated, info
 
 
 class PPOAgent:
@@ -505,13 +561,12 @@ class PPOAgent:
 
         torch.set_num_threads(1)
         self.args, self.task, self.seed = args, task, seed
-        self.backend = sim_backend(arm, world_model)
+        self.backend = sim_backend(arm, world_model, task)
         self.max_candidates = task.max_candidates()
-        self.agreement: list[bool] = []
         self.envs: dict[str, Any] = {}
         evaluation, self.eval_options = task.eval_env()
         self.evaluation = self._wrap(evaluation)
-        first = "sim" if arm in ("sim", "sim-garbage") else "real"
+        first = "real" if arm.startswith("real") else "sim"
         features = ({"features_extractor_class": CandidateOverlapFeatures,
                      "features_extractor_kwargs": {"ngram": args.ppo_overlap_ngram}}
                     if args.ppo_overlap_ngram else {})
@@ -536,8 +591,8 @@ class PPOAgent:
         simulated = AgentWorldEnv(
             task.domain, max_steps=args.train_steps, backend=self.backend,
             sampling=EMBEDDED_SAMPLING, scenarios=[task.scenario(v) for v in task.train],
-            record_path=str(args.out / "world_model_calls.jsonl"))
-        return self._wrap(InstructionFirst(TimeLimit(simulated, task.budget), self.agreement))
+            record_path=record_path(args, self.backend), real_counterpart=False)
+        return self._wrap(InstructionFirst(TimeLimit(simulated, task.budget)))
 
     def _venv(self, source: str) -> Any:
         if source not in self.envs:
@@ -574,37 +629,66 @@ class PPOAgent:
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
 
 
-def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent) -> float:
-    """Balanced greedy success on the held-out variants of the real env (its own budget): the
-    mean over decisions of the success rate on the variants needing that decision, so that a
-    policy blind to observations (one decision everywhere) scores 0.5 at most on a floor
-    task. An MCP family has one decision (answer), so this is its plain success rate."""
+def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent) -> dict[str, float]:
+    """The greedy policy's reward on each held-out variant of the real env (its own budget)."""
+    return {variant: agent.play(variant) for variant in task.eval}
+
+
+def balanced(task: FloorTask | McpTask, outcomes: dict[str, float]) -> float:
+    """Balanced success: the mean over decisions of the success rate on the variants needing
+    that decision, so that a policy blind to observations (one decision everywhere) scores
+    0.5 at most on a floor task. An MCP family has one decision (answer), so this is its plain
+    success rate."""
     by_decision: dict[str, list[float]] = {}
-    for variant in task.eval:
-        by_decision.setdefault(task.decisions[variant], []).append(agent.play(variant))
+    for variant, reward in outcomes.items():
+        by_decision.setdefault(task.decisions[variant], []).append(reward)
     return float(np.mean([np.mean(rewards) for rewards in by_decision.values()]))
 
 
 def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
             world_model: Any) -> dict[str, Any]:
+    """Train one arm with one seed; score it on the held-out real variants along the way."""
+    started = time.perf_counter()
     agent = AGENTS[args.agent](args, task, arm, seed, world_model)
-    curve = [(0, evaluate(task, agent))]
+    outcomes = evaluate(task, agent)
+    curve, scored = [(0, balanced(task, outcomes))], 1
     updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
+    real_updates = 0
     for update in range(1, updates + 1):
-        agent.update(real=arm == "real" or (arm.startswith("real-capped")
-                                            and update <= args.real_updates))
+        real = arm == "real" or (arm.startswith("real-capped") and update <= args.real_updates)
+        real_updates += real
+        agent.update(real=real)
         if update % args.eval_every == 0 or update == updates:
-            curve.append((update, evaluate(task, agent)))
+            outcomes = evaluate(task, agent)
+            curve.append((update, balanced(task, outcomes)))
+            scored += 1
     agent.close()
-    return {"curve": curve, "final": curve[-1][1], "updates": updates,
-            "sim_real_agreement": float(np.mean(agent.agreement)) if agent.agreement else None}
+    per_update = args.batch if args.agent == "linear" else args.ppo_envs * args.ppo_steps
+    unit = "episodes" if args.agent == "linear" else "timesteps"
+    return {"curve": curve, "final": curve[-1][1], "items": outcomes, "updates": updates,
+            f"real_training_{unit}": real_updates * per_update,
+            f"simulated_{unit}": (updates - real_updates) * per_update,
+            "real_scoring_episodes": scored * len(task.eval),
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
-def interval(values: list[float], draws: int = 10000) -> tuple[float, float]:
-    """A 95% bootstrap interval of the mean over seeds (resampling seeds, seeded)."""
+def interval(task: FloorTask | McpTask, runs: list[dict[str, Any]],
+             draws: int = 4000) -> tuple[float, float]:
+    """A 95% hierarchical bootstrap interval of balanced success over seeds and held-out
+    items together: each draw resamples the seeds, then, within each drawn seed, the items
+    of each decision (seeded)."""
     rng = np.random.default_rng(0)
-    means = rng.choice(values, size=(draws, len(values))).mean(axis=1)
-    return (round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3))
+    variants = list(runs[0]["items"])
+    table = np.array([[run["items"][v] for v in variants] for run in runs])
+    groups = [np.array([i for i, v in enumerate(variants) if task.decisions[v] == d])
+              for d in dict.fromkeys(task.decisions[v] for v in variants)]
+    means = np.empty(draws)
+    for n in range(draws):
+        rows = table[rng.integers(len(runs), size=len(runs))]
+        means[n] = np.mean([np.mean([row[rng.choice(g, size=len(g))].mean() for g in groups])
+                            for row in rows])
+    return (round(float(np.percentile(means, 2.5)), 3),
+            round(float(np.percentile(means, 97.5)), 3))
 
 
 def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> None:
@@ -626,31 +710,48 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> No
     fig.savefig(path, dpi=120)
 
 
+def world_model_spec(text: str) -> Any:
+    """``--world-model``: a backend name, or a JSON backend spec (a dict with its ``name``)."""
+    return json.loads(text) if text.lstrip().startswith("{") else text
+
+
 def main() -> None:
     args = parse_args(Args, prog="sim_to_real.py")
     task = make_task(args)
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
+    floor = isinstance(task, FloorTask)
+    args.arms = args.arms or [a for a in ARMS if floor or a not in CONTROLS]
+    if unknown := [a for a in args.arms if a not in ARMS or (a in CONTROLS and not floor)]:
+        raise SystemExit(f"unknown arms {unknown} for {args.task}; choose from {ARMS} (the "
+                         f"record controls {CONTROLS} are for floor tasks)")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared
     simulated = {"sim", "real-capped+sim"} & set(args.arms)
     world_model = (embedded_world_model(DOMAIN_ADAPTERS[task.domain])
-                   if args.world_model == "embedded" and simulated else args.world_model)
+                   if args.world_model == "embedded" and simulated
+                   else world_model_spec(args.world_model))
+    summary = {}
     for arm in args.arms:
-        results[arm] = [run_arm(args, task, arm, seed, world_model)
-                        for seed in range(args.seeds)]
-        finals = [run["final"] for run in results[arm]]
-        print(f"{arm:16s} balanced success {np.mean(finals):.2f} "
-              f"95% CI {interval(finals)}", flush=True)
-    summary = {arm: {"balanced_success": float(np.mean([r["final"] for r in runs])),
-                     "ci95": interval([r["final"] for r in runs]),
-                     "per_seed": [r["final"] for r in runs],
-                     "sim_real_agreement": [r["sim_real_agreement"] for r in runs]}
-               for arm, runs in results.items()}
+        runs = results[arm] = [run_arm(args, task, arm, seed, world_model)
+                               for seed in range(args.seeds)]
+        finals = [run["final"] for run in runs]
+        summary[arm] = {
+            "balanced_success": round(float(np.mean(finals)), 4),
+            "ci95": interval(task, runs), "per_seed": finals,
+            "held_out_items": len(task.eval), "seeds": len(runs),
+            **{key: sum(run[key] for run in runs) for key in runs[0]
+               if key.startswith(("real_", "simulated_"))},
+            "seconds": round(sum(run["seconds"] for run in runs), 1)}
+        print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
+              f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
     (args.out / "results.json").write_text(json.dumps(
-        {"args": {**asdict(args), "out": str(args.out)}, "summary": summary,
-         "runs": results}, indent=2))
+        {"args": {**asdict(args), "out": str(args.out)},
+         "interval": "95% hierarchical bootstrap over seeds, then held-out items within each "
+                     "seed by decision (4000 draws, seeded)",
+         "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
+        indent=2))
     plot(results, args.out / "curves.png", task.score)
 
 

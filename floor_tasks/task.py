@@ -4,12 +4,15 @@ A task has prompt variants and instances. Prompts, checks and solutions are temp
 ``$name`` placeholders are filled from an instance; a placeholder that is a whole string takes the
 instance value with its type (so ``$total`` can become the number 96). Variants are the prompt
 variants ``v0..vN`` on the canonical instance, then the instance variants ``i1..iM``, each with
-the first prompt.
+the first prompt. ``i<M>v<N>`` names instance ``M`` (``i0`` the canonical one) with prompt
+``N``: a variant outside :attr:`Task.variant_names`, for splits that pair every instance with
+every wording.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import string
 from importlib import resources
 from typing import Any, Literal
@@ -112,6 +115,14 @@ class Task(pydantic.BaseModel):
 
     def _build_variant(self, key: int | str) -> Variant:
         names = self.variant_names
+        crossed = re.fullmatch(r"i(\d+)v(\d+)", key) if isinstance(key, str) else None
+        if crossed:
+            instance_index, prompt_index = map(int, crossed.groups())
+            if instance_index >= len(self.instances) or prompt_index >= len(self.prompts):
+                raise ValueError(f"task {self.id} has instances i0..i{len(self.instances) - 1} "
+                                 f"and prompts v0..v{len(self.prompts) - 1}, not {key!r}")
+            return self._variant(key, len(names) + instance_index * len(self.prompts)
+                                 + prompt_index, prompt_index, instance_index)
         if isinstance(key, str):
             if key not in names:
                 raise ValueError(f"task {self.id} has no variant {key!r}; it has {names}")
@@ -121,7 +132,11 @@ class Task(pydantic.BaseModel):
         key = int(key)
         prompt_index, instance_index = (key, 0) if key < len(self.prompts) else (
             0, key - len(self.prompts) + 1)
-        return Variant(task=self, name=names[key], index=key,
+        return self._variant(names[key], key, prompt_index, instance_index)
+
+    def _variant(self, name: str, index: int, prompt_index: int, instance_index: int) -> Variant:
+        """One instance with one prompt (a crossed variant's index lies past the named ones)."""
+        return Variant(task=self, name=name, index=index,
                        params=dict(self.instances[instance_index]),
                        prompt=fill(self.prompts[prompt_index], self.instances[instance_index]))
 

@@ -38,11 +38,12 @@ def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
 def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) -> None:
     agent = _agent(s2r, tmp_path, "real-capped+sim")
     agent.update(real=True)
-    assert agent.model.num_timesteps == 16 and not agent.agreement
+    assert agent.model.num_timesteps == 16
     agent.update(real=False)
     assert agent.model.num_timesteps == 32 and agent.model.get_env() is agent.envs["sim"]
-    assert agent.agreement  # every simulated episode that ended was compared with the real one
-    assert 0.0 <= s2r.evaluate(s2r.FloorTask(agent.args), agent) <= 1.0
+    assert agent.envs["sim"].envs[0].unwrapped.config.real_counterpart is False  # nothing real
+    task = s2r.FloorTask(agent.args)
+    assert 0.0 <= s2r.balanced(task, s2r.evaluate(task, agent)) <= 1.0
     agent.close()
 
 
@@ -71,5 +72,5 @@ def test_on_mcp_the_twin_and_the_simulation_present_one_format(s2r, tmp_path: Pa
     *_, info = real.step(call)
     assert info["observation_source"] == "real" and info["world_model"]["called"] is False
     agent.update(real=False)
-    assert agent.agreement and agent.model.get_env() is agent.envs["sim"]
+    assert agent.model.get_env() is agent.envs["sim"]
     agent.close()

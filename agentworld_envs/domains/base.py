@@ -36,7 +36,7 @@ from agentworld_envs.sim.prompting import (
     simulation_instruction,
     user_turn,
 )
-from agentworld_envs.sim.reality import Reality
+from agentworld_envs.sim.reality import Reality, RealStep
 from agentworld_envs.sim.scenario import Demonstration, DomainKey, Scenario, normalise_tool
 from agentworld_envs.sim.termination import Interpretation, finish, invalid, simulate
 
@@ -186,6 +186,12 @@ class Domain(abc.ABC):
 
     def start_reality(self, scenario: Scenario, budget: int) -> Reality | None:
         """A real counterpart of the episode, where one exists."""
+        return None
+
+    def decide(self, scenario: Scenario, log: EpisodeLog, action: str) -> RealStep | None:
+        """The outcome of a call to a decided tool in an episode with no real counterpart, by
+        the domain's own rule over the simulated episode (floor); None lets the world model
+        answer it."""
         return None
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any] | None:

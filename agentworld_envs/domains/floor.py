@@ -15,19 +15,22 @@ view (:mod:`agentworld_envs.models.compact_view`).
 
 The world model sees the tools' database, never the rule that accepts a submission: whether a
 ``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
-the agent sees the real answer. Candidate actions are the task's gold steps among the
-distractors of :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
+the agent sees the real answer. With ``real_counterpart=False`` no real env is built and the
+task's rule decides it over what the simulation showed (:mod:`.floor_verdict`). Candidate
+actions are the task's gold steps among the distractors of
+:func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.domains.base import ToolDomain
-from agentworld_envs.domains.floor_verdict import simulated_verdict
+from agentworld_envs.domains.floor_verdict import decided_observation, simulated_verdict
 from agentworld_envs.sim.prompt_sets import PromptSet
 from agentworld_envs.sim.prompting import environment_notes, fence, fill_template
 from agentworld_envs.sim.reality import Reality, RealStep
@@ -40,7 +43,7 @@ from agentworld_envs.sim.scenario import (
     RewardSpec,
     Scenario,
 )
-from floor_tasks import load_tasks, solution
+from floor_tasks import load_task, load_tasks, solution
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
@@ -135,14 +138,30 @@ class FloorDomain(ToolDomain):
         return {s.id: s for s in scenarios}
 
     def resolve(self, spec: Scenario | dict[str, Any] | str) -> Scenario:
-        """Also accepts a bare task id (its first variant)."""
+        """Also accepts a bare task id (its first variant) and a crossed variant such as
+        ``C1/i3v2`` (instance 3 with prompt 2, :meth:`floor_tasks.task.Task.variant`)."""
         if isinstance(spec, str) and "/" not in spec:
             spec = f"{spec}/v0"
+        if isinstance(spec, str) and spec not in self.builtin:
+            task_id, variant = spec.split("/", 1)
+            if task_id in {t.id for t in load_tasks()} and re.fullmatch(r"i\d+v\d+", variant):
+                return _scenario(load_task(task_id), variant)
         return super().resolve(spec)
 
     def check(self, scenario: Scenario) -> None:
         """A floor scenario names its AgentFloor task variant (A0 tasks offer no tools)."""
         _floor_ref(scenario)
+
+    def decide(self, scenario: Scenario, log: EpisodeLog, action: str) -> RealStep | None:
+        """A submission with no real env: the task's rule over what the simulation showed
+        (:func:`~agentworld_envs.domains.floor_verdict.decided_observation`); an accepted one
+        ends the episode, as the real env's does."""
+        decided = decided_observation(_floor_ref(scenario), log.actions, log.observations,
+                                      action)
+        if decided is None:
+            return None
+        observation, accepted = decided
+        return RealStep(observation, accepted, "submitted" if accepted else None, None)
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any]:
         """The AgentFloor verifier over the simulated episode (:mod:`.floor_verdict`)."""

@@ -12,10 +12,17 @@ An envelope is matched to its call by position and tool name. A call with no env
 ``ok`` envelope whose result lacks the fields the verifier reads for that tool, counts as a
 failed call (``status`` ``error``, type ``unreadable_result``): the verifier never sees a shape
 it cannot read.
+
+In an episode with no real counterpart (``real_counterpart=False``) the submissions are decided
+here too (:func:`decided_observation`): by the task's rule applied to what the simulation showed.
+A branching task's rule is read off its instances (C1: status ``active`` gives
+``assign_primary``, ``inactive`` gives ``assign_fallback``), so a world model that shows the
+status inverted has the inverted decision accepted, and the agent learns what it was shown.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,10 +32,11 @@ from agentworld_envs.sim.scenario import FloorRef
 from agentworld_envs.sim.termination import STEP_BUDGET
 from floor_tasks.database import load_fixture
 from floor_tasks.env import MAX_CALLS_PER_TURN
-from floor_tasks.task import load_task
-from floor_tasks.verifier import Trace, verify
+from floor_tasks.task import Task, load_task
+from floor_tasks.task_sets import final_submission
+from floor_tasks.verifier import Trace, judge_submission, verify
 
-__all__ = ["simulated_verdict"]
+__all__ = ["decided_observation", "decision_rule", "simulated_verdict"]
 
 _SHAPES: dict[str, dict[str, type]] = {
     "lookup_record": {"record_id": str, "fields": dict},
@@ -115,3 +123,89 @@ def _readable(tool: str | None, result: Any) -> bool:
         return False
     rows = result.get(_ROWS.get(tool or "", ""), [])
     return all(isinstance(r, dict) and isinstance(r.get("id"), str | int) for r in rows)
+
+
+def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Sequence[str],
+                        action: str) -> tuple[str, bool] | None:
+    """The envelopes of an action made only of ``submit_decision`` calls, in an episode that
+    has no real counterpart, and whether one was accepted: accepted when the submission meets
+    the task's expectation with its decision given by the task's rule over the fields the
+    simulation showed before (see the module docstring). None for any other action, or a task
+    without literal expectations."""
+    parsed = parse_action(action)
+    task = load_task(ref.task_id)
+    spec = task.submission
+    if (parsed.errors or not parsed.calls or spec is None or spec.expect is None
+            or any(call.name != "submit_decision" for call in parsed.calls)):
+        return None
+    variant = task.variant(ref.variant)
+    expect = variant.filled(spec.expect)
+    trace = _trace(ref, actions, observations)
+    rule = decision_rule(task)
+    if rule is not None:
+        key, field, table = rule
+        record = next(v for k, v in expect.items() if k != key)
+        expect[key] = table.get(json.dumps(_shown(trace, record, field)))
+    db = load_fixture(task.fixture)
+    expected = type(spec)(expect=expect)
+    done = sum(len(parse_action(a).calls) for a in actions)
+    envelopes = []
+    for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_TURN], start=done + 1):
+        unknown = rule is not None and expect[rule[0]] is None  # a value the rule lacks
+        accepted = not unknown and judge_submission(expected, db, call.arguments)
+        envelopes.append(json.dumps({
+            "tool_name": call.name, "call_id": f"{task.id}_{call.name}_{n}",
+            "status": "ok" if accepted else "error",
+            "result": {"accepted": True, "submission_id": "SUB-001"} if accepted else None,
+            "error": None if accepted else {
+                "type": "submission_rejected", "recoverable": True,
+                "message": "The submission was rejected: it does not meet the task's "
+                           "requirements."}}, ensure_ascii=False))
+        if accepted:
+            break
+    return "\n".join(envelopes), accepted
+
+
+def _trace(ref: FloorRef, actions: Sequence[str], observations: Sequence[str]) -> Trace:
+    task = load_task(ref.task_id)
+    trace = Trace(variant=task.variant(ref.variant), db=load_fixture(task.fixture))
+    for turn, (action, observation) in enumerate(zip(actions, observations, strict=False), 1):
+        _play_turn(trace, turn, action, observation)
+    return trace
+
+
+def _shown(trace: Trace, record_id: Any, field: str) -> Any:
+    """The value of a record's field that the latest ok read showed (None if none did)."""
+    value = None
+    for call in trace.ok_calls:
+        result = call["result"]
+        if not isinstance(result, dict) or result.get("record_id") != record_id:
+            continue
+        if call["tool_name"] == "lookup_record" and field in result["fields"]:
+            value = result["fields"][field]
+        elif call["tool_name"] == "get_attribute" and result.get("attribute") == field:
+            value = result.get("value")
+    return value
+
+
+def decision_rule(task: Task) -> tuple[str, str, dict[str, Any]] | None:
+    """A branching task's rule as its instances give it: the decision's key, the field read
+    before deciding, and each value of that field (JSON) mapped to its decision."""
+    fields = [c.params["field"] for c in [*task.trajectory, *task.forbidden]
+              if c.check == "observed_before_submission"]
+    if not fields:
+        return None
+    db = load_fixture(task.fixture)
+    names = ["v0", *(v for v in task.variant_names if v.startswith("i"))]
+    submitted = {v: final_submission(task.id, v) for v in names}
+    key = next((k for k in submitted["v0"] if len({json.dumps(s.get(k))
+                for s in submitted.values()}) > 1 and submitted["v0"][k] not in db.records),
+               None)
+    if key is None:
+        return None
+    table = {}
+    for name, submission in submitted.items():
+        record = next(v for k, v in submission.items() if k != key)
+        value = task.variant(name).params.get(fields[0], db.records[record].get(fields[0]))
+        table[json.dumps(value)] = submission[key]
+    return key, fields[0], table

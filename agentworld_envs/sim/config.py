@@ -92,7 +92,12 @@ class SimConfig(pydantic.BaseModel):
         real_tools: Tools served by the real environment in hybrid mode.
         decided_tools: Tools whose outcome the real environment decides in every mode (the
             floor domain's ``submit_decision``): the agent sees the real answer, so acceptance
-            never rests on the world model, which is not told the acceptance rule.
+            never rests on the world model, which is not told the acceptance rule. With no real
+            counterpart the domain's rule decides them over the simulated episode (floor).
+        real_counterpart: Build the scenario's real counterpart (the shadow AgentFloor env,
+            the MCP twin) and play every action on it too, for fidelity, the other reward and
+            the decided tools. False builds and touches nothing real: the episode and its
+            reward are the simulation's alone (``mode`` and ``reward`` must be ``simulated``).
         reveal_reference: Put what only the evaluator should know into ``info``: the
             scenario's hidden fields in the reset info as ``info["reference"]`` (``solution``,
             ``reference_answer``, ``world``), the real observation of every step of a domain
@@ -123,7 +128,15 @@ class SimConfig(pydantic.BaseModel):
     mode: Literal["simulated", "hybrid", "real"] = "simulated"
     real_tools: list[str] = ["submit_decision"]
     decided_tools: list[str] = ["submit_decision"]
+    real_counterpart: bool = True
     reveal_reference: bool = False
+
+    @pydantic.model_validator(mode="after")
+    def _simulated_without_counterpart(self) -> SimConfig:
+        if not self.real_counterpart and "real" in (self.mode, self.reward):
+            raise ValueError('real_counterpart=False plays nothing real: it needs '
+                             'mode="simulated" and reward="simulated"')
+        return self
 
     @pydantic.field_validator("sampling", "judge_sampling")
     @classmethod

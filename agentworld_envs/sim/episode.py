@@ -67,6 +67,8 @@ class _Pending:
     request: ChatRequest | None
     controls: tuple[str, ...]
     real: RealStep | None
+    decided: RealStep | None = None
+    """What the domain's rule made of a decided tool's call (no real counterpart)."""
 
 
 @dataclass(slots=True)
@@ -162,7 +164,7 @@ class Episode:
         self.log = EpisodeLog(scenario)
         """What the agent saw: the simulated episode."""
         self.transcript: list[dict[str, Any]] = []
-        self.reality = domain.start_reality(scenario, budget)
+        self.reality = domain.start_reality(scenario, budget) if config.real_counterpart else None
         if self.reality is None and "real" in (config.reward, config.mode):
             setting = "reward" if config.reward == "real" else "mode"
             raise ValueError(f'{setting}="real" needs a real counterpart, and {domain.key} '
@@ -203,15 +205,18 @@ class Episode:
                  if simulated else [])
         real = (self.reality.step(action, fired) if self.reality is not None
                 else None)
+        decided = (self.domain.decide(self.scenario, self.log, interpretation.action_text)
+                   if simulated and real is None
+                   and set(interpretation.tools) & set(self.config.decided_tools) else None)
         request, controls = None, tuple(map(control_text, fired)) if fired else ()
-        if simulated and self.config.mode != "real":
+        if simulated and self.config.mode != "real" and decided is None:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
             seed = (_request_seed(self.rng) + self.seed_shift) % _SEED_BOUND
             request = self.chat.request({"role": "user", "content": content},
                                         sampling=self.sampling.with_seed(seed))
-        self._pending = _Pending(text, interpretation, request, controls, real)
+        self._pending = _Pending(text, interpretation, request, controls, real, decided)
         return request
 
     def complete(self, outcome: Completion | Fault | None) -> StepResult:
@@ -221,9 +226,12 @@ class Episode:
             return StepResult(ENDED_OBSERVATION, 0.0, True, False, {
                 "invalid_action": True, "action_error": ENDED_OBSERVATION})
         interpretation, real = pending.interpretation, pending.real
-        played = interpretation.kind == "simulate" and pending.request is None  # mode="real"
+        played = real is not None and interpretation.kind == "simulate" \
+            and pending.request is None  # mode="real"
         if played:
             reading = _Reading(real.observation, _model_info(False), source="real")
+        elif pending.decided is not None:
+            reading = _Reading(pending.decided.observation, _model_info(False), source="rule")
         elif interpretation.kind == "simulate":
             reading = self._read(outcome)
             if reading.info["flags"] or reading.source == "placeholder":
@@ -244,8 +252,9 @@ class Episode:
             if source == "real" or self.config.reveal_reference:  # else it bypasses the model
                 info["real_observation"] = real.observation
         info["observation_source"] = source
+        outcome_step = real or pending.decided  # what the real env or the rule made of it
         terminated = (interpretation.kind != "invalid" and interpretation.ending is not None) \
-            or bool(real and real.terminated)
+            or bool(outcome_step and outcome_step.terminated)
         truncated = not terminated and self.turn >= self.budget
         self._record(pending, observation, source, reading, info.get("fidelity"))
         result = StepResult(observation, 0.0, terminated, truncated, info,
@@ -255,7 +264,8 @@ class Episode:
             if truncated:
                 self.log.ending = STEP_BUDGET
             else:
-                self.log.ending = interpretation.ending or (real.ending if real else None)
+                self.log.ending = interpretation.ending or (
+                    outcome_step.ending if outcome_step else None)
             if self.real_log is not None and real is not None:
                 self.real_log.ending, self.real_log.verdict = self.log.ending, real.verdict
             info.update(termination=self.log.ending, answer=self.log.answer or "")

@@ -1,0 +1,166 @@
+"""examples/sim_to_real.py can fail: simulated episodes touch nothing real, the held-out split
+tests reading, and a simulator that is readable but wrong does not pass it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agentworld_envs.domains.generators.mcp_twin import McpTwin
+from floor_tasks.env import FloorEnv
+from floor_tasks.task import load_task
+from floor_tasks.tools import FloorToolkit
+from tests.helpers.examples import load_example
+
+LOOKUP_35 = '{"name": "lookup_record", "arguments": {"record_id": "CMP-35"}}'
+
+
+@pytest.fixture(scope="module")
+def s2r():
+    return load_example("sim_to_real")
+
+
+@pytest.fixture
+def real_touches(monkeypatch) -> Counter:
+    """Counts every construction of the real envs and every call to their tools."""
+    touched: Counter = Counter()
+    for owner, name in ((FloorEnv, "__init__"), (FloorToolkit, "dispatch"),
+                        (McpTwin, "__init__"), (McpTwin, "step")):
+        original = getattr(owner, name)
+
+        def spy(*args, _original=original, _name=f"{owner.__name__}.{name}", **kwargs):
+            touched[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, spy)
+    return touched
+
+
+@pytest.mark.parametrize(("task", "arm"), [("C1", "sim"), ("C1", "sim-inverted"),
+                                           ("mcp:inventory", "sim")])
+def test_a_simulated_update_touches_no_real_env(s2r, tmp_path: Path, real_touches: Counter,
+                                                task: str, arm: str) -> None:
+    args = s2r.Args(task=task, out=tmp_path, world_model="scripted", batch=4, mcp_train=2,
+                    mcp_eval=2)
+    agent = s2r.LinearAgent(args, s2r.make_task(args), arm, seed=0, world_model="scripted")
+    real_touches.clear()
+    agent.update(real=False)
+    assert not real_touches  # no real env built, no real tool called, submissions included
+    agent.update(real=True)  # the spies do see the real env where it is played
+    assert real_touches["FloorEnv.__init__" if task == "C1" else "McpTwin.step"] > 0
+    agent.close()
+
+
+def test_the_spies_reach_a_simulated_env_that_has_a_real_counterpart(s2r, tmp_path: Path,
+                                                                     real_touches: Counter):
+    """The same vector env with its real counterpart on builds and plays the real env, so the
+    test above would see it."""
+    envs = gym.make_vec("AgentWorld/Floor-v0", num_envs=2, backend="scripted",
+                        scenarios=["C1/i0v0"])
+    _, info = envs.reset(seed=0)
+    envs.step([c[0] for c in info["candidate_actions"]])
+    envs.close()
+    assert real_touches["FloorEnv.__init__"] > 0 and real_touches["FloorToolkit.dispatch"] > 0
+
+
+def test_the_held_out_split_shares_no_record_or_name_with_training(s2r, tmp_path: Path) -> None:
+    args = s2r.Args(out=tmp_path)
+    task = s2r.make_task(args)
+
+    def records(variants: list[str]) -> set[str]:
+        return {FloorEnv("C1", variant=v).reset(seed=0)[0].split("CMP-")[1][:2] for v in variants}
+
+    assert records(task.train) == {"31", "33"} and records(task.eval) == {"35", "36"}
+    assert {task.decisions[v] for v in task.train} == {task.decisions[v] for v in task.eval} == {
+        "assign_primary", "assign_fallback"}
+    assert len(task.eval) == 10  # two records, five wordings each
+
+
+def test_the_record_controls_show_every_field_true_but_the_status(s2r) -> None:
+    shown = {}
+    for control in s2r.CONTROLS:
+        rule = next(r for r in s2r.record_simulator("C1", control)["rules"]
+                    if re.search(r["match"], LOOKUP_35))
+        envelope = json.loads(rule["reply"].split("\n")[1])
+        shown[control] = envelope["result"]["fields"]
+    assert shown["sim-fixture"]["status"] == "active"  # CMP-35 as the fixture has it
+    assert shown["sim-inverted"]["status"] == "inactive"
+    assert {c: f.pop("status") for c, f in shown.items()}["sim-constant"] == "active"
+    assert shown["sim-fixture"] == shown["sim-inverted"] == shown["sim-constant"]
+
+
+def _sim_reward(s2r, control: str, variant: str, decision: str) -> float:
+    env = gym.make("AgentWorld/Floor-v0", backend=s2r.record_simulator("C1", control),
+                   real_counterpart=False, scenarios=[f"C1/{variant}"], max_steps=2)
+    env.reset(seed=0)
+    record_id = load_task("C1").variant(variant).params["record_id"]
+    env.step(LOOKUP_35.replace("CMP-35", record_id))
+    reward = env.step(json.dumps({"name": "submit_decision", "arguments": {
+        "record_id": record_id, "action": decision}}))[1]
+    env.close()
+    return reward
+
+
+@pytest.mark.parametrize(("control", "rewarded"), [
+    ("sim-fixture", "assign_primary"), ("sim-inverted", "assign_fallback"),
+    ("sim-constant", "assign_primary")])
+def test_the_simulated_submission_follows_what_the_simulator_showed(s2r, control: str,
+                                                                    rewarded: str) -> None:
+    """CMP-31 is active: shown inactive, the fallback branch is what the simulation accepts."""
+    other = {"assign_primary": "assign_fallback", "assign_fallback": "assign_primary"}[rewarded]
+    assert _sim_reward(s2r, control, "i0v0", rewarded) == 1.0
+    assert _sim_reward(s2r, control, "i0v0", other) == 0.0
+
+
+def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r,
+                                                                         tmp_path: Path) -> None:
+    """One status for every record rewards one branch only: the trained policy takes that
+    branch on every held-out record, which is the blind bound, not a pass."""
+    args = s2r.Args(out=tmp_path, batch=32)
+    task = s2r.make_task(args)
+    for seed in range(2):
+        agent = s2r.LinearAgent(args, task, "sim-constant", seed=seed, world_model="scripted")
+        for _ in range(8):
+            agent.update(real=False)
+        outcomes = s2r.evaluate(task, agent)
+        agent.close()
+        assert s2r.balanced(task, outcomes) <= 0.5
+        assert not any(outcomes[v] for v in task.eval if task.decisions[v] == "assign_fallback")
+
+
+def test_world_model_takes_a_registered_name_or_a_json_spec(s2r, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    from agentworld_envs.backends import registry
+    from agentworld_envs.sim.scripted import ScriptedBackend
+
+    built = []
+    monkeypatch.setitem(registry._REGISTRY, "s2r-test",  # as register_backend puts it
+                        lambda: built.append(1) or ScriptedBackend())
+    assert s2r.world_model_spec('{"name": "scripted", "rules": []}') == {
+        "name": "scripted", "rules": []}
+    args = s2r.Args(out=tmp_path, batch=2)
+    agent = s2r.LinearAgent(args, s2r.make_task(args), "sim", seed=0,
+                            world_model=s2r.world_model_spec("s2r-test"))
+    agent.update(real=False)
+    agent.close()
+    assert built
+
+
+def test_nothing_real_needs_a_simulated_mode_and_reward() -> None:
+    with pytest.raises(ValueError, match="real_counterpart=False"):
+        gym.make("AgentWorld/Floor-v0", backend="scripted", real_counterpart=False,
+                 reward="real")
+
+
+def test_crossed_variants_pair_an_instance_with_a_wording() -> None:
+    task = load_task("C1")
+    assert task.variant("i3v2").params["record_id"] == "CMP-35"
+    assert task.variant("i3v2").prompt == task.prompts[2].replace("$record_id", "CMP-35")
+    assert task.variant("i0v1").prompt == task.variant("v1").prompt
+    with pytest.raises(ValueError, match="has instances"):
+        task.variant("i9v0")
