@@ -150,3 +150,22 @@ def test_the_world_model_evidence_reports_no_fidelity_of_failed_calls() -> None:
     with pytest.raises(TooManyFaultsError, match=r"^2 of 2 model calls failed \(2x .*GPU on "
                                                  r"fire.*; no base fidelity is reported$"):
         fidelity(failing, load_items(sample_path())[:2], "base", 16)
+
+
+def test_sim_fidelity_through_transformers_serve(tiny_server: tuple[str, str],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's recipe on a real server: its refusal of top_k is no fault, the table counts
+    the fallback observations; a timeout is a fault whose line says what to set."""
+    base_url, model = tiny_server
+    served = {"name": "openai", "model": model, "base_url": base_url, "api_key_env": None,
+              "max_retries": 0}
+    argv = ["sim", "fidelity", "--tasks", "C3", "--max-tokens", "8", "--backend"]
+    with pytest.warns(RuntimeWarning, match="refused the request field"):
+        assert main([*argv, json.dumps(served)]) == 0  # top_k refused and dropped, said once
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("C3/v0") and re.fullmatch(
+        r"fallback observations: \d of 3 steps .*", out[-1])
+    assert main([*argv, json.dumps({**served, "timeout_s": 0.001})]) == 1
+    err, _ = one_error_line(capsys)
+    assert "3 of 3 model calls failed (3x backend_error: " in err
+    assert 'timeout after 0.001 s' in err and '"timeout_s": 900' in err
