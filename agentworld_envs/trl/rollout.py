@@ -128,7 +128,7 @@ def _play(sessions: list[EnvSession], actions: list[str]) -> list[str]:
 
 
 def _check_groups(sessions: list[EnvSession], num_generations: int) -> None:
-    """Sessions whose reset info names a group (a ``RayVectorEnv``'s sub-envs): each of TRL's
+    """Sessions whose info names a group (a ``RayVectorEnv``'s sub-envs): each of TRL's training
     generation groups (``num_generations`` consecutive rollouts of one row) must be one group
     of the vector env, so that its members sample the world model in their own streams."""
     groups = [session.last_info.get("group") for session in sessions]
@@ -147,7 +147,8 @@ class TurnRollout:
     """``rollout_func`` playing whole assistant turns through ``env.step``.
 
     Use with an ``environment_factory`` from :func:`turn_environment_class` (a single class or
-    TRL's dict of classes) and ``reward_funcs=[environment_reward]``. Episodes are played to
+    TRL's dict of classes), or :func:`vector_environment_class` for sub-envs in Ray actors, and
+    ``reward_funcs=[environment_reward]``. Episodes are played to
     their end (final answer, submission or step budget), whatever their length; the training
     sequence is then cut at ``max_completion_length`` tokens, so set it to cover a whole episode.
 
@@ -169,7 +170,8 @@ class TurnRollout:
         env_mask: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
         sampled_logprobs = False
-        _check_groups(sessions, trainer.num_generations)
+        if trainer.model.training:  # evaluation may group rollouts otherwise
+            _check_groups(sessions, trainer.num_generations)
         active = [i for i, session in enumerate(sessions) if not session.done]
         while active:
             new_ids, new_logprobs = trainer._generate_single_turn(
