@@ -50,6 +50,21 @@ USAGE_ERRORS = {
                      ["backend is not valid JSON"]),
     "backend arguments": (["wm", "fidelity", "SAMPLE", "--backend", '{"name": "openai"}'],
                           ["backend 'openai': missing a required argument: 'model'"]),
+    "unknown tier": (["floor", "run", "--tasks", "tier:Z"], ["unknown tier(s) ['Z']",
+                                                             "tiers are A0, A, B, C, D, E"]),
+    "no tier": (["floor", "run", "--tasks", "tier:"], ["no tier after 'tier:'"]),
+    "tier among ids": (["floor", "run", "--tasks", "A1,tier:B"], ["unknown task id 'tier:B'"]),
+    "no task": (["floor", "run", "--tasks", ","], ["one or more task ids"]),
+    "task twice": (["floor", "run", "--tasks", "A1,C3,A1"], ["duplicate task ids: A1"]),
+    "sim tier": (["sim", "fidelity", "--backend", "scripted", "--tasks", "tier:Z"],
+                 ["unknown tier(s) ['Z']"]),
+    "sim task twice": (["sim", "fidelity", "--backend", "scripted", "--tasks", "C3,C3"],
+                       ["duplicate task ids: C3"]),
+    "repeats": (["floor", "run", "--tasks", "A1", "--repeats", "0"],
+                ["repeats: input should be greater than or equal to 1"]),
+    "backend key": (["floor", "run", "--backend", '{"name": "openai", "model": "m", '
+                                                  '"baseurl": "http://127.0.0.1:9/v1"}'],
+                    ["backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?"]),
 }
 
 
@@ -61,6 +76,23 @@ def test_a_usage_error_is_one_line_with_the_nearest_names(
     err = one_error_line(capsys)
     assert all(text in err for text in expected), err
     assert "Atari" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_backend_key_typo_is_refused_before_any_folder_is_made(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "runs"
+    backend = {"name": "hf", "modle": "smollm2"}
+    config = tmp_path / "sweep.yaml"
+    config.write_text(json.dumps({"sweep_name": "s", "results_dir": str(out), "tasks": ["A1"],
+                                  "models": [{"name": "m", "backend": backend}]}))
+    argv = (["floor", "run", "--backend", json.dumps(backend), "--out", str(out)]
+            if command == "run" else ["floor", "sweep", str(config)])
+    assert main(argv) == 2
+    err = one_error_line(capsys)
+    assert "backend 'hf': unknown key 'modle'; did you mean 'model'?" in err
+    assert command == "run" or f"{config}: models.0.backend: " in err
+    assert not out.exists()
 
 
 def test_a_missing_corpus_is_a_usage_error_naming_the_path(

@@ -71,10 +71,12 @@ def test_record_then_replay_is_bit_identical(tiny_server: tuple[str, str],
     base_url, model = tiny_server
     cache = tmp_path / "cache.jsonl"
     served = OpenAIBackend(model=model, base_url=base_url, api_key_env=None)
-    recorded = run_sweep(_config("m", {"name": "openai"}), tmp_path / "live", progress=False,
+    recorded = run_sweep(_config("m", {"name": "openai", "model": model, "base_url": base_url}),
+                         tmp_path / "live", progress=False,
                          make_agent=lambda _: RecordingBackend(served, cache))
     assert not recorded.errors
-    replayed = run_sweep(_config("m", {"name": "replay"}), tmp_path / "replay", progress=False,
+    replayed = run_sweep(_config("m", {"name": "replay", "path": str(cache)}),
+                         tmp_path / "replay", progress=False,
                          make_agent=lambda _: ReplayBackend(cache, model=model))
     assert not replayed.errors
     live = {r["run_id"]: (r["actions"], r["verdict"]) for r in read_records(tmp_path / "live")}
@@ -85,7 +87,8 @@ def test_record_then_replay_is_bit_identical(tiny_server: tuple[str, str],
 def test_replay_miss_fails_clearly(tmp_path: Path) -> None:
     cache = tmp_path / "empty.jsonl"
     cache.write_text("")
-    outcome = run_sweep(_config("m", {"name": "replay"}), tmp_path / "c", progress=False,
+    outcome = run_sweep(_config("m", {"name": "replay", "path": str(cache)}), tmp_path / "c",
+                        progress=False,
                         make_agent=lambda _: ReplayBackend(cache))
     assert outcome.written == 0 and "miss" in outcome.errors[0].lower()
     logged = [json.loads(line) for line in (tmp_path / "c" / "errors.jsonl").read_text()

@@ -126,7 +126,7 @@ models:
     max_tokens: 512
     extra: {top_k: 20, chat_template_kwargs: {foo: 1}}
   - name: big
-    backend: {name: openai, model: b}
+    backend: {name: openai, model: b, base_url: "http://127.0.0.1:8000/v1"}
     system_prompt_suffix: " /no_think"
 interventions:
   - name: think
@@ -150,7 +150,8 @@ def test_interventions_multiply_models(tmp_path: Path) -> None:
     assert plain["max_tokens"] == 512
     assert plain["extra"] == {"top_k": 20, "chat_template_kwargs": {"foo": 1}}
     assert by_slug["big+think"].settings["system_prompt_suffix"] == " /no_think"
-    assert by_slug["big+plain"].backend == {"name": "openai", "model": "b"}
+    assert by_slug["big+plain"].backend == {"name": "openai", "model": "b",
+                                            "base_url": "http://127.0.0.1:8000/v1"}
     assert config.price_table() == {
         slug: {"price_in_per_mtok": 0.1, "price_out_per_mtok": 0.2}
         for slug in ("small+think", "small+plain")

@@ -9,7 +9,12 @@ from agentworld_envs.backends.base import (
     Usage,
 )
 from agentworld_envs.backends.redaction import redact
-from agentworld_envs.backends.registry import make_backend, parse_backend_arg, register_backend
+from agentworld_envs.backends.registry import (
+    check_backend_config,
+    make_backend,
+    parse_backend_arg,
+    register_backend,
+)
 
 __all__ = [
     "Backend",
@@ -18,6 +23,7 @@ __all__ = [
     "Completion",
     "SamplingParams",
     "Usage",
+    "check_backend_config",
     "make_backend",
     "parse_backend_arg",
     "redact",

@@ -5,6 +5,7 @@ Backend modules are imported only when their name is asked for, so heavy librari
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import json
@@ -14,7 +15,8 @@ from typing import Any
 from agentworld_envs.backends.base import Backend
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
-__all__ = ["BackendConfigError", "make_backend", "parse_backend_arg", "register_backend"]
+__all__ = ["BackendConfigError", "check_backend_config", "make_backend", "parse_backend_arg",
+           "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -26,14 +28,85 @@ _BUILTIN = {
 _REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
 
 
+_KEYED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_LISTED = 16
+"""Most keys an unknown-key error lists."""
+
+
 class BackendConfigError(UsageError, ValueError):
     """A backend config that is not JSON, has no ``name``, or does not fit its backend's
     constructor (a missing or unknown argument)."""
 
 
 def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
-    """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``."""
+    """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``.
+
+    A factory taking ``**kwargs`` may say where they go in a ``forwards_to`` attribute (a
+    tuple of ``"module:attr"`` callables), so that a config's keys are checked against their
+    keyword parameters too.
+    """
     _REGISTRY[name] = factory
+
+
+def _resolve(path: str) -> Callable[..., Any]:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _keyed(factory: Callable[..., Any]) -> list[str]:
+    return [p.name for p in inspect.signature(factory).parameters.values() if p.kind in _KEYED]
+
+
+def _keys(factory: Callable[..., Any]) -> list[str] | None:
+    """The config keys ``factory`` takes; None when it takes any (``**kwargs`` whose
+    ``forwards_to`` it does not name, or whose library is not installed)."""
+    keys = _keyed(factory)
+    if all(p.kind != inspect.Parameter.VAR_KEYWORD
+           for p in inspect.signature(factory).parameters.values()):
+        return keys
+    try:
+        targets = [_resolve(t) for t in getattr(factory, "forwards_to", ())]
+    except ImportError:
+        return None
+    return list(dict.fromkeys([*keys, *(k for t in targets for k in _keyed(t))])) if targets \
+        else None
+
+
+def _fit(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Raise :class:`BackendConfigError` unless ``options`` fit ``factory``: an unknown key
+    is named with the nearest known one, then a missing required one."""
+    keys = _keys(factory)
+    for key in options if keys is not None else ():
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+            nearest = f"; did you mean {close[0]!r}?" if close else ""
+            listed = f" (its keys: {', '.join(keys)})" if len(keys) <= _LISTED else ""
+            raise BackendConfigError(f"backend {name!r}: unknown key {key!r}{nearest}{listed}")
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise BackendConfigError(f"backend {name!r}: {exc}") from None
+
+
+def check_backend_config(config: str | dict[str, Any]) -> None:
+    """Check a backend config without building the backend (its heavy libraries stay
+    unloaded): a registered ``name``, only keys its backend takes, every key it needs.
+
+    Raises:
+        UnknownNameError: no backend is registered under the name (nearest ones named).
+        BackendConfigError: an unknown key (the nearest known key named) or a missing one.
+
+    Example:
+        >>> try:
+        ...     check_backend_config({"name": "openai", "model": "m", "baseurl": "http://h/v1"})
+        ... except BackendConfigError as exc:
+        ...     print(str(exc).split(" (")[0])
+        backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?
+    """
+    options = {"name": config} if isinstance(config, str) else dict(config)
+    name = _known(options.pop("name", None))
+    factory = _REGISTRY[name]
+    _fit(name, _resolve(factory) if isinstance(factory, str) else factory, options)
 
 
 def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
@@ -44,23 +117,14 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
     Raises:
         UnknownNameError: no backend is registered under the name.
         BackendConfigError: an argument the backend needs is missing, or one it has no use for
-            is given (checked before the backend is built).
+            is given (:func:`check_backend_config`, before the backend is built).
     """
     if isinstance(config, Backend):
         return config
-    if isinstance(config, str):
-        config = {"name": config}
-    options = dict(config)
-    name = options.pop("name", None)
-    factory = _REGISTRY[_known(name)]
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    try:
-        inspect.signature(factory).bind(**options)
-    except TypeError as exc:
-        raise BackendConfigError(f"backend {name!r}: {exc}") from None
-    return factory(**options)
+    check_backend_config(config)
+    options = {"name": config} if isinstance(config, str) else dict(config)
+    factory = _REGISTRY[options.pop("name")]
+    return (_resolve(factory) if isinstance(factory, str) else factory)(**options)
 
 
 def _known(name: object) -> str:
@@ -75,19 +139,22 @@ def _known(name: object) -> str:
 
 
 def parse_backend_arg(value: str) -> dict[str, Any]:
-    """Read a command-line backend: a name (``oracle``) or a JSON object with a ``name``.
+    """Read a command-line backend: a name (``oracle``) or a JSON object with a ``name``,
+    checked by :func:`check_backend_config` (so before a command makes any folder).
 
     Raises:
-        BackendConfigError: the JSON is invalid or has no ``name`` (both are ``ValueError``);
-            an :class:`UnknownNameError` when no backend is registered under the name.
+        BackendConfigError: the JSON is invalid, has no ``name``, or does not fit the backend
+            (all are ``ValueError``); an :class:`UnknownNameError` when no backend is
+            registered under the name.
     """
     if not value.lstrip().startswith("{"):
-        return {"name": _known(value)}
-    try:
-        config = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise BackendConfigError(f"backend is not valid JSON: {exc}") from None
-    if not isinstance(config, dict) or "name" not in config:
-        raise BackendConfigError('a backend given as JSON needs a "name" field')
-    _known(config["name"])
+        config = {"name": value}
+    else:
+        try:
+            config = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise BackendConfigError(f"backend is not valid JSON: {exc}") from None
+        if not isinstance(config, dict) or "name" not in config:
+            raise BackendConfigError('a backend given as JSON needs a "name" field')
+    check_backend_config(config)
     return config

@@ -67,3 +67,6 @@ def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBack
     config = embedded_backend(adapter, **overrides)
     config.pop("name")
     return HFBackend(**config)
+
+
+embedded_world_model.forwards_to = ("agentworld_envs.backends.hf:HFBackend",)  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from typing import Any
 from agentworld_envs.backends.registry import parse_backend_arg
 from agentworld_envs.cli_errors import UnknownNameError, on_interrupt
 
-__all__ = ["add_commands", "backend_arg", "check_task_ids"]
+__all__ = ["add_commands", "backend_arg", "check_task_ids", "task_selector"]
 
 
 def backend_arg(value: str) -> dict[str, Any]:
@@ -40,12 +40,16 @@ def check_task_ids(task_ids: Iterable[str]) -> None:
             raise UnknownNameError("task id", task_id, TASK_IDS, listing="agentworld floor list")
 
 
-def _task_selector(value: str) -> str | list[str]:
-    """A ``--tasks`` selector whose listed ids all exist."""
+def task_selector(value: str) -> str | list[str]:
+    """An argparse type for ``--tasks``: ``"all"``, ``"tier:A,B"`` naming known tiers, or
+    comma-separated task ids that all exist, each once; anything else is one line."""
+    from floor_tasks.harness.sweep_config import check_task_selector
+
     selected = _selector(value)
     try:
         check_task_ids(selected if isinstance(selected, list) else ())
-    except UnknownNameError as exc:
+        check_task_selector(selected)
+    except ValueError as exc:  # UnknownNameError too
         raise argparse.ArgumentTypeError(str(exc)) from None
     return selected
 
@@ -225,7 +229,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                    help='backend name or JSON, e.g. \'{"name": "openai", "model": "qwen3-8b", '
                         '"base_url": "http://127.0.0.1:8000/v1"}\' (default: oracle)')
     p.add_argument("--name", help="model slug for the records (default: from the backend)")
-    p.add_argument("--tasks", default="all", type=_task_selector,
+    p.add_argument("--tasks", default="all", type=task_selector,
                    help='"all", "tier:A,B" or comma-separated ids')
     p.add_argument("--variants", default="v0", help='"all" or comma-separated names (v0,i1)')
     p.add_argument("--repeats", type=int, default=1)

@@ -12,6 +12,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from agentworld_envs.backends import Backend
@@ -19,7 +20,13 @@ from agentworld_envs.backends.faults import FaultTally, TalliedBackend
 from floor_tasks.harness.agents import as_backend
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
-from floor_tasks.harness.sweep_config import RunSpec, SweepConfig, expand
+from floor_tasks.harness.sweep_config import (
+    RunSpec,
+    SweepConfig,
+    SweepConfigError,
+    expand,
+    format_errors,
+)
 from floor_tasks.task import load_tasks
 
 __all__ = ["SweepOutcome", "plan", "package_versions", "run_seed", "run_sweep",
@@ -227,10 +234,17 @@ def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
 def single_model_config(backend: dict[str, Any], *, name: str, tasks: Any = "all",
                         variants: Any = ("v0",), repeats: int = 1,
                         results_dir: str = "runs", **settings: Any) -> SweepConfig:
-    """A one-model sweep config, as ``agentworld floor run`` builds it from flags."""
-    return SweepConfig.model_validate({
-        "sweep_name": name, "results_dir": results_dir, "tasks": tasks,
-        "variants": variants if variants == "all" else list(variants), "repeats": repeats,
-        "models": [{"name": name, "backend": backend, **{
-            k: v for k, v in settings.items() if v is not None}}]})
+    """A one-model sweep config, as ``agentworld floor run`` builds it from flags.
+
+    Raises:
+        SweepConfigError: a setting that does not fit, one line per field.
+    """
+    try:
+        return SweepConfig.model_validate({
+            "sweep_name": name, "results_dir": results_dir, "tasks": tasks,
+            "variants": variants if variants == "all" else list(variants), "repeats": repeats,
+            "models": [{"name": name, "backend": backend, **{
+                k: v for k, v in settings.items() if v is not None}}]})
+    except ValidationError as exc:
+        raise SweepConfigError(format_errors("the command line", exc)) from None
 

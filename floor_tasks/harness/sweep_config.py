@@ -30,11 +30,14 @@ from pydantic import (
     model_validator,
 )
 
+from agentworld_envs.backends.registry import check_backend_config
 from floor_tasks.harness.yaml_limits import YAMLLimitError, load_yaml
 from floor_tasks.task import TIERS
 
 __all__ = [
     "SweepConfigError",
+    "check_task_selector",
+    "format_errors",
     "InterventionFields",
     "Intervention",
     "BackendSpec",
@@ -90,9 +93,10 @@ class BackendSpec(BaseModel):
     name: str = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _no_secret(self) -> BackendSpec:
+    def _fits_its_backend(self) -> BackendSpec:
         if "api_key" in (self.model_extra or {}):
             raise ValueError("do not put api_key in a sweep file; name a variable in api_key_env")
+        check_backend_config(self.model_dump())  # before the sweep makes its folder
         return self
 
 
@@ -132,17 +136,7 @@ class SweepConfig(_Strict):
     @field_validator("tasks", mode="before")
     @classmethod
     def _check_tasks(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            if not value or not all(isinstance(t, str) for t in value):
-                raise ValueError("a task list must hold one or more task ids")
-            _unique(value, "task ids")
-        elif value != "all":
-            if not isinstance(value, str) or not value.startswith("tier:"):
-                raise ValueError("expected 'all', 'tier:A,B' or a list of task ids")
-            unknown = [t for t in _tier_names(value) if t not in TIERS]
-            if unknown or not _tier_names(value):
-                raise ValueError(f"unknown tier(s) {unknown}; tiers are {', '.join(TIERS)}")
-        return value
+        return check_task_selector(value)
 
     @field_validator("variants", mode="before")
     @classmethod
@@ -173,6 +167,27 @@ class SweepConfig(_Strict):
     def param_table(self) -> dict[str, float]:
         """Per-arm ``params_b``, for :func:`floor_tasks.harness.report.write_report`."""
         return {a.slug: a.params_b for a in self.arms() if a.params_b is not None}
+
+
+def check_task_selector(value: Any) -> Any:
+    """``value`` if it is ``"all"``, ``"tier:A,B"`` naming known tiers, or a list of task ids
+    without repeats (whether each is a task's id is the caller's check).
+
+    Raises:
+        ValueError: saying what is wrong, in one line.
+    """
+    if isinstance(value, list):
+        if not value or not all(isinstance(t, str) for t in value):
+            raise ValueError("a task list must hold one or more task ids")
+        _unique(value, "task ids")
+    elif value != "all":
+        if not isinstance(value, str) or not value.startswith("tier:"):
+            raise ValueError("expected 'all', 'tier:A,B' or a list of task ids")
+        unknown = [t for t in _tier_names(value) if t not in TIERS]
+        if unknown or not _tier_names(value):
+            what = f"unknown tier(s) {unknown}" if unknown else "no tier after 'tier:'"
+            raise ValueError(f"{what}; tiers are {', '.join(TIERS)}")
+    return value
 
 
 def _tier_names(selector: str) -> list[str]:
@@ -240,7 +255,8 @@ class RunSpec:
         return f"{self.model_slug}|{self.task_id}|{self.variant}|{self.repeat}"
 
 
-def _format_errors(source: Path, exc: ValidationError) -> str:
+def format_errors(source: Path | str, exc: ValidationError) -> str:
+    """One line per field error: ``<source>: <field.path>: <message>``."""
     lines = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
@@ -269,7 +285,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     try:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
-        raise SweepConfigError(_format_errors(source, exc)) from None
+        raise SweepConfigError(format_errors(source, exc)) from None
     config._source = source
     return config
 
