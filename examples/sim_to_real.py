@@ -734,8 +734,11 @@ def main() -> None:
                    else world_model_spec(args.world_model))
     summary = {}
     for arm in args.arms:
-        runs = results[arm] = [run_arm(args, task, arm, seed, world_model)
-                               for seed in range(args.seeds)]
+        runs = results[arm] = []
+        for seed in range(args.seeds):
+            runs.append(run_arm(args, task, arm, seed, world_model))
+            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)",
+                  flush=True)
         finals = [run["final"] for run in runs]
         summary[arm] = {
             "balanced_success": round(float(np.mean(finals)), 4),
@@ -746,12 +749,12 @@ def main() -> None:
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
-    (args.out / "results.json").write_text(json.dumps(
-        {"args": {**asdict(args), "out": str(args.out)},
-         "interval": "95% hierarchical bootstrap over seeds, then held-out items within each "
-                     "seed by decision (4000 draws, seeded)",
-         "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
-        indent=2))
+        (args.out / "results.json").write_text(json.dumps(  # after every arm
+            {"args": {**asdict(args), "out": str(args.out)},
+             "interval": "95% hierarchical bootstrap over seeds, then held-out items within "
+                         "each seed by decision (4000 draws, seeded)",
+             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
+            indent=2))
     plot(results, args.out / "curves.png", task.score)
 
 
