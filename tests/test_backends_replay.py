@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
+import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import (
     Backend,
     BackendError,
@@ -25,6 +27,7 @@ from agentworld_envs.backends.base import MessageLog
 from agentworld_envs.backends.replay import (
     RecordingBackend,
     ReplayBackend,
+    ReplayedWarning,
     RequestCache,
     completion_from_dict,
     completion_to_dict,
@@ -172,6 +175,41 @@ def test_record_then_replay_gives_identical_completions(tmp_path: Path) -> None:
     replay.close()
 
 
+def test_a_rerun_on_the_same_recording_says_once_that_it_replays(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReplayedWarning)  # its own answers are no replay
+        with RecordingBackend(CountingBackend(), path) as first:
+            first.complete([ask("a")])
+            first.complete([ask("a"), ask("b")])
+    inner = CountingBackend()
+    with warnings.catch_warnings(record=True) as caught, RecordingBackend(inner, path) as rerun:
+        warnings.simplefilter("always")
+        rerun.complete([ask("c")])  # a miss: asked, nothing replayed yet
+        rerun.complete([ask("a"), ask("c")])
+        rerun.complete([ask("b")])
+    replayed = [str(w.message) for w in caught if w.category is ReplayedWarning]
+    assert len(replayed) == 1 and inner.calls == [1]
+    assert replayed[0].startswith(f"{path} already holds 2 recorded answer(s): 1 of these 2 ")
+    assert "'counter-1'" in replayed[0] and "new record_path" in replayed[0]
+
+
+def test_an_env_rerun_with_the_same_record_path_warns_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "calls.jsonl")
+    search = '{"name": "web_search", "arguments": {"query": "Velmora"}}'
+    runs = []
+    for _ in range(2):
+        env = gym.make("AgentWorld/Search-v0", backend="scripted", record_path=path)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env.reset(seed=0, options={"scenario": "search-velmora-founder"})
+            observations = [env.step(search)[0] for _ in range(3)]
+        env.close()
+        runs.append((observations, [w for w in caught if w.category is ReplayedWarning]))
+    (first, none), (again, once) = runs
+    assert (len(none), len(once)) == (0, 1) and again == first
+
+
 def test_replay_miss_names_the_key_and_last_user_message(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     with RecordingBackend(CountingBackend(), path) as recorder:
@@ -222,9 +260,6 @@ def test_a_live_backend_is_shared_not_copied_by_an_env_spec() -> None:
     ``hf``, a loaded model) must come through as itself."""
     import copy
 
-    import gymnasium as gym
-
-    import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
     from agentworld_envs.sim.scripted import ScriptedBackend
 
     backend = ScriptedBackend()

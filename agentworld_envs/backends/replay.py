@@ -37,6 +37,7 @@ from agentworld_envs.protocol.tool_calls import ToolCall
 __all__ = [
     "RecordingBackend",
     "ReplayBackend",
+    "ReplayedWarning",
     "RequestCache",
     "completion_from_dict",
     "completion_to_dict",
@@ -165,6 +166,10 @@ class RequestCache:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
+    def keys(self) -> list[str]:
+        """The keys recorded so far."""
+        return list(self._entries)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -208,11 +213,17 @@ def _model_name(backend: Backend) -> str:
     return " ".join(parts)
 
 
+class ReplayedWarning(UserWarning):
+    """A recording backend served answers recorded before it opened its file, not the model's."""
+
+
 class RecordingBackend(Backend):
     """Serve cached completions and record the misses from a live backend.
 
     Identical requests share one completion, so a recording replays exactly; give sampled
-    requests distinct seeds to keep their samples apart.
+    requests distinct seeds to keep their samples apart. The first time it serves an answer
+    recorded before it opened the file (a rerun with the same path), it says so once, as a
+    :class:`ReplayedWarning`.
 
     Args:
         inner: The live backend, or its config for ``make_backend``.
@@ -228,6 +239,9 @@ class RecordingBackend(Backend):
         self.inner = make_backend(inner)
         self.cache = RequestCache(path)
         self.model = _model_name(self.inner) if model is None else model
+        self._replays = len(self.cache) > 0
+        """Whether a hit may still be an earlier run's answer not yet reported."""
+        self._earlier = frozenset(self.cache.keys()) if self._replays else frozenset()
 
     @property
     def blocking(self) -> bool:  # type: ignore[override]
@@ -246,6 +260,8 @@ class RecordingBackend(Backend):
         """As :meth:`complete`, each failed miss reported in its place (and not recorded)."""
         keys = [self.cache.key_for(r, self.model) for r in requests]
         misses = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.cache}
+        if self._replays:
+            self._say_replayed(sum(k in self._earlier for k in keys), len(keys))
         failed: dict[str, BackendError] = {}
         if misses:
             fresh = self.inner.complete_each(list(misses.values()))
@@ -255,6 +271,16 @@ class RecordingBackend(Backend):
                 else:
                     self.cache.put(key, outcome)
         return [failed[k] if k in failed else self.cache.get(k) for k in keys]  # type: ignore[misc]
+
+    def _say_replayed(self, replayed: int, asked: int) -> None:
+        if replayed:
+            self._replays = False
+            warnings.warn(
+                f"{self.cache.path} already holds {len(self._earlier)} recorded answer(s): "
+                f"{replayed} of these {asked} request(s) were answered from it, not by "
+                f"{self.model!r}, and later ones will be too without another warning (pass a "
+                "new record_path, or delete the file, to ask the model afresh)",
+                ReplayedWarning, stacklevel=3)
 
     def close(self) -> None:
         """Close the inner backend and the cache."""
