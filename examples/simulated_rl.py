@@ -127,7 +127,7 @@ def train(envs: gym.vector.VectorEnv, args: argparse.Namespace) -> list[float]:
     choices: list[list[tuple[int, str, list[str]]]] = [[] for _ in range(args.num_envs)]
     curve: list[float] = []
     finished: list[float] = []
-    fallbacks = 0
+    fallbacks = episodes = 0
     while len(curve) < args.updates:
         actions = []
         for i in range(args.num_envs):
@@ -138,6 +138,7 @@ def train(envs: gym.vector.VectorEnv, args: argparse.Namespace) -> list[float]:
         for i in np.flatnonzero(terminated | truncated):
             policy.learn(scenarios[i], choices[i], float(rewards[i]))
             finished.append(float(rewards[i]))
+            episodes += 1
             choices[i] = []
             scenarios[i] = infos["scenario_id"][i]  # same-step autoreset: the next episode
             candidates[i] = list(infos["candidate_actions"][i])
@@ -147,6 +148,8 @@ def train(envs: gym.vector.VectorEnv, args: argparse.Namespace) -> list[float]:
             print(f"update {len(curve):3d}: mean reward {curve[-1]:.2f} "
                   f"({sim.sources['fallback'] - fallbacks} fallback observations)")
             fallbacks = sim.sources["fallback"]
+    moved = sum(value != 0.0 for value in policy.preferences.values())
+    print(f"learned from {episodes} episodes: {moved} action preferences moved")
     return curve
 
 
