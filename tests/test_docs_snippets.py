@@ -6,6 +6,7 @@ a preceding ``<!-- snippet: skip (the reason) -->`` comment and is reported as s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -67,3 +68,28 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
         timeout=TIMEOUT_S)
     assert done.returncode == 0, (
         f"{snippet.doc.name}:{snippet.line} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+
+
+BATCHED = "ONE batched model call"
+COUNT = """
+calls = world_model.batches
+print(json.dumps([len(calls), *map(len, calls), sorted(set(infos["observation_source"]))]))
+"""
+
+
+def test_the_vector_snippet_sends_one_batched_call_per_step(tmp_path: Path) -> None:
+    """The README's vector snippet does what its comment says: its step asks the world model,
+    every env at once (issue 30, item 5). Its world model is swapped for one that keeps its
+    requests; ``test_snippet_runs`` runs it as written."""
+    snippet = next(s for s in snippets(ROOT / "README.md") if BATCHED in s.code)
+    default = re.search(r"^world_model = None\b.*$", snippet.code, re.MULTILINE)
+    assert default, "the snippet no longer starts from world_model = None"
+    code = (snippet.code.replace(default[0], "from agentworld_envs.sim.scripted import "
+                                 "ScriptedBackend; world_model = ScriptedBackend("
+                                 "keep_requests=True)") + "import json\n" + COUNT)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-4000:]
+    envs = int(re.search(r"num_envs=(\d+)", snippet.code)[1])
+    assert json.loads(done.stdout.splitlines()[-1]) == [1, envs, ["placeholder"]]
