@@ -9,7 +9,8 @@ Importing the package registers every team env in PettingZoo's registry, in both
 Symbolic teams (``relay``, ``referential``, ``compositional``) exchange a few symbols per
 message and also expose a batched numpy form of their rules for fast training
 (:class:`team_envs.symbolic.SymbolicBatch`). Text teams (``arithmetic_chain``, ``logic_grid``,
-``countdown``, ``floor_team``) are for LLM agents. Each env module has ``env()``, ``raw_env`` and
+``countdown``, ``floor_team``, and ``reasoning`` over the ``reasoning-gym`` package's datasets)
+are for LLM agents. Each env module has ``env()``, ``raw_env`` and
 ``parallel_env()``.
 """
 
@@ -25,6 +26,7 @@ ENV_MODULES = {
     "team_envs/logic_grid-v0": "team_envs.text.logic_grid",
     "team_envs/countdown-v0": "team_envs.text.countdown",
     "team_envs/floor_team-v0": "team_envs.text.floor_team",
+    "team_envs/reasoning-v0": "team_envs.text.reasoning",
 }
 """Registered env id -> the module holding its ``env``, ``raw_env`` and ``parallel_env``."""
 ENV_IDS = tuple(ENV_MODULES)

@@ -162,7 +162,7 @@ def test_pettingzoo_seed_test(env_id: str) -> None:
 
 def test_only_llm_text_teams_are_outside_sb3() -> None:
     assert {i.split("/")[1] for i in TEXT_TEAM_IDS} <= {
-        "arithmetic_chain-v0", "logic_grid-v0", "countdown-v0", "floor_team-v0"}
+        "arithmetic_chain-v0", "logic_grid-v0", "countdown-v0", "floor_team-v0", "reasoning-v0"}
     assert len(SB3_TEAM_IDS) >= 3
 
 

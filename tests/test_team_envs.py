@@ -30,6 +30,7 @@ VARIANTS = {
     "team_envs/logic_grid-v0": [{"n_agents": 2, "people": 4, "attributes": 3}],
     "team_envs/countdown-v0": [{"n_agents": 4, "split": True, "handoff": "router"}],
     "team_envs/floor_team-v0": [{"tasks": ["A1", "C3"]}],
+    "team_envs/reasoning-v0": [{"task": "chain_sum", "n_agents": 2, "handoff": "router"}],
 }
 CASES = [(env_id, {}) for env_id in team_envs.ENV_IDS] + [
     (env_id, kwargs) for env_id, variants in VARIANTS.items() for kwargs in variants]

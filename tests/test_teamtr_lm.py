@@ -118,8 +118,9 @@ def _route_to_the_answerer(policy: CausalLMPolicy) -> None:
     sample = policy.generate
     handover = policy.tokenizer("NEXT: agent_2", add_special_tokens=False)["input_ids"]
 
-    def generate(observations: list[dict], generator: torch.Generator) -> TextMessages:
-        messages = sample(observations, generator)
+    def generate(observations: list[dict], generator: torch.Generator,
+                 greedy: bool = False) -> TextMessages:
+        messages = sample(observations, generator, greedy)
         return TextMessages(messages.prompt_ids, [handover] * len(observations),
                             [policy.tokenizer.decode(handover)] * len(observations),
                             messages.source)
@@ -143,3 +144,36 @@ def test_an_agent_without_a_message_breaks_no_monitor(trainer, tiny_lm_dir: Path
     silent = [key for key in record if "/agent_1/" in key]
     assert silent and not any(key.startswith("losses/agent_1/") for key in silent)
     assert all(np.isfinite(v) for v in record.values() if isinstance(v, float))
+
+
+def test_greedy_messages_ignore_the_generator_and_take_the_top_token(policies) -> None:
+    env = pettingzoo.make("aec", "team_envs/countdown-v0")
+    env.reset(seed=2)
+    observation = env.observe("agent_0")
+    policy = policies[0]
+    first, second = (policy.generate([observation] * 2, torch.Generator().manual_seed(s),
+                                     greedy=True) for s in (1, 2))
+    assert first.response_ids == second.response_ids and len(set(map(tuple,
+                                                                     first.response_ids))) == 1
+    prompt = torch.tensor([policy.encode_prompt(observation)])
+    with torch.no_grad():
+        top = int(policy.module(input_ids=prompt).logits[0, -1].argmax())
+    assert first.response_ids[0][0] == top
+
+
+def test_a_reasoning_team_is_evaluated_greedy_and_pass_at_k_on_held_out_items(
+        tiny_lm_dir: Path) -> None:
+    pytest.importorskip("reasoning_gym")
+    args = teamtr.Args(env_id="team_envs/reasoning-v0", n_agents=2,
+                       env_kwargs={"task": "basic_arithmetic", "held_out": 3},
+                       model=str(tiny_lm_dir), max_new_tokens=4, prompts_per_rollout=2,
+                       group_size=2, total_episodes=8, eval_episodes=2, pass_k=2, log_dir="")
+    result = teamtr.train(args)
+    keys = {"held_out/greedy_reward", "held_out/greedy_solved", "held_out/sampled_reward",
+            "held_out/pass@2"}
+    assert set(result.held_out) == keys and keys <= set(result.history[0])
+    assert keys <= set(result.history[-1])
+    assert all(0.0 <= value <= 1.0 for value in result.held_out.values())
+    # the sampled pass just played: 3 held-out items, 2 samples each, nothing else
+    played = [env.unwrapped.episode.problem.details for env in result.team.rollouts._envs[:6]]
+    assert [(d["split"], d["index"]) for d in played] == [("test", i) for i in (0, 0, 1, 1, 2, 2)]

@@ -95,6 +95,9 @@ class TeamArgs:
     """episodes per evaluation (not counted in the budget)"""
     eval_every: int = 5
     """evaluate every this many stages (and at the end)"""
+    pass_k: int = 4
+    """tasks with held-out items (team_envs/reasoning-v0): samples per item for pass@k, at
+    the start and the end, beside the greedy team's reward"""
     log_dir: str = "runs"
     """TensorBoard root; empty disables TensorBoard"""
     checkpoint_dir: str = ""
@@ -119,7 +122,7 @@ class TeamArgs:
         _check_types(self)
         positive = ("hidden_size", "max_new_tokens", "total_episodes", "prompts_per_rollout",
                     "update_epochs", "minibatches", "delta_ref_agents", "eval_episodes",
-                    "eval_every")
+                    "eval_every", "pass_k")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be at least 1, got {getattr(self, name)}")

@@ -32,6 +32,9 @@ class TrainResult:
     """Mean team reward of the trained team on the evaluation episodes."""
     initial_eval: float | None
     """The same before training (None when resumed)."""
+    held_out: dict[str, float]
+    """The trained team on the task's held-out items (:meth:`Team.evaluate_held_out`; empty
+    for tasks without them)."""
     run_dir: str | None
 
 
@@ -61,7 +64,8 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
         initial = team.evaluate(args.eval_episodes, eval_seed)
     logger = RunLogger(args, run_dir, history)
     if initial is not None:
-        logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial}, 0)
+        logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial,
+                    **team.evaluate_held_out(args.pass_k, eval_seed)}, 0)
     try:
         while team.episodes + stage_cost(stage) <= args.total_episodes:
             record = {"stage": stage, **play_stage(stage)}
@@ -78,10 +82,11 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
             if on_stage_end is not None:
                 on_stage_end(stage - 1, team, record)
         final = team.evaluate(args.eval_episodes, eval_seed)
+        held_out = team.evaluate_held_out(args.pass_k, eval_seed)
         logger.log({"stage": stage, "episodes": team.episodes,
-                    "charts/eval_team_reward": final, "charts/final_eval": final},
+                    "charts/eval_team_reward": final, "charts/final_eval": final, **held_out},
                    team.episodes)
     finally:
         logger.close()
-    return TrainResult(team, logger.history, final, initial, logger.run_dir)
+    return TrainResult(team, logger.history, final, initial, held_out, logger.run_dir)
 

@@ -36,6 +36,10 @@ class SymbolicRollouts:
     def __init__(self, task: SymbolicTask) -> None:
         self.task = task
 
+    def held_out_items(self) -> int:
+        """0: symbolic episodes are drawn afresh from the generator; no item set is held out."""
+        return 0
+
     @torch.no_grad()
     def collect(self, policies: Sequence[SymbolicAgent], prompts: int, group_size: int,
                 rng: np.random.Generator, generator: torch.Generator) -> RolloutBatch:
@@ -72,13 +76,23 @@ class TextRollouts:
             self._envs.append(pettingzoo.make("aec", self.env_id, **self.env_kwargs))
         return self._envs[:episodes]
 
+    def held_out_items(self) -> int:
+        """How many held-out evaluation items the env's task keeps (``held_out``, as
+        ``team_envs/reasoning-v0``'s; 0 where it keeps none)."""
+        return int(getattr(self._envs_for(1)[0].unwrapped.task, "held_out", 0))
+
     def collect(self, policies: Sequence[CausalLMPolicy], prompts: int, group_size: int,
-                rng: np.random.Generator, generator: torch.Generator) -> RolloutBatch:
-        """Play ``prompts * group_size`` episodes; a group's episodes share the env seed."""
+                rng: np.random.Generator, generator: torch.Generator, *,
+                options: Sequence[dict[str, Any]] | None = None,
+                greedy: bool = False) -> RolloutBatch:
+        """Play ``prompts * group_size`` episodes; a group's episodes share the env seed (and
+        its entry of ``options``, the reset options that pick held-out items). ``greedy``
+        decodes every message greedily."""
         envs = self._envs_for(prompts * group_size)
         seeds = rng.integers(2**31 - 1, size=prompts)
         for k, env in enumerate(envs):
-            env.reset(seed=int(seeds[k // group_size]))
+            env.reset(seed=int(seeds[k // group_size]),
+                      options=None if options is None else options[k // group_size])
         index = {name: i for i, name in enumerate(envs[0].possible_agents)}
         rewards = np.zeros(len(envs))
         written: list[list[tuple[int, TextMessages]]] = [[] for _ in index]
@@ -96,7 +110,8 @@ class TextRollouts:
             if not waiting:
                 break
             for agent, items in waiting.items():
-                messages = policies[agent].generate([obs for _, obs in items], generator)
+                messages = policies[agent].generate([obs for _, obs in items], generator,
+                                                    greedy=greedy)
                 for row, (k, _) in enumerate(items):
                     envs[k].step(messages.texts[row])
                 written[agent].append(([k for k, _ in items], messages))

@@ -85,6 +85,26 @@ class Team:
         """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""
         return float(self.sample(episodes, 1, seed).rewards.mean())
 
+    def evaluate_held_out(self, pass_k: int, seed: int) -> dict[str, float]:
+        """On the task's held-out items (none: ``{}``), not counted: the greedy team's mean
+        reward and solved share (reward 1), and of ``pass_k`` samples per item at the training
+        temperature, the mean reward and pass@k (the share of items solved at least once)."""
+        items = self.rollouts.held_out_items()
+        if not items:
+            return {}
+        options = [{"split": "test", "index": i} for i in range(items)]
+        greedy = self.rollouts.collect(self.policies, items, 1, np.random.default_rng(seed),
+                                       torch.Generator().manual_seed(seed), options=options,
+                                       greedy=True)
+        sampled = self.rollouts.collect(self.policies, items, pass_k,
+                                        np.random.default_rng(seed),
+                                        torch.Generator().manual_seed(seed), options=options)
+        solved = sampled.rewards.reshape(items, pass_k) == 1.0
+        return {"held_out/greedy_reward": float(greedy.rewards.mean()),
+                "held_out/greedy_solved": float(np.mean(greedy.rewards == 1.0)),
+                "held_out/sampled_reward": float(sampled.rewards.mean()),
+                f"held_out/pass@{pass_k}": float(solved.any(axis=1).mean())}
+
     def replace(self, agent: int, policy: Any, beta: float) -> None:
         """Swap ``agent``'s policy for a new one, with a fresh optimiser and β."""
         if self.shared:

@@ -143,9 +143,10 @@ class CausalLMPolicy:
         return ids.to(self.device), attention.to(self.device)
 
     @torch.no_grad()
-    def generate(self, observations: Sequence[dict[str, Any]],
-                 generator: torch.Generator) -> TextMessages:
-        """Sample one message per observation, in one batch."""
+    def generate(self, observations: Sequence[dict[str, Any]], generator: torch.Generator,
+                 greedy: bool = False) -> TextMessages:
+        """Sample one message per observation, in one batch (``greedy``: the most likely
+        token at each step instead, for evaluation)."""
         prompts = [self.encode_prompt(obs) for obs in observations]
         ids, attention = self._left_padded(prompts)
         positions = (attention.cumsum(1) - 1).clamp(min=0)
@@ -155,8 +156,10 @@ class CausalLMPolicy:
         responses: list[list[int]] = [[] for _ in prompts]
         eos = torch.tensor(sorted(self._eos))
         for _ in range(self.max_new_tokens):
-            probs = torch.softmax(output.logits[:, -1].float().cpu() / self.temperature, dim=-1)
-            tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            logits = output.logits[:, -1].float().cpu()
+            tokens = logits.argmax(dim=-1) if greedy else torch.multinomial(
+                torch.softmax(logits / self.temperature, dim=-1), 1,
+                generator=generator).squeeze(1)
             for row in np.flatnonzero(~finished.numpy()):
                 responses[row].append(int(tokens[row]))
             finished |= torch.isin(tokens, eos)
