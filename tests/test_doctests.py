@@ -11,6 +11,7 @@ MODULES = [
     "agentworld_envs.protocol.text_space",
     "agentworld_envs.protocol.tools",
     "agentworld_envs.backends.batching",
+    "agentworld_envs.backends.faults",
     "agentworld_envs.bench.release_instructions",
     "agentworld_envs.serve.cli",
     "agentworld_envs.serve.served_env",
@@ -24,6 +25,7 @@ MODULES = [
     "floor_tasks.env",
     "floor_tasks.solutions",
     "floor_tasks.harness.runner",
+    "team_envs.text.reasoning",
 ]
 
 
