@@ -155,7 +155,8 @@ class DraftedDecoder:
         """The greedy new tokens of each prompt, up to and including its first end token, and
         how each row was decoded. ``hints`` (one per prompt) only change the speed."""
         hints = hints or [()] * len(prompts)
-        recent = [token for answer in self._recent for token in answer]
+        # a copy: a call that outlived the simulator's timeout may still be adding to it
+        recent = [token for answer in list(self._recent) for token in answer]
         lookups = [PromptLookup(p, h, self._ngram, recent)
                    for p, h in zip(prompts, hints, strict=True)]
         with self._torch.inference_mode():
