@@ -4,8 +4,8 @@ Run: ``python examples/teamtr_symbolic.py`` (about ten seconds), or with a budge
 ``python examples/teamtr_symbolic.py --n-agents 4 --total-episodes 40000``. Any TeamTR setting
 can be passed (``--help`` lists them); TensorBoard logs go to ``runs/`` unless ``--log-dir ''``.
 
-Quick check (CPU, seconds): ``python examples/teamtr_symbolic.py --total-episodes 256
---log-dir ''``
+Quick check (CPU, seconds): ``python examples/teamtr_symbolic.py --total-episodes 1536
+--prompts-per-rollout 32 --replace-at-stage 1 --eval-episodes 256 --log-dir ''``
 """
 
 from __future__ import annotations

@@ -258,3 +258,10 @@ def test_advantages_are_broadcast_to_the_agents_messages() -> None:
         values = advantages[groups == group]
         assert abs(values.mean()) < 1e-5
         assert np.allclose(values, 0) or abs(values.std() - 1) < 1e-3
+
+
+def test_a_budget_below_one_stage_is_refused() -> None:
+    """It trained nothing and reported the untrained team as the trained one (issue 30)."""
+    args = teamtr.Args(env_id="team_envs/relay-v0", total_episodes=256, log_dir="")
+    with pytest.raises(ConfigError, match="total_episodes: 256 is below one stage"):
+        teamtr.train(args)

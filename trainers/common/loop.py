@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.common.args import TeamArgs
+from trainers.common.args import ConfigError, TeamArgs
 from trainers.common.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
 from trainers.common.runlog import RunLogger
 from trainers.common.team import EVAL_SEED_OFFSET, Team
@@ -54,7 +54,15 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
         play_stage: Runs one stage of the algorithm; returns its record.
         stage_cost: Rollout episodes a stage will sample.
         on_stage_end: Called with ``(stage, team, record)`` after each stage is saved.
+
+    Raises:
+        ConfigError: a fresh run whose budget does not hold one stage (it would train nothing
+            and report the untrained team as trained).
     """
+    if not args.resume and stage_cost(0) > args.total_episodes:
+        raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
+                                            f"({stage_cost(0)} rollout episodes with these "
+                                            f"settings): nothing would train")
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
     if args.resume and has_checkpoint(args.checkpoint_dir):
