@@ -468,6 +468,8 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], out: Path,
     axes[1].set(xscale="log", yscale="log", xlabel="agents updated before this one",
                 ylabel="|stale − true gain| / its value at 1",
                 title=f"Stale bias by position (n = {shift['position_n']}; dotted: slope 1)")
+    earlier = range(1, shift["position_n"])
+    axes[1].set_xticks(earlier, [str(k) for k in earlier])
     axes[1].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[1].legend(fontsize=7)
     figure.tight_layout()
@@ -540,6 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
     """Summarise ``data`` (its ``runs``), write results, report and plots; return the report."""
+    data.setdefault("settings", {"task": TASK, "trainer": SETTINGS,
+                                 "warm_accuracy": WARM_ACCURACY, "methods": METHODS,
+                                 "regression": REGRESSION, "chance_line": CHANCE})
     data["summary"] = summarize(data["runs"])
     text = report_text(data["summary"])
     seconds = sum(run["seconds"] for run in data["runs"])
