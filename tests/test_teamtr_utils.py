@@ -193,7 +193,7 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
     assert evidence.main(["--quick", "--workers", "0", "--out", str(out),
                           "--docs", str(docs)]) == 0
     names = {"teamtr_evidence_shift.png", "teamtr_evidence_reward.png"}
-    assert names | {"results.json", "report.md"} == {p.name for p in out.iterdir()}
+    assert names | {"results.json", "report.md", "runs.jsonl"} == {p.name for p in out.iterdir()}
     assert names | {evidence.RESULTS_NAME} == {p.name for p in docs.iterdir()}
     report = (out / "report.md").read_text()
     assert "nan" not in report.lower() and "Log-log slope against n" in report
@@ -201,6 +201,12 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
     data = json.loads((out / "results.json").read_text(),
                       parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
     assert data == json.loads((docs / evidence.RESULTS_NAME).read_text())
+    lines = (out / "runs.jsonl").read_text().splitlines()  # a resumed run reruns nothing
+    (out / "runs.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    assert evidence.main(["--quick", "--workers", "0", "--out", str(out), "--resume"]) == 0
+    resumed = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["curve"] for r in resumed] == [r["curve"] for r in data["runs"]]
+    assert (out / "runs.jsonl").read_text().splitlines()[:-1] == lines[:-1]
     assert set(data["summary"]["training"]["table"]) == set(evidence.METHODS)
     results = data["runs"]
     assert {(r["method"], r["n"]) for r in results} == {
