@@ -169,6 +169,9 @@ def test_a_reasoning_team_is_evaluated_greedy_and_pass_at_k_on_held_out_items(
                        model=str(tiny_lm_dir), max_new_tokens=4, prompts_per_rollout=2,
                        group_size=2, total_episodes=8, eval_episodes=2, pass_k=2, log_dir="")
     result = teamtr.train(args)
+    stage = result.history[1]
+    assert stage["charts/tokens_per_s"] > 0 and stage["time/scoring_s"] > 0
+    assert "[agent_0" in stage["transcript"] and "Calculate" in stage["transcript"]
     keys = {"held_out/greedy_reward", "held_out/greedy_solved", "held_out/sampled_reward",
             "held_out/pass@2"}
     assert set(result.held_out) == keys and keys <= set(result.history[0])

@@ -54,6 +54,12 @@ class RolloutBatch:
     """``(B,)`` problem index; episodes of one group share a problem."""
     samples: list[Samples]
     """One entry per agent."""
+    scoring_s: float = 0.0
+    """Seconds spent scoring the messages' old log-probs (text teams), within the rollout."""
+    new_tokens: int = 0
+    """Tokens the agents generated (text teams)."""
+    transcript: str | None = None
+    """The first episode's shared context as text (text teams)."""
 
     @property
     def episodes(self) -> int:

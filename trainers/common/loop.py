@@ -7,6 +7,7 @@ rollout episodes that stage will sample). Stages run while the next one fits in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,20 @@ def agent_record(agent: int, values: dict[str, float], group: str) -> dict[str, 
     return {f"{group}/agent_{agent}/{name}": value for name, value in values.items()}
 
 
+def _phases(before: dict[str, float], after: dict[str, float], stage_s: float
+            ) -> dict[str, float]:
+    """A stage's time per phase: rollouts (generation and env steps, probes included),
+    scoring old log-probs, the rest (updates, KL checks, line search); tokens per second of
+    rollout."""
+    rollout, scoring = (after[k] - before[k] for k in ("rollout_s", "scoring_s"))
+    tokens = after["new_tokens"] - before["new_tokens"]
+    record = {"time/stage_s": stage_s, "time/rollout_s": rollout, "time/scoring_s": scoring,
+              "time/update_s": max(stage_s - rollout - scoring, 0.0)}
+    if tokens:
+        record["charts/tokens_per_s"] = tokens / rollout if rollout > 0 else 0.0
+    return record
+
+
 def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str, Any]],
                stage_cost: Callable[[int], int],
                on_stage_end: StageHook | None = None) -> TrainResult:
@@ -76,7 +91,11 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
                     **team.evaluate_held_out(args.pass_k, eval_seed)}, 0)
     try:
         while team.episodes + stage_cost(stage) <= args.total_episodes:
+            before, start = dict(team.clock), time.perf_counter()
             record = {"stage": stage, **play_stage(stage)}
+            record.update(_phases(before, team.clock, time.perf_counter() - start))
+            if team.transcript is not None:
+                record["transcript"] = team.transcript
             record["episodes"] = team.episodes
             record["charts/episodes"] = team.episodes
             record["charts/rollouts"] = team.collections

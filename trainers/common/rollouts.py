@@ -11,6 +11,7 @@ be normalised within a group, and return a :class:`~trainers.common.batch.Rollou
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -115,9 +116,14 @@ class TextRollouts:
                 for row, (k, _) in enumerate(items):
                     envs[k].step(messages.texts[row])
                 written[agent].append(([k for k, _ in items], messages))
+        start = time.perf_counter()
         samples = [self._samples(agent, policies[agent], chunks)
                    for agent, chunks in enumerate(written)]
-        return RolloutBatch(rewards, np.repeat(np.arange(prompts), group_size), samples)
+        return RolloutBatch(rewards, np.repeat(np.arange(prompts), group_size), samples,
+                            scoring_s=time.perf_counter() - start,
+                            new_tokens=sum(len(r) for chunks in written for _, m in chunks
+                                           for r in m.response_ids),
+                            transcript=envs[0].unwrapped.episode.render())
 
     @staticmethod
     @torch.no_grad()

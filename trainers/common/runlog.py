@@ -50,10 +50,13 @@ class RunLogger:
                 self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
 
     def log(self, record: dict[str, Any], step: int) -> None:
-        """Keep ``record`` and write its finite numbers at ``step`` (episodes used)."""
+        """Keep ``record`` and write its finite numbers at ``step`` (episodes used), and its
+        ``transcript`` (a sampled episode) as text."""
         self.history.append(record)
         if self.writer is None:
             return
+        if isinstance(record.get("transcript"), str):
+            self.writer.add_text("transcript", f"```\n{record['transcript']}\n```", step)
         for key, value in record.items():
             if isinstance(value, bool | int | float) and "/" in key and math.isfinite(value):
                 self.writer.add_scalar(key, float(value), step)

@@ -7,8 +7,9 @@ over the PettingZoo API for text teams.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,12 @@ class Team:
     """Training episodes sampled so far (the rollout budget used)."""
     collections: int = 0
     """Rollout batches collected so far."""
+    clock: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
+        ("rollout_s", "scoring_s", "new_tokens"), 0.0))
+    """Running totals over every rollout (training, probes, evaluation): seconds generating
+    and stepping envs, seconds scoring old log-probs, tokens generated."""
+    transcript: str | None = None
+    """The shared context of the last training rollout's first episode (text teams)."""
 
     @property
     def n_agents(self) -> int:
@@ -69,17 +76,26 @@ class Team:
 
     def collect(self, prompts: int, group_size: int) -> RolloutBatch:
         """Roll out the current team; counts towards the budget."""
-        batch = self.rollouts.collect(self.policies, prompts, group_size, self.rng,
-                                      self.generator)
+        batch = self._timed(self.rollouts.collect, self.policies, prompts, group_size,
+                            self.rng, self.generator)
         self.episodes += batch.episodes
         self.collections += 1
+        self.transcript = batch.transcript
         return batch
 
     def sample(self, prompts: int, group_size: int, seed: int) -> RolloutBatch:
         """A rollout drawn from ``seed``, for probes; not counted towards the budget."""
-        return self.rollouts.collect(self.policies, prompts, group_size,
-                                     np.random.default_rng(seed),
-                                     torch.Generator().manual_seed(seed))
+        return self._timed(self.rollouts.collect, self.policies, prompts, group_size,
+                           np.random.default_rng(seed), torch.Generator().manual_seed(seed))
+
+    def _timed(self, collect: Callable[..., RolloutBatch], *args: Any, **kwargs: Any
+               ) -> RolloutBatch:
+        start = time.perf_counter()
+        batch = collect(*args, **kwargs)
+        self.clock["rollout_s"] += time.perf_counter() - start - batch.scoring_s
+        self.clock["scoring_s"] += batch.scoring_s
+        self.clock["new_tokens"] += batch.new_tokens
+        return batch
 
     def evaluate(self, episodes: int, seed: int) -> float:
         """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""
@@ -93,12 +109,12 @@ class Team:
         if not items:
             return {}
         options = [{"split": "test", "index": i} for i in range(items)]
-        greedy = self.rollouts.collect(self.policies, items, 1, np.random.default_rng(seed),
-                                       torch.Generator().manual_seed(seed), options=options,
-                                       greedy=True)
-        sampled = self.rollouts.collect(self.policies, items, pass_k,
-                                        np.random.default_rng(seed),
-                                        torch.Generator().manual_seed(seed), options=options)
+        greedy = self._timed(self.rollouts.collect, self.policies, items, 1,
+                             np.random.default_rng(seed), torch.Generator().manual_seed(seed),
+                             options=options, greedy=True)
+        sampled = self._timed(self.rollouts.collect, self.policies, items, pass_k,
+                              np.random.default_rng(seed), torch.Generator().manual_seed(seed),
+                              options=options)
         solved = sampled.rewards.reshape(items, pass_k) == 1.0
         return {"held_out/greedy_reward": float(greedy.rewards.mean()),
                 "held_out/greedy_solved": float(np.mean(greedy.rewards == 1.0)),
