@@ -184,8 +184,8 @@ def test_identical_greedy_requests_are_generated_once(tiny_lm_dir: Path,
     backend = HFBackend(str(tiny_lm_dir), batch_size=8)
     sizes: list[int] = []
     generate = backend._generate
-    monkeypatch.setattr(backend, "_generate", lambda batch, prompts: sizes.append(len(batch))
-                        or generate(batch, prompts))
+    monkeypatch.setattr(backend, "_generate", lambda batch, *rest: sizes.append(len(batch))
+                        or generate(batch, *rest))
     chat = [{"role": "user", "content": "lookup P1"}]
     greedy = [SamplingParams(max_tokens=3, seed=s) for s in (1, 2)]
     requests = [ChatRequest(chat, sampling=greedy[0]), ChatRequest(chat, sampling=greedy[1]),
