@@ -50,7 +50,7 @@ across arms and seeds. Writes ``<out>/results.json`` (per arm: balanced success,
 per-seed values, held-out items, real-env episodes for training and for scoring, simulated
 episodes, seconds) and ``<out>/curves.png``.
 
-Run (CPU; the first run generates the world model's answers, about 20 minutes)::
+Run (CPU; the first run generates the world model's answers: 41 minutes on 2 shared cores)::
 
     python examples/sim_to_real.py --out runs/sim_to_real
 
