@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers.histories import untimed
 from trainers import stale_sequential, teamtr
 from trainers.common.args import ConfigError
 from trainers.common.objectives import message_advantages
@@ -152,12 +153,6 @@ def test_logs_kl_quantiles_out_of_region_and_stale_gap() -> None:
     assert record[f"surrogate/agent_{first}/fresh"] == record[f"surrogate/agent_{first}/stale"]
     assert record["surrogate/stale_gap"] > 0
     assert 0.0 <= record["trust_region/out_of_region_fraction"] <= 1.0
-
-
-def untimed(history: list[dict]) -> list[dict]:
-    """The records without their wall-clock timings, which no seed fixes."""
-    return [{k: v for k, v in r.items() if not k.startswith("time/")
-             and k != "charts/tokens_per_s"} for r in history]
 
 
 def test_same_seed_same_run_and_other_seed_differs() -> None:

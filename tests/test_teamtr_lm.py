@@ -11,6 +11,7 @@ import torch
 
 from team_envs.core import SharedContextEnv, wrap
 from team_envs.text.base import Problem, ReasoningTask
+from tests.helpers.histories import untimed
 from trainers import happo, joint, single_agent_grpo, stale_sequential, teamtr
 from trainers.common.rollouts import TextRollouts
 from trainers.policies.lm import CausalLMPolicy, TextMessages
@@ -180,3 +181,43 @@ def test_a_reasoning_team_is_evaluated_greedy_and_pass_at_k_on_held_out_items(
     # the sampled pass just played: 3 held-out items, 2 samples each, nothing else
     played = [env.unwrapped.episode.problem.details for env in result.team.rollouts._envs[:6]]
     assert [(d["split"], d["index"]) for d in played] == [("test", i) for i in (0, 0, 1, 1, 2, 2)]
+
+
+def test_lora_checkpoints_are_peft_adapters_and_an_lm_team_resumes(tiny_lm_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    peft = pytest.importorskip("peft")
+    import dataclasses
+
+    from transformers import AutoModelForCausalLM
+
+
+    def args(directory: str, **changes) -> teamtr.Args:
+        return teamtr.Args(env_id="tests/short_answer-v0", n_agents=2, model=str(tiny_lm_dir),
+                           lora_rank=4, max_new_tokens=4, prompts_per_rollout=2, group_size=2,
+                           total_episodes=3 * 2 * 4, eval_episodes=2, log_dir="", delta=1e3,
+                           learning_rate=1e-2, checkpoint_dir=directory, **changes)
+
+    full = teamtr.train(args(str(tmp_path / "full")))
+
+    def interrupt(stage: int, team, record: dict) -> None:
+        if stage == 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        teamtr.train(args(str(tmp_path / "cut")), on_stage_end=interrupt)
+    resumed = teamtr.train(dataclasses.replace(args(str(tmp_path / "cut")), resume=True))
+    assert untimed(resumed.history) == untimed(full.history)
+    stage_dir = next((tmp_path / "full").glob("stage_*"))
+    for agent, policy in enumerate(full.team.policies):
+        folder = stage_dir / f"agent_{agent}"
+        assert (folder / "adapter_config.json").is_file()
+        assert "params" not in torch.load(stage_dir / f"agent_{agent}.pt", weights_only=False)
+        loaded = peft.PeftModel.from_pretrained(
+            AutoModelForCausalLM.from_pretrained(str(tiny_lm_dir)), str(folder))
+        ids = torch.tensor([[1, 2, 3, 4]])
+        with torch.no_grad():
+            assert torch.allclose(loaded(input_ids=ids).logits,
+                                  policy.module(input_ids=ids).logits, atol=1e-5)
+        mine = {n: p for n, p in policy.module.named_parameters() if "lora_" in n}
+        again = dict(resumed.team.policies[agent].module.named_parameters())
+        assert mine and all(torch.equal(p, again[n]) for n, p in mine.items())

@@ -3,8 +3,13 @@
 Layout under ``checkpoint_dir``::
 
     stage_000012/agent_0.pt ... agent_{n-1}.pt   # spec, trainable weights, optimiser, beta
+    stage_000012/agent_0/ ...                    # LoRA policies: the peft adapter instead of
+                                                 # the weights (save_pretrained)
     stage_000012/trainer.pt                      # stage, history, RNG states, budget used
     latest.json                                  # {"stage_dir": "stage_000012"}
+
+A LoRA agent's adapter folder is what ``peft.PeftModel.from_pretrained(base, folder)`` and
+vLLM's LoRA serving (``--lora-modules agent_0=folder``) load on the base model.
 
 A stage directory is complete before ``latest.json`` points at it, so a run killed at any moment
 resumes from its last finished stage. A shared policy is saved once, as ``shared.pt``.
@@ -37,6 +42,23 @@ def _trainable_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in module.named_parameters() if p.requires_grad}
 
 
+def _is_adapter(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a peft model (a LoRA policy), saved as its adapter."""
+    return hasattr(module, "peft_config") and hasattr(module, "save_pretrained")
+
+
+def _load_adapter(module: torch.nn.Module, folder: Path) -> None:
+    """Load the adapter weights ``save_pretrained`` wrote into ``module``'s adapter."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    result = set_peft_model_state_dict(module, load_file(folder / "adapter_model.safetensors"))
+    missing = [k for k in result.missing_keys if "lora_" in k]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"{folder}: the adapter does not fit the policy (missing "
+                         f"{missing[:3]}, unexpected {result.unexpected_keys[:3]})")
+
+
 def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) -> Path:
     """Write a complete checkpoint for the finished stage ``state["stage"]``; returns its path."""
     root = Path(directory)
@@ -46,10 +68,14 @@ def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) ->
     stage_dir.mkdir(parents=True)
     for name, agents in _units(team):
         policy = team.policies[agents[0]]
-        torch.save({"agents": agents, "spec": policy.spec(),
-                    "params": _trainable_state(policy.module),
-                    "optimizer": team.optimizers[agents[0]].state_dict(),
-                    "betas": [team.betas[a] for a in agents]}, stage_dir / f"{name}.pt")
+        unit = {"agents": agents, "spec": policy.spec(),
+                "optimizer": team.optimizers[agents[0]].state_dict(),
+                "betas": [team.betas[a] for a in agents]}
+        if _is_adapter(policy.module):
+            policy.module.save_pretrained(stage_dir / name)
+        else:
+            unit["params"] = _trainable_state(policy.module)
+        torch.save(unit, stage_dir / f"{name}.pt")
     torch.save({"state": state, "numpy_rng": team.rng.bit_generator.state,
                 "torch_rng": team.generator.get_state(), "episodes": team.episodes,
                 "collections": team.collections}, stage_dir / "trainer.pt")
@@ -79,7 +105,10 @@ def load_checkpoint(directory: str | Path, team: Team) -> dict[str, Any]:
             team.policies[agents[0]] = policy
             team.optimizers[agents[0]] = make_optimizer(policy, team.learning_rate,
                                                         team.weight_decay)
-        policy.module.load_state_dict(saved["params"], strict=False)
+        if "params" in saved:
+            policy.module.load_state_dict(saved["params"], strict=False)
+        else:
+            _load_adapter(policy.module, stage_dir / name)
         team.optimizers[agents[0]].load_state_dict(saved["optimizer"])
         for agent, beta in zip(agents, saved["betas"], strict=True):
             team.betas[agent] = beta
