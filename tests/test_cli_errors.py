@@ -215,7 +215,9 @@ def test_a_trainer_setting_error_is_one_line_and_no_tensorboard_is_not_none(
             "--eval-episodes", "16", "--log-dir", "", "--env-kwargs", '{"vocab_size": 3}']
     assert main([*argv, "--total-episodes", "64"]) == 2
     assert "total_episodes: 64 is less than one rollout batch" in one_error_line(capsys)
-    assert main([*argv, "--total-episodes", "128"]) == 0
+    assert main([*argv, "--total-episodes", "128"]) == 2  # one rollout, but a stage is two
+    assert "total_episodes: 128 is below one stage (256" in one_error_line(capsys)
+    assert main([*argv, "--total-episodes", "256"]) == 0
     out = capsys.readouterr().out
     assert "(TensorBoard off (--log-dir))" in out and "None" not in out
 
