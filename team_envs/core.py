@@ -42,6 +42,7 @@ __all__ = [
     "SharedContextEnv",
     "SharedContextParallelEnv",
     "agent_name",
+    "check_int",
     "check_team_size",
     "wrap",
 ]
@@ -61,6 +62,16 @@ class ResetNeeded(gymnasium.error.ResetNeeded, AssertionError):
 def agent_name(index: int) -> str:
     """The PettingZoo name of agent ``index``: ``agent_0``, ``agent_1``, ..."""
     return f"agent_{index}"
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """Validate an integer setting from ``low`` to ``high`` (no upper bound when None) and
+    return it; a bool is not an integer here."""
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < low or (
+            high is not None and value > high):
+        span = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an integer {span}, got {value!r}")
+    return int(value)
 
 
 def check_team_size(n_agents: int) -> int:

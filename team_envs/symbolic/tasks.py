@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agentworld_envs.protocol.text_space import UnicodeText
-from team_envs.core import TeamEpisode, TeamTask, agent_name, check_team_size
+from team_envs.core import TeamEpisode, TeamTask, agent_name, check_int, check_team_size
 
 __all__ = [
     "SYMBOLS",
@@ -52,13 +52,6 @@ _SILENT = "_"
 _MAX_MESSAGE_LENGTH = 8
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or not (
-            low <= value <= high):
-        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
-    return int(value)
-
-
 class SymbolicTask(TeamTask):
     """Rules shared by the symbolic families; subclasses define inputs and the verifier.
 
@@ -73,11 +66,11 @@ class SymbolicTask(TeamTask):
 
     def __init__(self, n_agents: int = 3, vocab_size: int = 4, message_length: int = 1,
                  window: int | None = 1) -> None:
-        self.vocab_size = _check_int("vocab_size", vocab_size, 2, len(SYMBOLS))
-        self.message_length = _check_int("message_length", message_length, 1,
+        self.vocab_size = check_int("vocab_size", vocab_size, 2, len(SYMBOLS))
+        self.message_length = check_int("message_length", message_length, 1,
                                          _MAX_MESSAGE_LENGTH)
         n_agents = check_team_size(n_agents)
-        self.window = None if window is None else _check_int("window", window, 1, n_agents)
+        self.window = None if window is None else check_int("window", window, 1, n_agents)
         self.roles = self._roles(n_agents)
         self._heard_masks = [self._heard_mask(agent) for agent in range(n_agents)]
 
@@ -439,9 +432,9 @@ class ReferentialTask(SymbolicTask):
     def __init__(self, attributes: int = 2, values: int = 3, candidates: int = 3,
                  message_length: int = 2, **kwargs: Any) -> None:
         super().__init__(message_length=message_length, **kwargs)
-        self.attributes = _check_int("attributes", attributes, 1, 4)
-        self.values = _check_int("values", values, 2, 10)
-        self.candidates = _check_int("candidates", candidates, 2, self.vocab_size)
+        self.attributes = check_int("attributes", attributes, 1, 4)
+        self.values = check_int("values", values, 2, 10)
+        self.candidates = check_int("candidates", candidates, 2, self.vocab_size)
         if self.candidates > self.values ** self.attributes:
             raise ValueError(f"candidates={candidates} exceeds the {self.values ** attributes} "
                              "distinct objects")

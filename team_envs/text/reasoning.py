@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, ReasoningEpisode, ReasoningTask
 
 __all__ = ["ReasoningGymTask", "env", "raw_env", "parallel_env"]
@@ -43,11 +43,6 @@ def _reasoning_gym() -> Any:
         raise ImportError("team_envs/reasoning-v0 needs reasoning-gym: "
                           "pip install 'agentworld[reasoning]'") from error
     return reasoning_gym
-
-
-def _check_count(name: str, value: Any, least: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
 
 
 class ReasoningGymTask(ReasoningTask):
@@ -81,9 +76,9 @@ class ReasoningGymTask(ReasoningTask):
         if {"seed", "size"} & set(config):
             raise ValueError("config must not set seed or size: use dataset_seed and size "
                              "(the items) and held_out (the evaluation set)")
-        _check_count("held_out", held_out, 1)
-        _check_count("size", size, held_out + 1)
-        _check_count("dataset_seed", dataset_seed, 0)
+        held_out = check_int("held_out", held_out, 1)
+        size = check_int("size", size, held_out + 1)
+        dataset_seed = check_int("dataset_seed", dataset_seed, 0)
         try:
             self.dataset = gym.create_dataset(task, seed=dataset_seed, size=size, **config)
         except (TypeError, ValueError, AssertionError) as error:
