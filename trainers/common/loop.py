@@ -74,15 +74,15 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
         ConfigError: a fresh run whose budget does not hold one stage (it would train nothing
             and report the untrained team as trained).
     """
-    if not args.resume and stage_cost(0) > args.total_episodes:
-        raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
-                                            f"({stage_cost(0)} rollout episodes with these "
-                                            f"settings): nothing would train")
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
     if args.resume and has_checkpoint(args.checkpoint_dir):
         state = load_checkpoint(args.checkpoint_dir, team)
         stage, history, run_dir = state["stage"], state["history"], state["run_dir"]
+    elif stage_cost(0) > args.total_episodes:
+        raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
+                                            f"({stage_cost(0)} rollout episodes with these "
+                                            f"settings): nothing would train")
     else:
         initial = team.evaluate(args.eval_episodes, eval_seed)
     logger = RunLogger(args, run_dir, history)

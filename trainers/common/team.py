@@ -76,22 +76,22 @@ class Team:
 
     def collect(self, prompts: int, group_size: int) -> RolloutBatch:
         """Roll out the current team; counts towards the budget."""
-        batch = self._timed(self.rollouts.collect, self.policies, prompts, group_size,
-                            self.rng, self.generator)
+        batch = self._rollout(prompts, group_size, self.rng, self.generator)
         self.episodes += batch.episodes
         self.collections += 1
         self.transcript = batch.transcript
         return batch
 
-    def sample(self, prompts: int, group_size: int, seed: int) -> RolloutBatch:
-        """A rollout drawn from ``seed``, for probes; not counted towards the budget."""
-        return self._timed(self.rollouts.collect, self.policies, prompts, group_size,
-                           np.random.default_rng(seed), torch.Generator().manual_seed(seed))
+    def sample(self, prompts: int, group_size: int, seed: int, **options: Any) -> RolloutBatch:
+        """A rollout drawn from ``seed``, for probes and evaluation (``options``: the text
+        rollouts' reset ``options`` and ``greedy``); not counted towards the budget."""
+        return self._rollout(prompts, group_size, np.random.default_rng(seed),
+                             torch.Generator().manual_seed(seed), **options)
 
-    def _timed(self, collect: Callable[..., RolloutBatch], *args: Any, **kwargs: Any
-               ) -> RolloutBatch:
+    def _rollout(self, *args: Any, **kwargs: Any) -> RolloutBatch:
+        """The current team's rollout, its time and tokens added to :attr:`clock`."""
         start = time.perf_counter()
-        batch = collect(*args, **kwargs)
+        batch = self.rollouts.collect(self.policies, *args, **kwargs)
         self.clock["rollout_s"] += time.perf_counter() - start - batch.scoring_s
         self.clock["scoring_s"] += batch.scoring_s
         self.clock["new_tokens"] += batch.new_tokens
@@ -109,12 +109,8 @@ class Team:
         if not items:
             return {}
         options = [{"split": "test", "index": i} for i in range(items)]
-        greedy = self._timed(self.rollouts.collect, self.policies, items, 1,
-                             np.random.default_rng(seed), torch.Generator().manual_seed(seed),
-                             options=options, greedy=True)
-        sampled = self._timed(self.rollouts.collect, self.policies, items, pass_k,
-                              np.random.default_rng(seed), torch.Generator().manual_seed(seed),
-                              options=options)
+        greedy = self.sample(items, 1, seed, options=options, greedy=True)
+        sampled = self.sample(items, pass_k, seed, options=options)
         solved = sampled.rewards.reshape(items, pass_k) == 1.0
         return {"held_out/greedy_reward": float(greedy.rewards.mean()),
                 "held_out/greedy_solved": float(np.mean(greedy.rewards == 1.0)),
