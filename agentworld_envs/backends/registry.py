@@ -88,6 +88,14 @@ def _fit(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> Non
         raise BackendConfigError(f"backend {name!r}: {exc}") from None
 
 
+def _parsed(config: str | dict[str, Any]) -> tuple[str, Callable[..., Backend], dict[str, Any]]:
+    """A config's registered name, its factory (imported) and its other options."""
+    options = {"name": config} if isinstance(config, str) else dict(config)
+    name = _known(options.pop("name", None))
+    factory = _REGISTRY[name]
+    return name, _resolve(factory) if isinstance(factory, str) else factory, options
+
+
 def check_backend_config(config: str | dict[str, Any]) -> None:
     """Check a backend config without building the backend (its heavy libraries stay
     unloaded): a registered ``name``, only keys its backend takes, every key it needs.
@@ -103,10 +111,7 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
         ...     print(str(exc).split(" (")[0])
         backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?
     """
-    options = {"name": config} if isinstance(config, str) else dict(config)
-    name = _known(options.pop("name", None))
-    factory = _REGISTRY[name]
-    _fit(name, _resolve(factory) if isinstance(factory, str) else factory, options)
+    _fit(*_parsed(config))
 
 
 def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
@@ -121,10 +126,9 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
     """
     if isinstance(config, Backend):
         return config
-    check_backend_config(config)
-    options = {"name": config} if isinstance(config, str) else dict(config)
-    factory = _REGISTRY[options.pop("name")]
-    return (_resolve(factory) if isinstance(factory, str) else factory)(**options)
+    name, factory, options = _parsed(config)
+    _fit(name, factory, options)
+    return factory(**options)
 
 
 def _known(name: object) -> str:
