@@ -31,7 +31,7 @@ def play(envs: gym.vector.VectorEnv, turns: int) -> list:
 @pytest.mark.server
 def test_vector_env_against_transformers_serve(tiny_server: tuple[str, str]) -> None:
     base_url, model = tiny_server
-    envs = gym.make_vec(env_id("terminal"), num_envs=2, sampling=SAMPLING, timeout_s=120,
+    envs = gym.make_vec(env_id("terminal"), num_envs=2, sampling=SAMPLING, timeout_s=600,
                         backend={"name": "openai", "model": model, "base_url": base_url,
                                  "api_key_env": None, "max_retries": 0})
     wait = '[{"keystrokes": "", "duration": 1}]'

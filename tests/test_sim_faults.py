@@ -277,7 +277,7 @@ def test_only_blocking_backends_run_in_the_worker_thread(tmp_path: Path) -> None
 
     request = [ChatRequest([{"role": "user", "content": "x"}])]
     for backend in (Local(), Remote(), RecordingBackend(Local(), tmp_path / "calls.jsonl")):
-        client = ModelClient(backend, timeout_s=5.0)
+        client = ModelClient(backend, timeout_s=600.0)
         client.complete(request)
         client.close()
     assert seen == [threading.current_thread().name, "agentworld-model-call",
