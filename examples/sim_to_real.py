@@ -85,6 +85,7 @@ from gymnasium.wrappers import TimeLimit
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, TooManyFaultsError
 from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.floor_verdict import decision_rule
 from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
@@ -181,6 +182,11 @@ class Args:
     ``sim-garbage`` always uses the placeholder, the floor controls their own rules."""
     out: Path = Path("runs/sim_to_real")
     """Where results, curves and the world model's recorded answers go."""
+    max_faults: int = DEFAULT_MAX_FAULTS
+    """Failed world-model calls a simulated env goes on after (linear: the vector of one arm
+    and seed; PPO: each of its envs), their observations being fallbacks; one more stops the
+    run, and a run with any ends non-zero before its table. -1: never stop, and count them
+    in ``results.json`` (``failed_world_model_calls``)."""
 
 
 def words(text: str) -> list[str]:
@@ -421,7 +427,7 @@ class SimTrainer:
             env_id(task.domain), num_envs=args.batch, backend=backend,
             max_steps=args.train_steps, sampling=EMBEDDED_SAMPLING, real_counterpart=False,
             scenarios=[task.scenario(v) for v in task.train],
-            record_path=record_path(args, backend))
+            record_path=record_path(args, backend), max_faults=args.max_faults)
         self.seed = seed
 
     def batch(self, policy: LinearPolicy) -> list[tuple[list[tuple], float]]:
@@ -448,8 +454,9 @@ class SimTrainer:
                 break
         return [(t, r) for t, r in zip(trajectories, rewards, strict=True) if r is not None]
 
-    def close(self) -> None:
+    def close(self) -> int:
         self.envs.close()
+        return failed_calls([self.envs.unwrapped.sim])
 
 
 def record_simulator(task_id: str, control: str) -> dict[str, Any]:
@@ -513,9 +520,9 @@ class LinearAgent:
         """The greedy policy's reward on one real variant (the task's own budget)."""
         return play_real(self.task, variant, self.policy, None, seed=0, greedy=True)[0]
 
-    def close(self) -> None:
-        if self.sim is not None:
-            self.sim.close()
+    def close(self) -> int:
+        """Close the envs; the failed world-model calls (see :func:`failed_calls`)."""
+        return self.sim.close() if self.sim is not None else 0
 
 
 class TrainVariants(gym.Wrapper):
@@ -564,6 +571,7 @@ class PPOAgent:
         self.backend = sim_backend(arm, world_model, task)
         self.max_candidates = task.max_candidates()
         self.envs: dict[str, Any] = {}
+        self.simulators: list[Any] = []
         evaluation, self.eval_options = task.eval_env()
         self.evaluation = self._wrap(evaluation)
         first = "real" if arm.startswith("real") else "sim"
@@ -591,7 +599,9 @@ class PPOAgent:
         simulated = AgentWorldEnv(
             task.domain, max_steps=args.train_steps, backend=self.backend,
             sampling=EMBEDDED_SAMPLING, scenarios=[task.scenario(v) for v in task.train],
-            record_path=record_path(args, self.backend), real_counterpart=False)
+            record_path=record_path(args, self.backend), real_counterpart=False,
+            max_faults=args.max_faults)
+        self.simulators.append(simulated.sim)
         return self._wrap(InstructionFirst(TimeLimit(simulated, task.budget)))
 
     def _venv(self, source: str) -> Any:
@@ -620,13 +630,29 @@ class PPOAgent:
             if terminated or truncated:
                 return float(reward)
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """Close the envs; the failed world-model calls (see :func:`failed_calls`)."""
         for venv in self.envs.values():
             venv.close()
         self.evaluation.close()
+        return failed_calls(self.simulators)
 
 
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+
+
+def failed_calls(simulators: list[Any]) -> int:
+    """The world-model calls that failed in ``simulators`` (their observations were fallbacks).
+
+    Raises:
+        TooManyFaultsError: if any failed and the budget is on (``--max-faults`` >= 0), so
+            that no table is printed from policies trained on fallbacks.
+    """
+    tallies = [simulator.faults for simulator in simulators]
+    for tally in tallies:
+        if tally.max_faults is not None and tally.max_faults >= 0:
+            tally.check("the run stops before its table: its policy trained on fallbacks")
+    return sum(tally.failed for tally in tallies)
 
 
 def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent) -> dict[str, float]:
@@ -662,13 +688,14 @@ def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
             outcomes = evaluate(task, agent)
             curve.append((update, balanced(task, outcomes)))
             scored += 1
-    agent.close()
+    failed = agent.close()
     per_update = args.batch if args.agent == "linear" else args.ppo_envs * args.ppo_steps
     unit = "episodes" if args.agent == "linear" else "timesteps"
     return {"curve": curve, "final": curve[-1][1], "items": outcomes, "updates": updates,
             f"real_training_{unit}": real_updates * per_update,
             f"simulated_{unit}": (updates - real_updates) * per_update,
             "real_scoring_episodes": scored * len(task.eval),
+            "failed_world_model_calls": failed,
             "seconds": round(time.perf_counter() - started, 1)}
 
 
@@ -736,8 +763,13 @@ def main() -> None:
     for arm in args.arms:
         runs = results[arm] = []
         for seed in range(args.seeds):
-            runs.append(run_arm(args, task, arm, seed, world_model))
-            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)",
+            try:
+                runs.append(run_arm(args, task, arm, seed, world_model))
+            except TooManyFaultsError as error:
+                raise SystemExit(f"{arm} seed {seed}: {error}") from error
+            failed = runs[-1]["failed_world_model_calls"]
+            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)"
+                  + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
                   flush=True)
         finals = [run["final"] for run in runs]
         summary[arm] = {
@@ -745,7 +777,7 @@ def main() -> None:
             "ci95": interval(task, runs), "per_seed": finals,
             "held_out_items": len(task.eval), "seeds": len(runs),
             **{key: sum(run[key] for run in runs) for key in runs[0]
-               if key.startswith(("real_", "simulated_"))},
+               if key.startswith(("real_", "simulated_", "failed_"))},
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)

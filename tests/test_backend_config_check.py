@@ -12,7 +12,11 @@ import pytest
 
 import floor_tasks  # noqa: F401 - registers the oracle
 from agentworld_envs.backends import make_backend, registry
-from agentworld_envs.backends.registry import BackendConfigError, check_backend_config
+from agentworld_envs.backends.registry import (
+    BackendConfigError,
+    BackendUnavailableError,
+    check_backend_config,
+)
 from agentworld_envs.cli_errors import UnknownNameError
 
 TYPOS = {
@@ -77,12 +81,14 @@ def test_vllm_keys_are_checked_against_llm_and_engine_args(
         check_backend_config({"name": "vllm", "model": "m", "gpu_memory_utilisation": 0.5})
 
 
-def test_without_vllm_its_engine_keys_are_left_to_the_install_hint(
+def test_without_vllm_the_config_check_gives_the_install_hint(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)
-    check_backend_config({"name": "vllm", "model": "m", "gpu_memory_utilization": 0.5})
-    with pytest.raises(BackendConfigError, match="missing a required argument: 'model'"):
-        check_backend_config({"name": "vllm", "gpu_memory_utilization": 0.5})
+    for config in ({"name": "vllm", "model": "m", "gpu_memory_utilization": 0.5},
+                   {"name": "vllm", "model": "m", "gpu_memory_utilisation": 0.5}):
+        with pytest.raises(BackendUnavailableError,
+                           match=r"'vllm' cannot be built here: .*pip install \"agentworld\[vllm"):
+            check_backend_config(config)
 
 
 def test_a_factory_taking_any_keys_it_does_not_forward_is_not_second_guessed(

@@ -274,6 +274,9 @@ def test_vllm_backend_wraps_llm_chat(monkeypatch: pytest.MonkeyPatch) -> None:
 
     stub = SimpleNamespace(LLM=StubLLM, SamplingParams=StubParams)
     monkeypatch.setitem(sys.modules, "vllm", stub)
+    monkeypatch.setitem(sys.modules, "vllm.engine", SimpleNamespace())
+    monkeypatch.setitem(sys.modules, "vllm.engine.arg_utils", SimpleNamespace(
+        EngineArgs=lambda gpu_memory_utilization=0.9: None))  # where the engine keys go
     backend = make_backend({"name": "vllm", "model": "m", "enable_thinking": False,
                             "gpu_memory_utilization": 0.5})
     tools = [{"type": "function", "function": {"name": "echo", "parameters": {}}}]

@@ -164,3 +164,28 @@ def test_crossed_variants_pair_an_instance_with_a_wording() -> None:
     assert task.variant("i0v1").prompt == task.variant("v1").prompt
     with pytest.raises(ValueError, match="has instances"):
         task.variant("i9v0")
+
+
+BROKEN = {"name": "scripted", "rules": [{"match": ".", "error": "GPU on fire"}]}
+"""A world model whose every call fails."""
+
+
+@pytest.mark.parametrize("agent", ["linear", "ppo"])
+def test_failed_world_model_calls_stop_the_run_unless_asked_to_go_on(s2r, tmp_path: Path,
+                                                                    agent: str) -> None:
+    from agentworld_envs.backends.faults import TooManyFaultsError
+
+    small = {"out": tmp_path, "batch": 16, "updates": 1, "eval_every": 1, "agent": agent,
+             "ppo_envs": 2, "ppo_steps": 2, "ppo_minibatch": 4, "ppo_epochs": 1}
+    args = s2r.Args(**small)
+    task = s2r.make_task(args)
+    with pytest.raises(TooManyFaultsError, match="GPU on fire"):
+        s2r.run_arm(args, task, "sim", 0, BROKEN)  # the default budget
+    with pytest.raises(TooManyFaultsError, match="GPU on fire.*stopped after more than 0"):
+        s2r.run_arm(s2r.Args(**small, max_faults=0), task, "sim", 0, BROKEN)
+    with pytest.raises(TooManyFaultsError, match="GPU on fire.*trained on fallbacks"):
+        s2r.run_arm(s2r.Args(**small, max_faults=10_000), task, "sim", 0, BROKEN)
+    went_on = s2r.run_arm(s2r.Args(**small, max_faults=-1), task, "sim", 0, BROKEN)
+    assert went_on["failed_world_model_calls"] > 0
+    healthy = s2r.run_arm(args, task, "sim", 0, "scripted")
+    assert healthy["failed_world_model_calls"] == 0

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, register_backend
+from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.bench.items import write_items
 from agentworld_envs.bench.sample import load_sample
 from agentworld_envs.cli import main
@@ -139,6 +140,21 @@ def test_judge_reward_scores_verdicts_and_falls_back_to_the_rule_score() -> None
                      log_metric=logged.__setitem__) == pytest.approx(expected)
         assert logged["judge/failed"] == failed
     assert expected[1] < 1.0
+
+
+def test_judge_reward_counts_samples_without_a_verdict_against_the_fault_budget() -> None:
+    items = [i for i in load_sample() if i.task == "floor"][:2]
+    outputs = [tagged(TRUTH)] * 2
+    tally = FaultTally(max_faults=2, what="judge verdicts")
+    judge = make_judge_reward({"name": "wm_test_cycling_judge", "scores": [0]}, items, tally)
+    judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
+    assert (tally.calls, tally.failed) == (2, 2)  # within the budget: scored by the rule
+    with pytest.raises(TooManyFaultsError, match="4 of 4 judge verdicts failed"):
+        judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
+    verdicts = FaultTally(max_faults=0, what="judge verdicts")
+    make_judge_reward({"name": "wm_test_cycling_judge", "scores": [3]}, items, verdicts)(
+        completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
+    verdicts.check()  # every sample judged: nothing to report
 
 
 # --- the commands ------------------------------------------------------------------------

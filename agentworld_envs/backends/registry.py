@@ -15,8 +15,8 @@ from typing import Any
 from agentworld_envs.backends.base import Backend
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
-__all__ = ["BackendConfigError", "check_backend_config", "make_backend", "parse_backend_arg",
-           "register_backend"]
+__all__ = ["BackendConfigError", "BackendUnavailableError", "check_backend_config",
+           "make_backend", "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -38,12 +38,17 @@ class BackendConfigError(UsageError, ValueError):
     constructor (a missing or unknown argument)."""
 
 
+class BackendUnavailableError(BackendConfigError, ImportError):
+    """A backend whose library is not installed here; the message says how to install it."""
+
+
 def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
     """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``.
 
     A factory taking ``**kwargs`` may say where they go in a ``forwards_to`` attribute (a
     tuple of ``"module:attr"`` callables), so that a config's keys are checked against their
-    keyword parameters too.
+    keyword parameters too; where those cannot be imported, the config check fails with the
+    factory's ``install_hint`` attribute, before the command makes anything.
     """
     _REGISTRY[name] = factory
 
@@ -57,17 +62,22 @@ def _keyed(factory: Callable[..., Any]) -> list[str]:
     return [p.name for p in inspect.signature(factory).parameters.values() if p.kind in _KEYED]
 
 
-def _keys(factory: Callable[..., Any]) -> list[str] | None:
+def _keys(name: str, factory: Callable[..., Any]) -> list[str] | None:
     """The config keys ``factory`` takes; None when it takes any (``**kwargs`` whose
-    ``forwards_to`` it does not name, or whose library is not installed)."""
+    ``forwards_to`` it does not name).
+
+    Raises:
+        BackendUnavailableError: a ``forwards_to`` library is not installed.
+    """
     keys = _keyed(factory)
     if all(p.kind != inspect.Parameter.VAR_KEYWORD
            for p in inspect.signature(factory).parameters.values()):
         return keys
     try:
         targets = [_resolve(t) for t in getattr(factory, "forwards_to", ())]
-    except ImportError:
-        return None
+    except ImportError as exc:
+        hint = getattr(factory, "install_hint", f"it needs {exc.name or 'a missing library'}")
+        raise BackendUnavailableError(f"backend {name!r} cannot be built here: {hint}") from None
     return list(dict.fromkeys([*keys, *(k for t in targets for k in _keyed(t))])) if targets \
         else None
 
@@ -75,7 +85,7 @@ def _keys(factory: Callable[..., Any]) -> list[str] | None:
 def _fit(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:
     """Raise :class:`BackendConfigError` unless ``options`` fit ``factory``: an unknown key
     is named with the nearest known one, then a missing required one."""
-    keys = _keys(factory)
+    keys = _keys(name, factory)
     for key in options if keys is not None else ():
         if key not in keys:
             close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
@@ -102,7 +112,9 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
 
     Raises:
         UnknownNameError: no backend is registered under the name (nearest ones named).
-        BackendConfigError: an unknown key (the nearest known key named) or a missing one.
+        BackendConfigError: an unknown key (the nearest known key named) or a missing one;
+            :class:`BackendUnavailableError` (also an ``ImportError``) when the library the
+            backend's keys go to is not installed.
 
     Example:
         >>> try:

@@ -34,7 +34,9 @@ class VLLMBackend(Backend):
     name = "vllm"
     forwards_to = ("vllm:LLM", "vllm.engine.arg_utils:EngineArgs")
     """Where ``engine_kwargs`` go, for the config check of
-    :func:`~agentworld_envs.backends.check_backend_config` (skipped without vllm)."""
+    :func:`~agentworld_envs.backends.check_backend_config` (which, without vllm, fails with
+    ``install_hint``)."""
+    install_hint = _HINT
 
     def __init__(self, model: str, enable_thinking: bool | None = None, **engine_kwargs: Any):
         try:

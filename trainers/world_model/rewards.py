@@ -12,7 +12,8 @@ Rule part (each 0-1, from code, hard to game):
 The rule score is the weighted mean of the applicable checks; an output with no closed
 observation tag gets at most ``UNCLOSED_CAP`` (the bench's 2.0-of-5 total cap, normalised). The
 rubric part is the judge's sample total on 0-1, after the bench's rule caps (so an unclosed
-output's is capped the same way); a sample the judge gave no verdict for scores its rule score.
+output's is capped the same way); a sample the judge gave no verdict for scores its rule score,
+and counts against the run's fault budget (:class:`~agentworld_envs.backends.faults.FaultTally`).
 :func:`rule_reward` and :func:`make_judge_reward` are TRL ``reward_funcs``; with
 ``reward_weights`` ``[1 - w, w]`` the trainer's reward is ``(1 - w) * rule + w * judge``, at
 most ``UNCLOSED_CAP`` for an unclosed output whatever the judge says.
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld_envs.backends import make_backend
+from agentworld_envs.backends.faults import FaultTally
 from agentworld_envs.bench.diagnostics import RULE_CAPS, diagnose
 from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.bench.report import normalise
@@ -112,18 +114,22 @@ def rule_reward(completions: Sequence[str], ground_truth: Sequence[str | None],
     return [score for score, _ in scored]
 
 
-def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem]
-                      ) -> Callable[..., list[float]]:
+def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem],
+                      tally: FaultTally | None = None) -> Callable[..., list[float]]:
     """A TRL reward function: the rubric judge's normalised total of each completion.
 
     Args:
         judge: The judge backend's config (a name or a dict for ``make_backend``).
         items: The training items; the dataset's ``item_index`` column points into them.
+        tally: Counts the samples judged and those left without a verdict, and raises
+            :class:`~agentworld_envs.backends.faults.TooManyFaultsError` past its budget
+            (default: the default budget of failed calls).
 
     All completions of a step are judged in one batched bench run (one retry for an unreadable
-    verdict). A sample left without a verdict scores its rule score, and the share of such
-    samples is logged as ``judge/failed``.
+    verdict). A sample left without a verdict scores its rule score, the share of such
+    samples is logged as ``judge/failed``, and each one is added to ``tally``.
     """
+    tally = tally if tally is not None else FaultTally(what="judge verdicts")
 
     def judge_reward(completions: Sequence[str], item_index: Sequence[int],
                      ground_truth: Sequence[str | None],
@@ -136,6 +142,8 @@ def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem]
         failed = [total is None or math.isnan(total) for total in totals]
         if log_metric is not None:
             log_metric("judge/failed", sum(failed) / max(1, len(failed)))
+        tally.add(len(records), [record.get("reason") or "no verdict"
+                                 for record, miss in zip(records, failed, strict=True) if miss])
         return [capped_rule_score(c, t)[0] if miss else normalise(total) / 100
                 for c, t, total, miss in zip(completions, ground_truth, totals, failed,
                                              strict=True)]

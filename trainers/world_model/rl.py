@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
 from agentworld_envs.bench.items import BenchItem, load_items
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import load_model, require_trl
@@ -53,6 +54,9 @@ class RLArgs:
         max_length: Longest prompt in tokens (oldest tokens dropped).
         judge: Judge backend as JSON (empty: rule reward only).
         judge_weight: The rubric's share of the reward when a judge is given.
+        max_faults: Samples left without a judge's verdict (a failed call or an unreadable
+            verdict) to go on after; one more stops the run (-1: never stop). A run that
+            ends with any such sample saves the model and then exits non-zero, saying so.
         grad_clip: Gradient-norm clip (TRL max_grad_norm).
         seed: Seeds item draws and sampling.
         threads: torch CPU threads (0: torch's default).
@@ -76,6 +80,7 @@ class RLArgs:
     max_length: int = 1024
     judge: str = ""
     judge_weight: float = 0.3
+    max_faults: int = DEFAULT_MAX_FAULTS
     grad_clip: float = 1.0
     seed: int = 0
     threads: int = 0
@@ -141,7 +146,8 @@ def train_rl(args: RLArgs) -> RLResult:
     torch.manual_seed(args.seed)
     items = load_items(args.train)
     model, tokenizer = load_model(args.model, args.device)
-    rewards = [rule_reward] + ([make_judge_reward(json.loads(args.judge), items)]
+    judged = FaultTally(args.max_faults, "judge verdicts")
+    rewards = [rule_reward] + ([make_judge_reward(json.loads(args.judge), items, judged)]
                                if args.judge else [])
     trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_config(args),
                           train_dataset=rl_dataset(tokenizer, items, args.max_length),
@@ -152,4 +158,6 @@ def train_rl(args: RLArgs) -> RLResult:
                                              if "reward" in e])
     Path(args.out, "rl_args.json").write_text(json.dumps(
         {"rl": asdict(args), "history": result.history}, indent=2), encoding="utf-8")
+    judged.check(f"the model is saved in {args.out}, but those samples were rewarded by the "
+                 "rule checks alone")
     return result
