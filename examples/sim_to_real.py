@@ -100,6 +100,7 @@ from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
 from trainers.common.args import parse_args
+from trainers.common.intervals import INTERVAL, seed_item_interval
 
 ARMS = ("untrained", "sim", "sim-garbage", "sim-fixture", "sim-constant", "sim-inverted", "real",
         "real-capped", "real-capped+sim")
@@ -699,23 +700,15 @@ def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-def interval(task: FloorTask | McpTask, runs: list[dict[str, Any]],
-             draws: int = 4000) -> tuple[float, float]:
+def interval(task: FloorTask | McpTask, runs: list[dict[str, Any]]) -> tuple[float, float]:
     """A 95% hierarchical bootstrap interval of balanced success over seeds and held-out
-    items together: each draw resamples the seeds, then, within each drawn seed, the items
-    of each decision (seeded)."""
-    rng = np.random.default_rng(0)
+    items together (:func:`~trainers.common.intervals.seed_item_interval`, the items grouped
+    by decision)."""
     variants = list(runs[0]["items"])
     table = np.array([[run["items"][v] for v in variants] for run in runs])
-    groups = [np.array([i for i, v in enumerate(variants) if task.decisions[v] == d])
+    groups = [[i for i, v in enumerate(variants) if task.decisions[v] == d]
               for d in dict.fromkeys(task.decisions[v] for v in variants)]
-    means = np.empty(draws)
-    for n in range(draws):
-        rows = table[rng.integers(len(runs), size=len(runs))]
-        means[n] = np.mean([np.mean([row[rng.choice(g, size=len(g))].mean() for g in groups])
-                            for row in rows])
-    return (round(float(np.percentile(means, 2.5)), 3),
-            round(float(np.percentile(means, 97.5)), 3))
+    return seed_item_interval(table, groups)
 
 
 def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> None:
@@ -783,8 +776,7 @@ def main() -> None:
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
         (args.out / "results.json").write_text(json.dumps(  # after every arm
             {"args": {**asdict(args), "out": str(args.out)},
-             "interval": "95% hierarchical bootstrap over seeds, then held-out items within "
-                         "each seed by decision (4000 draws, seeded)",
+             "interval": f"{INTERVAL}; balanced over decisions",
              "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
             indent=2))
     plot(results, args.out / "curves.png", task.score)
