@@ -85,7 +85,7 @@ def test_sampling_is_seeded(policies) -> None:
 def test_teamtr_trains_a_tiny_lm_team_with_lora(tiny_lm_dir: Path) -> None:
     pytest.importorskip("peft")
     args = teamtr.Args(env_id="tests/short_answer-v0", n_agents=2,
-                       model=str(tiny_lm_dir), lora_rank=4, max_new_tokens=8,
+                       model=str(tiny_lm_dir), lora_rank=4, max_new_tokens=4,
                        prompts_per_rollout=2, group_size=4, total_episodes=2 * 2 * 8,
                        eval_episodes=2, log_dir="", delta=1e3, learning_rate=1e-2,
                        update_epochs=2)
@@ -215,6 +215,7 @@ def test_lora_checkpoints_are_peft_adapters_and_an_lm_team_resumes(tiny_lm_dir: 
         loaded = peft.PeftModel.from_pretrained(
             AutoModelForCausalLM.from_pretrained(str(tiny_lm_dir)), str(folder))
         ids = torch.tensor([[1, 2, 3, 4]])
+        policy.activate()  # the agents share one base; each forward picks its adapter
         with torch.no_grad():
             assert torch.allclose(loaded(input_ids=ids).logits,
                                   policy.module(input_ids=ids).logits, atol=1e-5)

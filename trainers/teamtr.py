@@ -39,9 +39,16 @@ from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.exact_gains import ExactGainProbe, exact_supported
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import message_advantages, surrogate_gain
-from trainers.common.team import Team, agent_order, build_team, make_optimizer
+from trainers.common.team import (
+    Team,
+    agent_order,
+    build_team,
+    check_same_vocabulary,
+    make_optimizer,
+)
 from trainers.common.updates import (
     UpdateSettings,
+    accumulate,
     message_log_ratios,
     trust_region_summary,
     trust_region_update,
@@ -73,7 +80,8 @@ class Args(TrustRegionArgs):
     replacement_hidden_size: int = 0
     """plug-and-play, symbolic teams: the newcomer's hidden size (0: hidden_size)"""
     replacement_model: str = ""
-    """plug-and-play, text teams: the newcomer's model (same tokenizer as model)"""
+    """plug-and-play, text teams: the newcomer's model; it must have the incumbent's tokenizer
+    (Stage-0 scores the incumbent's tokens), else the replacement stops with an error saying so"""
     stage0_delta: float = 0.01
     """Stage-0 KL bound delta_0 on the mean KL(incumbent || newcomer) per message"""
     stage0_max_steps: int = 500
@@ -106,20 +114,24 @@ def stage0_align(newcomer: Any, optimizer: torch.optim.Optimizer, samples: Sampl
     log-probs. The loss is KL(incumbent ‖ newcomer) itself where the incumbent's full
     distributions were kept (symbolic teams), else the newcomer's negative log-likelihood of the
     incumbent's messages; both are minimised by matching the incumbent. The KL is measured per
-    message as in the trust region.
+    message as in the trust region. Both run in micro-batches of the newcomer's
+    ``score_batch_size`` with gradient accumulation.
 
     Returns:
         The final mean per-message KL, the steps taken and whether the bound holds.
     """
+    def loss_of(part: Samples, _: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
+        new_logp, kl = newcomer.score(part)
+        loss = kl.mean() if part.old_dist is not None else -(
+            new_logp * part.mask).sum(dim=1).mean()
+        return loss, {"kl": float(kl.detach().mean())}
+
+    rows = np.arange(len(samples))
     for step in range(max_steps + 1):
-        new_logp, kl = newcomer.score(samples)
-        mean_kl = float(kl.detach().mean())
+        optimizer.zero_grad(set_to_none=True)
+        mean_kl = accumulate(newcomer, samples, rows, loss_of)["kl"]
         if mean_kl <= delta0 or step == max_steps:
             break
-        loss = kl.mean() if samples.old_dist is not None else -(
-            new_logp * samples.mask).sum(dim=1).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
         optimizer.step()
     return {"stage0/kl": mean_kl, "stage0/steps": step,
             "stage0/within_bound": float(mean_kl <= delta0)}
@@ -134,6 +146,7 @@ def replace_agent(args: Args, team: Team, agent: int, stage: int) -> dict[str, f
         spec["model"] = args.replacement_model
     spec["seed"] = args.seed + 7919 * (stage + 1)
     newcomer = team.factory(agent, spec)
+    check_same_vocabulary(team.policies[agent], newcomer)
     batch = team.collect(args.prompts_per_rollout, args.group_size)
     before = float(batch.rewards.mean())
     aligner = make_optimizer(newcomer, args.stage0_learning_rate, 0.0)

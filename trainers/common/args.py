@@ -52,13 +52,32 @@ class TeamArgs:
     hidden_size: int = 64
     """symbolic teams: hidden units of each agent's MLP"""
     model: str = ""
-    """text teams: a local causal-LM directory (or hub name) for every agent"""
+    """text teams: a local causal-LM directory (or hub name, or smollm2) for every agent"""
+    models: list[str] = field(default_factory=list)
+    """text teams: one model per agent, comma-separated (a heterogeneous team; replaces model)"""
     lora_rank: int = 0
     """text teams: train LoRA adapters of this rank (0 trains all weights)"""
     temperature: float = 1.0
     """text teams: sampling temperature"""
+    top_p: float = 1.0
+    """text teams: nucleus sampling mass (1 is off); log-probs stay those of the tempered full
+    distribution"""
+    top_k: int = 0
+    """text teams: sample among the k most likely tokens (0 is off)"""
+    stop: list[str] = field(default_factory=list)
+    """text teams: stop strings, comma-separated; a message ends at the first one"""
     max_new_tokens: int = 48
     """text teams: longest message in tokens"""
+    context_tokens: int = 0
+    """text teams: prompt plus message in tokens (0: the model's context length); longer prompts
+    are cut in the middle, keeping their start and their end"""
+    score_batch_size: int = 16
+    """text teams: messages per scoring forward pass (old log-probs, updates with gradient
+    accumulation, KL checks, monitors, Stage-0); 0 scores all at once"""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """text teams: weight dtype of the models"""
+    gradient_checkpointing: bool = False
+    """text teams: recompute activations in the backward pass (less memory, more time)"""
     total_episodes: int = 40_000
     """the rollout budget: training episodes sampled over the whole run, by every rollout"""
     prompts_per_rollout: int = 64
@@ -131,12 +150,18 @@ class TeamArgs:
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(name, f"must be a positive number, got {value}")
-        for name in ("weight_decay", "kl_coef", "lora_rank", "torch_threads"):
+        for name in ("weight_decay", "kl_coef", "lora_rank", "torch_threads", "top_k",
+                     "context_tokens", "score_batch_size"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
                                             f"a group, got {self.group_size}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError("top_p", f"must lie in (0, 1], got {self.top_p}")
+        if self.context_tokens and self.context_tokens <= self.max_new_tokens:
+            raise ConfigError("context_tokens", f"{self.context_tokens} leaves no room for a "
+                                                f"prompt beside {self.max_new_tokens} new tokens")
         if not 0 < self.kl_quantile <= 1:
             raise ConfigError("kl_quantile", f"must lie in (0, 1], got {self.kl_quantile}")
         if self.n_agents is not None and not 2 <= self.n_agents <= 8:
@@ -190,8 +215,9 @@ def _matches(value: Any, hint: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if origin is dict:
-        return isinstance(value, dict)
+    if origin in (dict, list):
+        return isinstance(value, origin) and (origin is dict or all(
+            _matches(item, typing.get_args(hint)[0]) for item in value))
     return isinstance(value, hint)
 
 

@@ -3,8 +3,9 @@
 Layout under ``checkpoint_dir``::
 
     stage_000012/agent_0.pt ... agent_{n-1}.pt   # spec, trainable weights, optimiser, beta
-    stage_000012/agent_0/ ...                    # LoRA policies: the peft adapter instead of
-                                                 # the weights (save_pretrained)
+    stage_000012/agent_0/ ...                    # LoRA policies: the agent's own peft adapter
+                                                 # instead of the weights (save_pretrained, also
+                                                 # when the team shares one base)
     stage_000012/trainer.pt                      # stage, history, RNG states, budget used
     latest.json                                  # {"stage_dir": "stage_000012"}
 
@@ -47,18 +48,6 @@ def _is_adapter(module: torch.nn.Module) -> bool:
     return hasattr(module, "peft_config") and hasattr(module, "save_pretrained")
 
 
-def _load_adapter(module: torch.nn.Module, folder: Path) -> None:
-    """Load the adapter weights ``save_pretrained`` wrote into ``module``'s adapter."""
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
-    result = set_peft_model_state_dict(module, load_file(folder / "adapter_model.safetensors"))
-    missing = [k for k in result.missing_keys if "lora_" in k]
-    if missing or result.unexpected_keys:
-        raise ValueError(f"{folder}: the adapter does not fit the policy (missing "
-                         f"{missing[:3]}, unexpected {result.unexpected_keys[:3]})")
-
-
 def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) -> Path:
     """Write a complete checkpoint for the finished stage ``state["stage"]``; returns its path."""
     root = Path(directory)
@@ -72,7 +61,7 @@ def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) ->
                 "optimizer": team.optimizers[agents[0]].state_dict(),
                 "betas": [team.betas[a] for a in agents]}
         if _is_adapter(policy.module):
-            policy.module.save_pretrained(stage_dir / name)
+            policy.save_adapter(stage_dir / name)
         else:
             unit["params"] = _trainable_state(policy.module)
         torch.save(unit, stage_dir / f"{name}.pt")
@@ -108,7 +97,7 @@ def load_checkpoint(directory: str | Path, team: Team) -> dict[str, Any]:
         if "params" in saved:
             policy.module.load_state_dict(saved["params"], strict=False)
         else:
-            _load_adapter(policy.module, stage_dir / name)
+            policy.load_adapter(stage_dir / name)
         team.optimizers[agents[0]].load_state_dict(saved["optimizer"])
         for agent, beta in zip(agents, saved["betas"], strict=True):
             team.betas[agent] = beta

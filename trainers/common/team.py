@@ -22,10 +22,11 @@ from team_envs.symbolic.tasks import SymbolicTask
 from trainers.common.args import ConfigError, TeamArgs
 from trainers.common.batch import RolloutBatch
 from trainers.common.rollouts import SymbolicRollouts, TextRollouts
+from trainers.common.updates import trainable
 from trainers.policies.symbolic import SymbolicAgent, build_symbolic_agents, new_network
 
 __all__ = ["Team", "build_team", "agent_deltas", "agent_order", "make_optimizer",
-           "EVAL_SEED_OFFSET"]
+           "check_same_vocabulary", "EVAL_SEED_OFFSET"]
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation episodes use seed ``args.seed + EVAL_SEED_OFFSET``: the same episodes every time."""
@@ -38,7 +39,8 @@ class Team:
     """The agents of a team under training, and the randomness that drives their rollouts."""
 
     policies: list[Any]
-    """One policy per agent (the same object for every agent when shared)."""
+    """One policy per agent (the same object for every agent when shared; LoRA policies on one
+    model share its base weights, each with its own adapter)."""
     optimizers: list[torch.optim.Optimizer]
     """One optimiser per agent (the same object when the policy is shared)."""
     betas: list[float]
@@ -71,8 +73,7 @@ class Team:
     @property
     def shared(self) -> bool:
         """Whether one policy plays every agent."""
-        return self.n_agents > 1 and all(p.module is self.policies[0].module
-                                         for p in self.policies)
+        return self.n_agents > 1 and len({weights_key(p) for p in self.policies}) == 1
 
     def collect(self, prompts: int, group_size: int) -> RolloutBatch:
         """Roll out the current team; counts towards the budget."""
@@ -118,19 +119,42 @@ class Team:
                 f"held_out/pass@{pass_k}": float(solved.any(axis=1).mean())}
 
     def replace(self, agent: int, policy: Any, beta: float) -> None:
-        """Swap ``agent``'s policy for a new one, with a fresh optimiser and β."""
+        """Swap ``agent``'s policy for a new one, with a fresh optimiser and β.
+
+        The newcomer must read the incumbent's messages: Stage-0 and every later update score
+        the team's rollouts token by token, so a text newcomer needs the same tokenizer
+        (``source``); a different vocabulary raises ``ValueError`` saying so.
+        """
         if self.shared:
             raise ValueError("cannot replace one agent of a shared policy")
+        check_same_vocabulary(self.policies[agent], policy)
         self.policies[agent] = policy
         self.optimizers[agent] = make_optimizer(policy, self.learning_rate, self.weight_decay)
         self.betas[agent] = beta
 
 
+def weights_key(policy: Any) -> tuple[int, ...]:
+    """Identifies the weights a policy's updates change: equal for agents sharing one policy,
+    distinct for agents with their own adapters on a shared base."""
+    return tuple(id(p) for p in trainable(policy))
+
+
+def check_same_vocabulary(incumbent: Any, newcomer: Any) -> None:
+    """Raise ``ValueError`` unless a newcomer scores the incumbent's tokens (text policies:
+    the same tokenizer)."""
+    old, new = getattr(incumbent, "source", None), getattr(newcomer, "source", None)
+    if old != new:
+        raise ValueError(
+            f"the newcomer ({getattr(newcomer, 'model_name', '?')}) has another tokenizer than "
+            f"the incumbent ({getattr(incumbent, 'model_name', '?')}): replacement aligns it "
+            "(Stage-0) and trains it on the team's messages scored token by token, which needs "
+            "the same vocabulary; pick a replacement model with the incumbent's tokenizer")
+
+
 def make_optimizer(policy: Any, learning_rate: float,
                    weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW over a policy's trainable parameters."""
-    params = [p for p in policy.module.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=learning_rate, weight_decay=weight_decay)
+    """AdamW over the parameters a policy's updates change (its own adapter on a shared base)."""
+    return torch.optim.AdamW(trainable(policy), lr=learning_rate, weight_decay=weight_decay)
 
 
 def agent_deltas(args: TeamArgs, n_agents: int) -> list[float]:
@@ -174,14 +198,42 @@ def _symbolic_factory(task: SymbolicTask, seed: int) -> PolicyFactory:
 
 
 def _lm_factory(args: TeamArgs) -> PolicyFactory:
+    """Builds LM policies; LoRA agents on the same model share its base weights, each with its
+    own adapter (``agent_<i>``, or ``agent_<i>_<k>`` for a replacement)."""
+    bases: dict[str, Any] = {}
+
     def build(agent: int, spec: dict[str, Any]) -> Any:
         from trainers.policies.lm import CausalLMPolicy
 
-        return CausalLMPolicy(spec["model"], lora_rank=spec["lora_rank"],
-                              temperature=spec["temperature"],
-                              max_new_tokens=spec["max_new_tokens"], device=args.device,
-                              seed=int(spec.get("seed", args.seed)) * 1009 + agent)
+        base = bases.get(spec["model"]) if spec["lora_rank"] else None
+        adapter = f"agent_{agent}"
+        if base is not None and adapter in base.module.peft_config:
+            adapter = f"{adapter}_{len(base.module.peft_config)}"
+        policy = CausalLMPolicy(
+            spec["model"], lora_rank=spec["lora_rank"], temperature=spec["temperature"],
+            top_p=args.top_p, top_k=args.top_k, stop=args.stop,
+            max_new_tokens=spec["max_new_tokens"], context_tokens=args.context_tokens,
+            score_batch_size=args.score_batch_size, dtype=args.dtype,
+            gradient_checkpointing=args.gradient_checkpointing, device=args.device,
+            seed=int(spec.get("seed", args.seed)) * 1009 + agent, adapter=adapter, base=base)
+        if spec["lora_rank"]:
+            bases.setdefault(spec["model"], policy)
+        return policy
     return build
+
+
+def _models(args: TeamArgs, env_id: str, n_agents: int) -> list[str]:
+    """Each agent's model: ``models`` (one per agent) or ``model`` for all."""
+    if args.models and args.model:
+        raise ConfigError("models", "give model (every agent) or models (one per agent), "
+                                    "not both")
+    if args.models:
+        if len(args.models) != n_agents:
+            raise ConfigError("models", f"{len(args.models)} models for {n_agents} agents")
+        return list(args.models)
+    if not args.model:
+        raise ConfigError("model", f"{env_id} is a text team: give a causal-LM directory")
+    return [args.model] * n_agents
 
 
 def build_team(args: TeamArgs, shared: bool = False) -> Team:
@@ -201,23 +253,23 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         factory = _symbolic_factory(task, args.seed)
         rollouts: SymbolicRollouts | TextRollouts = SymbolicRollouts(task)
     else:
-        if not args.model:
-            raise ConfigError("model", f"{args.env_id} is a text team: give a causal-LM "
-                                       "directory")
+        models = _models(args, args.env_id, n_agents)
+        if shared and len(set(models)) > 1:
+            raise ConfigError("models", "a policy shared by every agent needs one model")
         factory = _lm_factory(args)
-        spec = {"model": args.model, "lora_rank": args.lora_rank,
-                "temperature": args.temperature, "max_new_tokens": args.max_new_tokens}
-        policies = ([factory(0, spec)] * n_agents if shared
-                    else [factory(agent, spec) for agent in range(n_agents)])
+        specs = [{"model": model, "lora_rank": args.lora_rank, "temperature": args.temperature,
+                  "max_new_tokens": args.max_new_tokens} for model in models]
+        policies = ([factory(0, specs[0])] * n_agents if shared
+                    else [factory(agent, spec) for agent, spec in enumerate(specs)])
         rollouts = TextRollouts(args.env_id, kwargs)
     optimizers: dict[int, torch.optim.Optimizer] = {}
     for policy in policies:
-        if id(policy.module) not in optimizers:
-            optimizers[id(policy.module)] = make_optimizer(policy, args.learning_rate,
-                                                           args.weight_decay)
+        if weights_key(policy) not in optimizers:
+            optimizers[weights_key(policy)] = make_optimizer(policy, args.learning_rate,
+                                                             args.weight_decay)
     return Team(
         policies=policies,
-        optimizers=[optimizers[id(p.module)] for p in policies],
+        optimizers=[optimizers[weights_key(p)] for p in policies],
         betas=[args.kl_coef] * n_agents,
         deltas=agent_deltas(args, n_agents),
         rollouts=rollouts,

@@ -11,6 +11,7 @@ attempt fits, the agent keeps its old parameters and optimiser state.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,13 +26,15 @@ from trainers.common.objectives import (
     ppo_clip_loss,
 )
 
-__all__ = ["AgentPolicy", "UpdateSettings", "TrustRegionResult", "policy_update",
+__all__ = ["AgentPolicy", "UpdateSettings", "TrustRegionResult", "trainable", "accumulate",
+           "policy_update",
            "simultaneous_update", "trust_region_update", "trust_region_summary", "measure_kl",
            "message_log_ratios", "snapshot", "restore", "BACKTRACK_MODES"]
 
 
 class AgentPolicy(Protocol):
-    """What the updates need from a policy."""
+    """What the updates need from a policy (LM policies also have ``score_batch_size``, the
+    messages per forward pass, and ``trainable_parameters()``, their own adapter's)."""
 
     module: torch.nn.Module
 
@@ -57,8 +60,49 @@ class UpdateSettings:
         return cls(args.update_epochs, args.minibatches, args.clip_coef, args.max_grad_norm)
 
 
-def _trainable(module: torch.nn.Module) -> list[torch.nn.Parameter]:
-    return [p for p in module.parameters() if p.requires_grad]
+def trainable(policy: AgentPolicy) -> list[torch.nn.Parameter]:
+    """The parameters an agent's update changes: ``policy.trainable_parameters()`` where the
+    policy says (an adapter on a shared base), else its module's that require gradients."""
+    own = getattr(policy, "trainable_parameters", None)
+    return own() if own else [p for p in policy.module.parameters() if p.requires_grad]
+
+
+def accumulate(policy: AgentPolicy, samples: Samples, rows: np.ndarray,
+               loss_of: Callable[[Samples, np.ndarray], tuple[torch.Tensor, dict[str, float]]]
+               ) -> dict[str, float]:
+    """Backpropagate a mean-over-messages loss on ``samples[rows]`` in micro-batches of at most
+    the policy's ``score_batch_size`` messages (all at once without one).
+
+    ``loss_of(part, part_rows)`` returns a micro-batch's mean loss and statistics; each loss is
+    weighted by its share of ``rows`` before ``backward``, so the accumulated gradient is that of
+    one batch. Returns the statistics averaged with the same weights.
+    """
+    size = getattr(policy, "score_batch_size", 0) or len(rows)
+    totals: dict[str, float] = {}
+    for start in range(0, len(rows), size):
+        part_rows = rows[start:start + size]
+        share = len(part_rows) / len(rows)
+        loss, stats = loss_of(samples.subset(part_rows), part_rows)
+        (loss * share).backward()
+        for name, value in stats.items():
+            totals[name] = totals.get(name, 0.0) + share * value
+    return totals
+
+
+def _ppo_loss(policy: AgentPolicy, advantages: torch.Tensor, clip: float, beta: float = 0.0,
+              weights: torch.Tensor | None = None
+              ) -> Callable[[Samples, np.ndarray], tuple[torch.Tensor, dict[str, float]]]:
+    """The PPO-clip plus ``beta`` · KL loss of the messages at some rows, for :func:`accumulate`
+    (``advantages`` and ``weights``: one per message of the samples)."""
+    def loss_of(part: Samples, rows: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
+        new_logp, kl = policy.score(part)
+        log_ratio = message_log_ratio(new_logp, part.old_logp, part.mask)
+        pg_loss, clipfrac = ppo_clip_loss(log_ratio, advantages[rows], clip,
+                                          None if weights is None else weights[rows])
+        kl = kl.mean()
+        return pg_loss + beta * kl, {"policy_loss": float(pg_loss.detach()),
+                                     "kl_loss": float(kl.detach()), "clipfrac": float(clipfrac)}
+    return loss_of
 
 
 def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples: Samples,
@@ -81,27 +125,18 @@ def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples
     """
     if len(samples) == 0:
         return {}
-    params = _trainable(policy.module)
-    stats: dict[str, list[float]] = {"policy_loss": [], "kl_loss": [], "clipfrac": []}
+    params = trainable(policy)
+    loss_of = _ppo_loss(policy, advantages, settings.clip, beta, weights)
+    stats: list[dict[str, float]] = []
     for _ in range(settings.epochs):
         order = torch.randperm(len(samples), generator=generator)
         for chunk in order.chunk(settings.minibatches):
-            part = samples.subset(chunk.numpy())
-            new_logp, kl = policy.score(part)
-            log_ratio = message_log_ratio(new_logp, part.old_logp, part.mask)
-            pg_loss, clipfrac = ppo_clip_loss(
-                log_ratio, advantages[chunk], settings.clip,
-                None if weights is None else weights[chunk])
-            kl = kl.mean()
             optimizer.zero_grad(set_to_none=True)
-            (pg_loss + beta * kl).backward()
+            stats.append(accumulate(policy, samples, chunk.numpy(), loss_of))
             torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
             optimizer.step()
-            stats["policy_loss"].append(float(pg_loss.detach()))
-            stats["kl_loss"].append(float(kl.detach()))
-            stats["clipfrac"].append(float(clipfrac))
-    return {name: float(np.mean(values[-settings.minibatches:]))
-            for name, values in stats.items()}
+    return {name: float(np.mean([s[name] for s in stats[-settings.minibatches:]]))
+            for name in stats[-1]}
 
 
 def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.optim.Optimizer],
@@ -116,30 +151,26 @@ def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.opti
     advantages = torch.as_tensor(group_advantages(batch.rewards, batch.groups, adv_clip),
                                  dtype=torch.float32)
     unique = list({id(o): o for o in optimizers}.values())
-    params = list({id(p): p for policy in policies for p in _trainable(policy.module)}.values())
+    params = list({id(p): p for policy in policies for p in trainable(policy)}.values())
     losses: list[float] = []
     for _ in range(settings.epochs):
         order = torch.randperm(batch.episodes, generator=generator)
         for chunk in order.chunk(settings.minibatches):
             chosen = np.zeros(batch.episodes, dtype=bool)
             chosen[chunk.numpy()] = True
-            loss = torch.zeros(())
+            for optimizer in unique:
+                optimizer.zero_grad(set_to_none=True)
+            loss = 0.0
             for agent, samples in enumerate(batch.samples):
                 rows = np.flatnonzero(chosen[samples.episode])
                 if len(rows) == 0:
                     continue
-                part = samples.subset(rows)
-                log_ratio = message_log_ratio(policies[agent].token_logprobs(part),
-                                              part.old_logp, part.mask)
-                loss = loss + ppo_clip_loss(log_ratio, advantages[part.episode],
-                                            settings.clip)[0]
-            for optimizer in unique:
-                optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+                loss += accumulate(policies[agent], samples, rows, _ppo_loss(
+                    policies[agent], advantages[samples.episode], settings.clip))["policy_loss"]
             torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
             for optimizer in unique:
                 optimizer.step()
-            losses.append(float(loss.detach()))
+            losses.append(loss)
     return {"policy_loss": float(np.mean(losses[-settings.minibatches:]))}
 
 
@@ -157,14 +188,14 @@ def message_log_ratios(policy: AgentPolicy, samples: Samples) -> torch.Tensor:
 
 def snapshot(policy: AgentPolicy, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """Copies of the policy's trainable parameters and the optimiser's state."""
-    return {"params": [p.detach().clone() for p in _trainable(policy.module)],
+    return {"params": [p.detach().clone() for p in trainable(policy)],
             "optimizer": copy.deepcopy(optimizer.state_dict())}
 
 
 @torch.no_grad()
 def restore(policy: AgentPolicy, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
     """Put back what :func:`snapshot` saved."""
-    for param, value in zip(_trainable(policy.module), saved["params"], strict=True):
+    for param, value in zip(trainable(policy), saved["params"], strict=True):
         param.copy_(value)
     optimizer.load_state_dict(copy.deepcopy(saved["optimizer"]))
 
@@ -193,7 +224,7 @@ BACKTRACK_MODES = ("interpolate", "beta_only")
 @torch.no_grad()
 def _interpolate(policy: AgentPolicy, start: list[torch.Tensor], end: list[torch.Tensor],
                  fraction: float) -> None:
-    for param, old, new in zip(_trainable(policy.module), start, end, strict=True):
+    for param, old, new in zip(trainable(policy), start, end, strict=True):
         param.copy_(old + fraction * (new - old))
 
 
@@ -230,7 +261,7 @@ def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, s
             losses = policy_update(policy, optimizer, samples, advantages, settings, generator,
                                    beta=beta)
             if backtrack == "interpolate":
-                stepped = [p.detach().clone() for p in _trainable(policy.module)]
+                stepped = [p.detach().clone() for p in trainable(policy)]
         else:
             _interpolate(policy, saved["params"], stepped, fraction)
         kl_stats = kl_summary(measure_kl(policy, samples), delta, quantile)

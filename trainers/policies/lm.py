@@ -5,8 +5,12 @@ then the problem and the shared transcript as one user turn, with tool schemas w
 tools). Log-probs are taken over the reply's tokens only: the prompt, which holds the other
 agents' messages, and the padding are masked out.
 
-Sampling is a plain decoding loop over the model's KV cache that draws every token from an
-explicit ``torch.Generator``, so the same seed gives the same messages.
+Generation is transformers' ``generate`` on the agent's adapter: one batched, KV-cached call for
+all of a turn's observations, drawn from torch's RNG seeded (inside ``fork_rng``) from the
+caller's ``torch.Generator``, so the same seed gives the same messages.
+
+Agents of a team on the same base with LoRA share it: a policy built with ``base=`` adds its own
+named adapter to the base's peft model and activates it before every forward pass.
 
 transformers (and peft, when ``lora_rank > 0``) are imported when a policy is built.
 """
@@ -16,8 +20,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +33,12 @@ import torch
 from trainers.common.batch import Samples
 from trainers.common.objectives import message_kl
 
-__all__ = ["TextMessages", "CausalLMPolicy"]
+__all__ = ["TextMessages", "CausalLMPolicy", "DTYPES"]
 
 _HF_HINT = 'LM policies need transformers: pip install "agentworld[hf]"'
 _PEFT_HINT = "LoRA policies need peft: pip install peft"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+"""Weight dtypes a policy may load in (log-probs are always computed in float32)."""
 
 
 @dataclass
@@ -60,60 +69,128 @@ def chat_messages(observation: dict[str, Any]) -> tuple[list[dict[str, str]], li
     return messages, tools
 
 
-def _cache_of(output: Any) -> dict[str, Any]:
-    """The KV cache of a forward pass, keyed as the model expects it back (``cache`` since
-    transformers 5.x, ``past_key_values`` before)."""
-    return {"cache": output["cache"]} if "cache" in output else {
-        "past_key_values": output["past_key_values"]}
+def fit_context(prompt: list[int], budget: int) -> list[int]:
+    """``prompt`` cut in the middle to at most ``budget`` tokens: its first half-budget (the
+    system prompt and the problem) and its last (the latest messages and the assistant header)
+    are kept."""
+    if len(prompt) <= budget:
+        return prompt
+    head = budget // 2
+    return prompt[:head] + prompt[len(prompt) - (budget - head):]
+
+
+def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
+                decode: Any) -> list[int]:
+    """The generated ``tokens`` up to and including the first eos token or the token that
+    completes the first stop string; whatever follows (padding, overshoot) is dropped."""
+    for end, token in enumerate(tokens, start=1):
+        if token in eos or (stop and any(s in decode(tokens[:end]) for s in stop)):
+            return tokens[:end]
+    return tokens
 
 
 class CausalLMPolicy:
     """A transformers causal LM playing one agent (or several, when shared).
 
+    Sampling draws from the tempered distribution softmax(logits / ``temperature``), further
+    restricted by ``top_k`` and ``top_p`` when set. Log-probs (old and new) are always those of
+    the tempered *full* distribution, as TRL scores them: with top-k/top-p they are not the exact
+    sampling probabilities (a truncated token set has a larger mass), but old and new are
+    measured alike, so ratios and KL stay consistent; without truncation they are exact.
+
     Args:
-        model: Local directory or hub name.
+        model: Local directory, hub name or an embedded base's name (``smollm2``).
         lora_rank: Train LoRA adapters of this rank on all linear layers; 0 trains all weights.
         lora_alpha: LoRA scaling (twice the rank by default).
         temperature: Sampling temperature; log-probs use the same tempered distribution.
+        top_p: Nucleus sampling mass (1: off).
+        top_k: Sample among the k most likely tokens (0: off).
+        stop: Stop strings: a message ends at the first; its text excludes it, its tokens end
+            with the one that completes it.
         max_new_tokens: Longest message, in tokens.
+        context_tokens: Prompt plus message, in tokens (0: the model's context length); longer
+            prompts are cut in the middle (:func:`fit_context`).
+        score_batch_size: Messages per scoring forward pass (0: all at once).
+        dtype: ``float32`` or ``bfloat16`` weights.
+        gradient_checkpointing: Recompute activations in the backward pass to save memory.
         device: Torch device.
         seed: Seeds the LoRA initialisation.
+        adapter: Name of this policy's LoRA adapter.
+        base: Another LoRA policy on the same model whose base weights this one shares, adding
+            its own ``adapter``; settings of the weights (model, dtype, checkpointing) are the
+            base's.
     """
 
     def __init__(self, model: str, *, lora_rank: int = 0, lora_alpha: int | None = None,
-                 temperature: float = 1.0, max_new_tokens: int = 64, device: str = "cpu",
-                 seed: int = 0) -> None:
+                 temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+                 stop: Sequence[str] = (), max_new_tokens: int = 64, context_tokens: int = 0,
+                 score_batch_size: int = 0, dtype: str = "float32",
+                 gradient_checkpointing: bool = False, device: str = "cpu", seed: int = 0,
+                 adapter: str = "default", base: CausalLMPolicy | None = None) -> None:
         try:
             import transformers
         except ImportError as exc:
             raise ImportError(_HF_HINT) from exc
         self.model_name = str(model)
-        self.temperature = float(temperature)
+        self.temperature, self.top_p, self.top_k = float(temperature), float(top_p), int(top_k)
+        self.stop = tuple(stop)
         self.max_new_tokens = int(max_new_tokens)
-        self.device = torch.device(device)
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_name)
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        network = transformers.AutoModelForCausalLM.from_pretrained(
-            self.model_name, dtype=torch.float32)
-        self.lora_rank = int(lora_rank)
-        if self.lora_rank:
-            network = self._with_lora(network, lora_alpha or 2 * self.lora_rank, seed)
-        self.module = network.to(self.device).eval()
-        eos = self.module.config.eos_token_id
+        self.score_batch_size = int(score_batch_size)
+        self.lora_rank, self.adapter = int(lora_rank), adapter
+        alpha = lora_alpha or 2 * self.lora_rank
+        if base is not None:
+            if not (self.lora_rank and base.lora_rank and base.model_name == self.model_name):
+                raise ValueError("a policy shares a base only as a LoRA adapter on the same model")
+            self.tokenizer, self.module, self.device = base.tokenizer, base.module, base.device
+            self.dtype, self.gradient_checkpointing = base.dtype, base.gradient_checkpointing
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                self.module.add_adapter(adapter, self._lora_config(alpha))
+        else:
+            self._load(transformers, dtype, gradient_checkpointing, device, alpha, seed)
+        config = self.module.config
+        self.context_tokens = int(context_tokens) or int(
+            getattr(config, "max_position_embeddings", 0) or 1 << 30)
+        if self.context_tokens <= self.max_new_tokens:
+            raise ValueError(f"context_tokens ({self.context_tokens}) must exceed max_new_tokens "
+                             f"({self.max_new_tokens})")
+        eos = config.eos_token_id
         self._eos = {eos} if isinstance(eos, int) else set(eos or ())
         self._eos.add(self.tokenizer.eos_token_id)
 
-    def _with_lora(self, network: Any, alpha: int, seed: int) -> Any:
-        try:
-            import peft
-        except ImportError as exc:
-            raise ImportError(_PEFT_HINT) from exc
-        config = peft.LoraConfig(r=self.lora_rank, lora_alpha=alpha, lora_dropout=0.0,
-                                 target_modules="all-linear", task_type="CAUSAL_LM")
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            return peft.get_peft_model(network, config)
+    def _load(self, transformers: Any, dtype: str, checkpointing: bool, device: str,
+              alpha: int, seed: int) -> None:
+        from agentworld_envs.models.pretrained import resolve_model
+
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+        self.dtype, self.gradient_checkpointing = dtype, bool(checkpointing)
+        self.device = torch.device(device)
+        path = resolve_model(self.model_name)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        network = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
+        if self.gradient_checkpointing:  # renamed activation_checkpointing_enable in 5.x
+            enable = getattr(network, "activation_checkpointing_enable",
+                             network.gradient_checkpointing_enable)
+            enable({"use_reentrant": False})
+        if self.lora_rank:
+            try:
+                import peft
+            except ImportError as exc:
+                raise ImportError(_PEFT_HINT) from exc
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                network = peft.get_peft_model(network, self._lora_config(alpha),
+                                              adapter_name=self.adapter)
+        self.module = network.to(self.device).eval()
+
+    def _lora_config(self, alpha: int) -> Any:
+        import peft
+
+        return peft.LoraConfig(r=self.lora_rank, lora_alpha=alpha, lora_dropout=0.0,
+                               target_modules="all-linear", task_type="CAUSAL_LM")
 
     @functools.cached_property
     def source(self) -> str:
@@ -126,55 +203,102 @@ class CausalLMPolicy:
         return {"model": self.model_name, "lora_rank": self.lora_rank,
                 "temperature": self.temperature, "max_new_tokens": self.max_new_tokens}
 
+    def activate(self) -> None:
+        """Make this policy's adapter the active one of its (possibly shared) model."""
+        if self.lora_rank and self.module.active_adapter != self.adapter:
+            self.module.set_adapter(self.adapter)
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters this agent's updates change: its own adapter's, or all weights."""
+        if not self.lora_rank:
+            return [p for p in self.module.parameters() if p.requires_grad]
+        return [p for name, p in self.module.named_parameters()
+                if "lora_" in name and f".{self.adapter}." in name]
+
+    def save_adapter(self, folder: Path) -> None:
+        """Write this policy's adapter as ``save_pretrained`` does, into ``folder``."""
+        with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
+            self.module.save_pretrained(scratch, selected_adapters=[self.adapter])
+            written = Path(scratch) if self.adapter == "default" else Path(scratch) / self.adapter
+            shutil.move(str(written), folder)
+
+    def load_adapter(self, folder: Path) -> None:
+        """Load adapter weights written by :meth:`save_adapter` into this policy's adapter."""
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        result = set_peft_model_state_dict(
+            self.module, load_file(folder / "adapter_model.safetensors"), adapter_name=self.adapter)
+        missing = [k for k in result.missing_keys if "lora_" in k and f".{self.adapter}." in k]
+        if missing or result.unexpected_keys:
+            raise ValueError(f"{folder}: the adapter does not fit the policy (missing "
+                             f"{missing[:3]}, unexpected {result.unexpected_keys[:3]})")
+
     def encode_prompt(self, observation: dict[str, Any]) -> list[int]:
-        """Token ids of the chat prompt for an observation, ending with the assistant header."""
+        """Token ids of the chat prompt for an observation, ending with the assistant header,
+        cut to leave ``max_new_tokens`` of the context budget (:func:`fit_context`)."""
         messages, tools = chat_messages(observation)
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
                                                   add_generation_prompt=True)
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return fit_context(ids, self.context_tokens - self.max_new_tokens)
 
-    def _left_padded(self, prompts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, ...]:
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.tokenizer.pad_token_id, dtype=torch.long)
+    def _padded(self, rows: Sequence[Sequence[int]], width: int,
+                prompt_width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows of prompt + response ids, prompts left-padded to ``prompt_width`` and the
+        whole right-padded to ``width``; with the attention mask."""
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros_like(ids)
-        for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt):] = torch.tensor(prompt)
-            attention[row, width - len(prompt):] = 1
+        for row, (prompt, response) in enumerate(rows):
+            start = prompt_width - len(prompt)
+            ids[row, start:prompt_width + len(response)] = torch.tensor(
+                list(prompt) + list(response), dtype=torch.long)
+            attention[row, start:prompt_width + len(response)] = 1
         return ids.to(self.device), attention.to(self.device)
+
+    def _generation_config(self, greedy: bool) -> Any:
+        from transformers import GenerationConfig
+
+        sampling = {} if greedy else {"temperature": self.temperature, "top_p": self.top_p,
+                                      "top_k": self.top_k}
+        return GenerationConfig(do_sample=not greedy, max_new_tokens=self.max_new_tokens,
+                                eos_token_id=sorted(self._eos),
+                                pad_token_id=self.tokenizer.pad_token_id,
+                                stop_strings=list(self.stop) or None, **sampling)
 
     @torch.no_grad()
     def generate(self, observations: Sequence[dict[str, Any]], generator: torch.Generator,
                  greedy: bool = False) -> TextMessages:
-        """Sample one message per observation, in one batch (``greedy``: the most likely
-        token at each step instead, for evaluation)."""
+        """Sample one message per observation in one batched ``generate`` call (``greedy``:
+        the most likely token at each step instead, for evaluation).
+
+        The draw comes from torch's RNG seeded by a number drawn from ``generator``, inside
+        ``fork_rng``, so the global RNG is untouched. ``response_ids`` are exactly the
+        generated tokens up to and including eos or the one completing a stop string.
+        """
         prompts = [self.encode_prompt(obs) for obs in observations]
-        ids, attention = self._left_padded(prompts)
-        positions = (attention.cumsum(1) - 1).clamp(min=0)
-        output = self.module(input_ids=ids, attention_mask=attention, position_ids=positions,
-                             use_cache=True)
-        finished = torch.zeros(len(prompts), dtype=torch.bool)
-        responses: list[list[int]] = [[] for _ in prompts]
-        eos = torch.tensor(sorted(self._eos))
-        for _ in range(self.max_new_tokens):
-            logits = output.logits[:, -1].float().cpu()
-            tokens = logits.argmax(dim=-1) if greedy else torch.multinomial(
-                torch.softmax(logits / self.temperature, dim=-1), 1,
-                generator=generator).squeeze(1)
-            for row in np.flatnonzero(~finished.numpy()):
-                responses[row].append(int(tokens[row]))
-            finished |= torch.isin(tokens, eos)
-            if finished.all():
-                break
-            attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
-            positions = positions[:, -1:] + 1
-            output = self.module(input_ids=tokens.unsqueeze(1).to(self.device),
-                                 attention_mask=attention, position_ids=positions,
-                                 use_cache=True, **_cache_of(output))
-        texts = [self.tokenizer.decode(r, skip_special_tokens=True) for r in responses]
+        width = max(len(p) for p in prompts)
+        ids, attention = self._padded([(p, ()) for p in prompts], width, width)
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        self.activate()
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            output = self.module.generate(
+                input_ids=ids, attention_mask=attention,
+                generation_config=self._generation_config(greedy), tokenizer=self.tokenizer)
+        decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
+        responses = [cut_at_stop(row.tolist(), self._eos, self.stop, decode)
+                     for row in output[:, width:].cpu()]
+        texts = [decode(r) for r in responses]
+        for stop in self.stop:
+            texts = [text.split(stop, 1)[0] for text in texts]
         return TextMessages(prompts, responses, texts, self.source)
 
     def token_logprobs(self, samples: Samples) -> torch.Tensor:
-        """Per-token log-probs ``(M, T)`` of the agent's message tokens (0 elsewhere)."""
+        """Per-token log-probs ``(M, T)`` of the agent's message tokens (0 elsewhere), under
+        the tempered full distribution, in forward passes of at most ``score_batch_size``
+        messages."""
         messages: TextMessages = samples.payload
         if messages.source != self.source:
             raise ValueError("these messages were tokenised with another vocabulary; a policy "
@@ -182,23 +306,25 @@ class CausalLMPolicy:
         width = samples.mask.shape[1]
         if not len(messages):  # an agent that wrote nothing in the batch (router handoff)
             return torch.zeros((0, width))
+        self.activate()
+        self.module.train(self.gradient_checkpointing and torch.is_grad_enabled())
+        size = self.score_batch_size or len(messages)
+        parts = [self._scored(messages.subset(np.arange(start, min(start + size, len(messages)))),
+                              width) for start in range(0, len(messages), size)]
+        self.module.eval()
+        return torch.cat(parts) * samples.mask
+
+    def _scored(self, messages: TextMessages, width: int) -> torch.Tensor:
         prompt_width = max(len(p) for p in messages.prompt_ids)
-        ids = torch.full((len(messages), prompt_width + width), self.tokenizer.pad_token_id,
-                         dtype=torch.long)
-        attention = torch.zeros_like(ids)
-        for row, (prompt, response) in enumerate(zip(messages.prompt_ids,
-                                                     messages.response_ids, strict=True)):
-            ids[row, prompt_width - len(prompt):prompt_width + len(response)] = torch.tensor(
-                list(prompt) + list(response))
-            attention[row, prompt_width - len(prompt):prompt_width + len(response)] = 1
-        ids, attention = ids.to(self.device), attention.to(self.device)
+        ids, attention = self._padded(list(zip(messages.prompt_ids, messages.response_ids,
+                                               strict=True)), prompt_width + width, prompt_width)
         positions = (attention.cumsum(1) - 1).clamp(min=0)
-        logits = self.module(input_ids=ids, attention_mask=attention,
-                             position_ids=positions).logits
-        logits = logits[:, prompt_width - 1:prompt_width + width - 1].float() / self.temperature
-        targets = ids[:, prompt_width:prompt_width + width].unsqueeze(-1)
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1).cpu()
-        return logp * samples.mask
+        # Only the logits predicting the response (the last width + 1 positions, less the last).
+        logits = self.module(input_ids=ids, attention_mask=attention, position_ids=positions,
+                             use_cache=False, logits_to_keep=width + 1).logits[:, :width]
+        logits = logits.float() / self.temperature
+        targets = ids[:, prompt_width:].unsqueeze(-1)
+        return torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1).cpu()
 
     def score(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-token log-probs and the sampled per-message KL(old ‖ self) estimate.
