@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for seed in range(args.seeds):  # the base with fresh (zero-effect) adapters
         team = build_team(trainer_args(args, "stale_sequential", seed))
         runs["untrained"].append({"items": greedy_items(team, seed), "episodes": 0})
+        print(f"untrained seed {seed}: greedy held-out reward "
+              f"{np.mean(runs['untrained'][-1]['items']):.3f}", flush=True)
     for method in args.methods:
         runs[method] = []
         for seed in range(args.seeds):

@@ -22,6 +22,8 @@ QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "trl_grpo_floor.py",
 CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py"}
 TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it with --quick",
                     "ray_rollouts.py": "tests/test_ray_vector.py runs its quick check on Ray",
+                    "teamtr_reasoning.py": "tests/test_teamtr_reasoning_example.py runs it on "
+                                           "a tiny LM",
                     "openenv_trl.py": "tests/test_serve.py runs its quick check on a server"}
 NEEDS_A_SERVER = {"llm_agent_floor.py"}
 HANG_GUARD_S = 3600
