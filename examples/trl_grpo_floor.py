@@ -1,8 +1,11 @@
 """GRPO on a few AgentFloor tasks with TRL, through the turn-level rollout (or the tool loop).
 
 On CPU by default: the script builds a tiny model, warm-starts it on the tasks' reference
-solutions (so it emits tool calls) and runs a few GRPO steps. On a GPU, with a real local
-model::
+solutions (so it emits tool calls, and takes the right first step about half the time: see
+:func:`tiny_model`) and runs a few GRPO steps. Each step prints its reward, loss and grad_norm,
+and says so when it trained nothing (grad_norm 0). The loss of a step's first pass is about 0
+whatever it learns (a group's advantages average 0); grad_norm shows the update. On a GPU,
+with a real local model::
 
     python examples/trl_grpo_floor.py --model /models/Qwen3-1.7B --tasks A1,B3,C3 \\
         --variants v0,v1,v2,v3 --max-steps 50 --num-generations 8 --max-completion-length 1024
@@ -10,8 +13,8 @@ model::
 ``--adapter tools`` uses ``environment_factory`` tool methods instead (TRL runs the tool loop;
 see docs/trl.md for what that changes).
 
-Quick check (CPU, seconds; one step): ``python examples/trl_grpo_floor.py --max-steps 1
---output-dir out``
+Quick check (CPU, about a minute; one step of 16 rollouts): ``python examples/trl_grpo_floor.py
+--max-steps 1 --output-dir out``
 """
 
 from __future__ import annotations
@@ -39,9 +42,9 @@ class Args:
     """``turns`` (TurnRollout, our semantics) or ``tools`` (environment_factory tool loop)."""
     max_steps: int = 2
     """GRPO optimiser steps."""
-    num_generations: int = 2
+    num_generations: int = 8
     """Completions per prompt (the GRPO group)."""
-    per_device_batch: int = 4
+    per_device_batch: int = 16
     """Completions per device per step (a multiple of num_generations)."""
     max_completion_length: int = 160
     """Tokens of a whole episode (all turns and tool results)."""
@@ -54,8 +57,15 @@ class Args:
     seed: int = 0
 
 
-def tiny_model(rows: list[dict], directory: Path) -> str:
-    """Build a tiny model and warm-start it on the rows' reference solutions."""
+def tiny_model(rows: list[dict], directory: Path, *, tool_methods: bool) -> str:
+    """Build a tiny model and warm-start it on the rows' reference solutions, half right.
+
+    Each row's first turn is imprinted with its own reference reply and, as often, with the
+    next row's (another record or task), so the model takes the right first step about half
+    the time. Its GRPO groups then hold passing and failing rollouts; a fully imprinted model
+    writes the same episode in every rollout of a group, so every advantage and the gradient
+    are 0. ``tool_methods``: render the tools as the ``--adapter tools`` methods.
+    """
     from agentworld_envs.trl import (
         build_tiny_chat_model,
         environment_class,
@@ -63,14 +73,17 @@ def tiny_model(rows: list[dict], directory: Path) -> str:
         solution_examples,
     )
 
+    solutions = [solution_examples(row) for row in rows]
     examples = []
-    for row in rows:  # each solution with the env's schemas and with the tool methods
-        tools_class = environment_class(f"AgentFloor/{row['environment']}-v0")
-        for example in solution_examples(row):
-            methods = [getattr(tools_class, t["function"]["name"]) for t in example["tools"]]
-            examples += [example, {**example, "tools": methods}]
+    for row, solution, other in zip(rows, solutions, solutions[1:] + solutions[:1], strict=True):
+        mixed = [*solution, {**solution[0], "reply": other[0]["reply"]}]
+        if tool_methods:
+            tools_class = environment_class(f"AgentFloor/{row['environment']}-v0")
+            mixed = [{**e, "tools": [getattr(tools_class, t["function"]["name"])
+                                     for t in e["tools"]]} for e in mixed]
+        examples += mixed
     build_tiny_chat_model(directory, examples)
-    return str(imprint(directory, examples, steps=80, lr=3e-3))
+    return str(imprint(directory, examples, steps=120, lr=5e-3))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,8 +105,9 @@ def main(argv: list[str] | None = None) -> None:
     tasks, variants = args.tasks.split(","), args.variants.split(",")
     rows = floor_rows(tasks, variants, system_prompt=None if args.model else
                       "Use the tools, then answer.", seed=args.seed)
-    model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")))
     turns = args.adapter == "turns"
+    model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")),
+                                     tool_methods=not turns)
     make = turn_environment_class if turns else environment_class
     factory = {t: make(f"AgentFloor/{t}-v0") for t in tasks}
     config = GRPOConfig(
@@ -113,9 +127,13 @@ def main(argv: list[str] | None = None) -> None:
     seconds = time.perf_counter() - start
     history = [h for h in trainer.state.log_history if "reward" in h]
     for step, entry in enumerate(history, 1):
-        print(f"step {step}: reward {entry['reward']:.3f} "
-              f"(std {entry['reward_std']:.3f}), completion length "
+        print(f"step {step}: reward {entry['reward']:.3f} (std {entry['reward_std']:.3f}, "
+              f"{1 - entry['frac_reward_zero_std']:.0%} of groups differ), loss "
+              f"{entry['loss']:.2e}, grad_norm {entry['grad_norm']:.3g}, completion length "
               f"{entry['completions/mean_length']:.1f}")
+        if not entry["grad_norm"]:
+            print(f"step {step} trained nothing: grad_norm 0 (GRPO learns only from groups "
+                  f"whose rewards differ: {1 - entry['frac_reward_zero_std']:.0%} here)")
     tokens = trainer.state.num_input_tokens_seen
     print(f"{args.max_steps} steps in {seconds:.1f} s: {args.max_steps / seconds:.3f} steps/s, "
           f"{tokens / seconds:.0f} tokens/s")

@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 QUICK = re.compile(r"Quick check[^:]*:\s*``python examples/(?P<name>\S+)(?P<args>[^`]*)``")
 
-QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "trl_grpo_floor.py",
-              "world_model_evidence.py", "sim_to_real.py"}
+QUICK_ONLY = {"simulated_rl.py", "teamtr_symbolic.py", "world_model_evidence.py",
+              "sim_to_real.py"}
 """Examples whose own tests check their results; here their documented quick check has to run."""
-CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py"}
+CHECKED_BELOW = {"quickstart.py", "sb3_ppo_floor.py", "llm_agent_floor.py", "trl_grpo_floor.py"}
 TESTED_ELSEWHERE = {"teamtr_evidence.py": "tests/test_teamtr_utils.py runs it with --quick",
                     "ray_rollouts.py": "tests/test_ray_vector.py runs its quick check on Ray",
                     "teamtr_reasoning.py": "tests/test_teamtr_reasoning_example.py runs it on "
@@ -72,6 +72,17 @@ def test_sb3_example_writes_its_curves(tmp_path: Path) -> None:
             or line.startswith("| B2 |")]
     assert rows == [[" A02 ", " A0 ", " 5 ", " 4 "], [" B2 ", " B ", " 5 ", " 7 "]]
     assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_trl_example_quick_check_trains(tmp_path: Path) -> None:
+    """Its one GRPO step has groups whose rollouts score differently, so a non-zero gradient."""
+    output = run_example("trl_grpo_floor.py", *quick_check("trl_grpo_floor.py"), cwd=tmp_path)
+    step = re.search(r"^step 1: reward (?P<reward>\S+) \(std (?P<std>\S+), (?P<differ>\d+)% of "
+                     r"groups differ\), loss \S+, grad_norm (?P<grad_norm>\S+),", output, re.M)
+    assert step, output
+    assert float(step["grad_norm"]) > 0 and float(step["std"]) > 0, output
+    assert int(step["differ"]) > 0 and 0 < float(step["reward"]) < 1, output
+    assert "trained nothing" not in output
 
 
 @pytest.mark.server
