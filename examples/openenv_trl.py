@@ -124,8 +124,12 @@ def main(argv: list[str] | None = None) -> None:
             environment_factory=factory)
         trainer.train()
     for step, entry in enumerate((h for h in trainer.state.log_history if "reward" in h), 1):
-        print(f"step {step}: reward {entry['reward']:.3f} (std {entry['reward_std']:.3f}) "
-              f"from the env served at {url}")
+        print(f"step {step}: reward {entry['reward']:.3f} (std {entry['reward_std']:.3f}), loss "
+              f"{entry['loss']:.2e}, grad_norm {entry['grad_norm']:.3g} from the env served at "
+              f"{url}")
+        if not entry["grad_norm"]:
+            print(f"step {step} trained nothing: grad_norm 0 (every group's rollouts scored "
+                  f"alike)")
 
 
 def _cuda() -> bool:

@@ -284,8 +284,9 @@ def test_the_trl_example_trains_on_a_served_env(tmp_path):
     from tests.test_examples import quick_check, run_example
 
     output = run_example("openenv_trl.py", *quick_check("openenv_trl.py"), cwd=tmp_path)
-    assert re.search(r"step 1: reward [01]\.\d+ .* from the env served at http://127\.0\.0\.1:",
-                     output), output
+    step = re.search(r"step 1: reward [01]\.\d+ \(std (?P<std>\S+)\), loss \S+, grad_norm "
+                     r"(?P<grad_norm>\S+) from the env served at http://127\.0\.0\.1:", output)
+    assert step and float(step["grad_norm"]) > 0 and float(step["std"]) > 0, output
 
 
 @pytest.mark.slow
