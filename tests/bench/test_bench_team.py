@@ -118,3 +118,52 @@ def test_aec_step_vs_rps(benchmark, name: str) -> None:
                                 speed_vs_rps=round(team_rate / rps_rate, 2))
     print(f"{name}: {team_rate:,.0f} AEC steps/s = {team_rate / rps_rate:.2f}x rps_v2 "
           f"({rps_rate:,.0f} steps/s, timed alternately)")
+
+
+def _lm_stage(model: str, max_new_tokens: int) -> teamtr.Args:
+    """One TeamTR stage of a 3-agent LoRA team on ``model``: 4 episodes, one update epoch."""
+    return teamtr.Args(env_id="team_envs/arithmetic_chain-v0", n_agents=3, model=model,
+                       lora_rank=8, max_new_tokens=max_new_tokens, prompts_per_rollout=2,
+                       group_size=2, total_episodes=12, eval_episodes=1, eval_every=1000,
+                       update_epochs=1, log_dir="", delta=1e3)
+
+
+def _smollm2() -> str:
+    pytest.importorskip("gguf")
+    from agentworld_envs.models.pretrained import base_model_dir
+
+    try:
+        return str(base_model_dir())
+    except ImportError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("model", ["tiny", "smollm2"])
+def test_lm_team_stage(benchmark, model: str, tiny_lm_dir) -> None:
+    """One TeamTR stage of 3 LoRA agents on one base (tiny random LM: 8-token messages;
+    SmolLM2-135M: 32): ``extra_info`` has the stage's seconds, generated tokens per second of
+    rollout, and the distinct parameter storages of the team against those of one agent's model
+    (base held once: the team adds only its adapters)."""
+    pytest.importorskip("peft")
+    args = _lm_stage(str(tiny_lm_dir) if model == "tiny" else _smollm2(),
+                     8 if model == "tiny" else 32)
+
+    def fresh_team() -> tuple[tuple, dict]:
+        return (args,), {"team": build_team(args)}
+
+    result = benchmark.pedantic(teamtr.train, setup=fresh_team, rounds=1)
+    stage = result.history[1]
+    policies = result.team.policies
+    held = {p.untyped_storage().data_ptr() for q in policies for p in q.module.parameters()}
+    base = {p.untyped_storage().data_ptr() for n, p in policies[0].module.named_parameters()
+            if "lora_" not in n}
+    adapters = sum(len(q.trainable_parameters()) for q in policies)
+    assert len(held) == len(base) + adapters
+    benchmark.extra_info.update(
+        stage_s=round(stage["time/stage_s"], 2),
+        tokens_per_s=round(stage["charts/tokens_per_s"], 1),
+        rollout_s=round(stage["time/rollout_s"], 2), update_s=round(stage["time/update_s"], 2),
+        param_storages=len(held), base_storages=len(base), adapter_storages=adapters)
+    print(f"{model}: stage {stage['time/stage_s']:.1f} s, {stage['charts/tokens_per_s']:.1f} "
+          f"tokens/s, {len(held)} parameter storages ({len(base)} base once + {adapters} "
+          "adapter)")

@@ -76,6 +76,9 @@ class TeamArgs:
     accumulation, KL checks, monitors, Stage-0); 0 scores all at once"""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """text teams: weight dtype of the models"""
+    generation: Literal["transformers", "vllm"] = "transformers"
+    """text teams: transformers generates in-process; vllm (a CUDA machine, pip install vllm)
+    serves each base once with the agents' LoRA adapters, re-saved after every update"""
     gradient_checkpointing: bool = False
     """text teams: recompute activations in the backward pass (less memory, more time)"""
     total_episodes: int = 40_000
@@ -157,6 +160,9 @@ class TeamArgs:
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
                                             f"a group, got {self.group_size}")
+        if self.generation == "vllm" and not self.lora_rank:
+            raise ConfigError("generation", "vllm serves the agents as LoRA adapters: set "
+                                            "lora_rank")
         if not 0 < self.top_p <= 1:
             raise ConfigError("top_p", f"must lie in (0, 1], got {self.top_p}")
         if self.context_tokens and self.context_tokens <= self.max_new_tokens:

@@ -7,6 +7,7 @@ over the PettingZoo API for text teams.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,6 +202,20 @@ def _lm_factory(args: TeamArgs) -> PolicyFactory:
     """Builds LM policies; LoRA agents on the same model share its base weights, each with its
     own adapter (``agent_<i>``, or ``agent_<i>_<k>`` for a replacement)."""
     bases: dict[str, Any] = {}
+    engines: dict[str, Any] = {}
+
+    def engine(model: str) -> Any:
+        """One vLLM engine per base model (``generation="vllm"``), else None."""
+        if args.generation != "vllm":
+            return None
+        if model not in engines:
+            from agentworld_envs.models.pretrained import resolve_model
+            from trainers.policies.vllm_generation import VLLMGeneration
+
+            engines[model] = VLLMGeneration(
+                resolve_model(model), tempfile.mkdtemp(prefix="agentworld-vllm-"),
+                max_lora_rank=args.lora_rank, max_loras=args.n_agents or 8)
+        return engines[model]
 
     def build(agent: int, spec: dict[str, Any]) -> Any:
         from trainers.policies.lm import CausalLMPolicy
@@ -215,7 +230,8 @@ def _lm_factory(args: TeamArgs) -> PolicyFactory:
             max_new_tokens=spec["max_new_tokens"], context_tokens=args.context_tokens,
             score_batch_size=args.score_batch_size, dtype=args.dtype,
             gradient_checkpointing=args.gradient_checkpointing, device=args.device,
-            seed=int(spec.get("seed", args.seed)) * 1009 + agent, adapter=adapter, base=base)
+            seed=int(spec.get("seed", args.seed)) * 1009 + agent, adapter=adapter, base=base,
+            engine=engine(spec["model"]))
         if spec["lora_rank"]:
             bases.setdefault(spec["model"], policy)
         return policy

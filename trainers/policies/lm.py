@@ -119,6 +119,8 @@ class CausalLMPolicy:
         base: Another LoRA policy on the same model whose base weights this one shares, adding
             its own ``adapter``; settings of the weights (model, dtype, checkpointing) are the
             base's.
+        engine: Generate through this vLLM engine (:class:`~trainers.policies.vllm_generation.
+            VLLMGeneration`) instead of transformers; scoring and updates stay here.
     """
 
     def __init__(self, model: str, *, lora_rank: int = 0, lora_alpha: int | None = None,
@@ -126,7 +128,8 @@ class CausalLMPolicy:
                  stop: Sequence[str] = (), max_new_tokens: int = 64, context_tokens: int = 0,
                  score_batch_size: int = 0, dtype: str = "float32",
                  gradient_checkpointing: bool = False, device: str = "cpu", seed: int = 0,
-                 adapter: str = "default", base: CausalLMPolicy | None = None) -> None:
+                 adapter: str = "default", base: CausalLMPolicy | None = None,
+                 engine: Any = None) -> None:
         try:
             import transformers
         except ImportError as exc:
@@ -136,7 +139,7 @@ class CausalLMPolicy:
         self.stop = tuple(stop)
         self.max_new_tokens = int(max_new_tokens)
         self.score_batch_size = int(score_batch_size)
-        self.lora_rank, self.adapter = int(lora_rank), adapter
+        self.lora_rank, self.adapter, self.engine = int(lora_rank), adapter, engine
         alpha = lora_alpha or 2 * self.lora_rank
         if base is not None:
             if not (self.lora_rank and base.lora_rank and base.model_name == self.model_name):
@@ -273,13 +276,25 @@ class CausalLMPolicy:
         the most likely token at each step instead, for evaluation).
 
         The draw comes from torch's RNG seeded by a number drawn from ``generator``, inside
-        ``fork_rng``, so the global RNG is untouched. ``response_ids`` are exactly the
+        ``fork_rng``, so the global RNG is untouched (with an ``engine``, vLLM's sampler seeded
+        by that number). ``response_ids`` are exactly the
         generated tokens up to and including eos or the one completing a stop string.
         """
         prompts = [self.encode_prompt(obs) for obs in observations]
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        rows = (self.engine.generate(self, prompts, greedy, seed) if self.engine is not None
+                else self._generated(prompts, greedy, seed))
+        decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
+        responses = [cut_at_stop(row, self._eos, self.stop, decode) for row in rows]
+        texts = [decode(r) for r in responses]
+        for stop in self.stop:
+            texts = [text.split(stop, 1)[0] for text in texts]
+        return TextMessages(prompts, responses, texts, self.source)
+
+    def _generated(self, prompts: list[list[int]], greedy: bool, seed: int) -> list[list[int]]:
+        """The token ids ``generate`` appends to each prompt (padding after eos included)."""
         width = max(len(p) for p in prompts)
         ids, attention = self._padded([(p, ()) for p in prompts], width, width)
-        seed = int(torch.randint(2**62, (1,), generator=generator))
         self.activate()
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
@@ -287,13 +302,7 @@ class CausalLMPolicy:
             output = self.module.generate(
                 input_ids=ids, attention_mask=attention,
                 generation_config=self._generation_config(greedy), tokenizer=self.tokenizer)
-        decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
-        responses = [cut_at_stop(row.tolist(), self._eos, self.stop, decode)
-                     for row in output[:, width:].cpu()]
-        texts = [decode(r) for r in responses]
-        for stop in self.stop:
-            texts = [text.split(stop, 1)[0] for text in texts]
-        return TextMessages(prompts, responses, texts, self.source)
+        return output[:, width:].cpu().tolist()
 
     def token_logprobs(self, samples: Samples) -> torch.Tensor:
         """Per-token log-probs ``(M, T)`` of the agent's message tokens (0 elsewhere), under

@@ -1,0 +1,66 @@
+"""The thin vLLM generation path, through its interface only (vLLM is not installed here):
+the install hint, and the adapter folders and LoRA ids it hands to vLLM."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pettingzoo
+import pytest
+import torch
+
+from trainers import teamtr
+from trainers.common.args import ConfigError
+from trainers.common.team import build_team
+from trainers.policies.lm import CausalLMPolicy
+from trainers.policies.vllm_generation import VLLMGeneration
+
+pytest.importorskip("peft")
+no_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is not None,
+                             reason="vLLM is installed: the hint is not reached")
+
+
+@no_vllm
+def test_without_vllm_generation_says_how_to_install_it(tiny_lm_dir: Path, tmp_path: Path) -> None:
+    engine = VLLMGeneration(str(tiny_lm_dir), tmp_path, max_lora_rank=4, max_loras=2)
+    with pytest.raises(ImportError, match="pip install vllm"):
+        _ = engine.engine
+    policy = CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, engine=engine)
+    env = pettingzoo.make("aec", "team_envs/countdown-v0")
+    env.reset(seed=0)
+    with pytest.raises(ImportError, match="pip install vllm"):  # no silent fallback
+        policy.generate([env.observe("agent_0")], torch.Generator().manual_seed(0))
+
+
+def test_an_adapter_is_saved_again_under_a_new_id_only_after_it_changed(
+        tiny_lm_dir: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    engine = VLLMGeneration(str(tiny_lm_dir), tmp_path, max_lora_rank=4, max_loras=2)
+    first = CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, adapter="agent_0")
+    second = CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, adapter="agent_1", base=first)
+    one, folder = engine.adapter(first)
+    assert (folder / "adapter_config.json").is_file() and engine.adapter(first) == (one, folder)
+    other, _ = engine.adapter(second)
+    assert other != one
+    with torch.no_grad():  # an update of agent_0
+        for param in first.trainable_parameters():
+            param.add_(0.5)
+    again, new_folder = engine.adapter(first)
+    assert again not in (one, other) and new_folder != folder and not folder.exists()
+    saved = load_file(new_folder / "adapter_model.safetensors")
+    assert saved and all(float(t.abs().min()) > 0 for t in saved.values())  # B moved off 0
+    assert engine.adapter(second)[0] == other  # agent_1 unchanged: not saved again
+
+
+def test_a_vllm_team_shares_one_engine_per_base(tiny_lm_dir: Path, tmp_path: Path) -> None:
+    settings = dict(env_id="team_envs/countdown-v0", n_agents=2, max_new_tokens=4,
+                    prompts_per_rollout=2, group_size=2, total_episodes=8, log_dir="",
+                    generation="vllm")
+    with pytest.raises(ConfigError, match="generation: vllm serves the agents as LoRA"):
+        teamtr.Args(model=str(tiny_lm_dir), **settings)
+    team = build_team(teamtr.Args(model=str(tiny_lm_dir), lora_rank=4, **settings))
+    first, second = team.policies
+    assert isinstance(first.engine, VLLMGeneration) and first.engine is second.engine
+    assert first.engine.options["max_lora_rank"] == 4
