@@ -3,6 +3,7 @@ a hang, a leaked credential or a record that cannot be written."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import json
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentworld_envs.backends import BackendError, ChatRequest, Completion
+from agentworld_envs.backends import BackendError, ChatRequest, Completion, openai_compat
 from agentworld_envs.backends.openai_compat import OpenAIBackend, OpenAIRequestError
 from agentworld_envs.backends.redaction import redact, url_secrets
 from agentworld_envs.backends.replay import completion_to_dict
@@ -91,16 +92,25 @@ def test_retry_after_is_honoured(header: str) -> None:
     assert server.hits == 2
 
 
-def test_retry_after_is_capped() -> None:
+def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     def responder(hit: int, body: dict[str, Any]) -> Reply:
         if hit == 1:
             return Reply(503, "busy", headers={"Retry-After": "86400"})
         return Reply(200, chat_response("back"))
 
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded(delay: float, *args: Any, **kwargs: Any) -> Any:
+        waits.append(delay)
+        return await real_sleep(min(delay, 0.05), *args, **kwargs)  # a broken cap costs no day
+
+    monkeypatch.setattr(openai_compat.asyncio, "sleep", recorded)
     with FakeOpenAIServer(responder) as server:
         backend = backend_for(server.base_url, max_retries=1, max_retry_after_s=0.05)
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, Completion) and outcome.text == "back"
+    assert 0.05 in waits and max(waits) <= 0.05  # asked for a day, the backend waited its cap
 
 
 # --- per-request faults ----------------------------------------------------------------------
