@@ -110,7 +110,22 @@ def test_non_string_action_is_an_error_not_an_exception() -> None:
 @given(st.text())
 def test_parser_never_raises(text: str) -> None:
     parsed = parse_action(text)
-    assert isinstance(parsed.calls, list) and isinstance(parsed.errors, list)
+    assert all(call.name and isinstance(call.arguments, dict) for call in parsed.calls)
+    assert all(error.message for error in parsed.errors)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prose=st.text(alphabet=st.characters(blacklist_characters='<>{}[]"\\')),
+       name=st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True),
+       arguments=st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5),
+                                 max_size=3))
+def test_a_tagged_call_after_any_prose_is_read_exactly(prose: str, name: str,
+                                                       arguments: dict) -> None:
+    for action in (f"{prose}\n{format_tool_call(name, arguments, 'hermes')}",
+                   f"  {format_tool_call(name, arguments, 'json')}\n"):  # bare JSON: alone
+        parsed = parse_action(action)
+        assert [c.to_dict() for c in parsed.calls] == [{"name": name, "arguments": arguments}]
+        assert not parsed.errors
 
 
 def test_format_tool_call_round_trips() -> None:
