@@ -21,7 +21,6 @@ from agentworld_envs.backends.base import (
     SamplingParams,
     Usage,
 )
-from agentworld_envs.backends.ct2 import ENGINES
 from agentworld_envs.backends.drafting import DRAFTS
 from agentworld_envs.backends.replies import text_tool_calls
 
@@ -154,14 +153,6 @@ class HFBackend(Backend):
             does not compile (compiling the tiny test model there took 32 s, then decoded
             slower than eager), and the eager static cache is about 20% slower than the
             dynamic one. Greedy and seeded tokens equal the dynamic cache's (tested on a CPU).
-        engine: ``"torch"`` (the default) or ``"ctranslate2"`` (needs ``ctranslate2``):
-            greedy requests without extra generation settings decode with CTranslate2
-            (:mod:`agentworld_envs.backends.ct2`; the model, adapter merged, converted once
-            and cached; the same tokens, never drafted), the others on the torch path.
-            ``describe()`` has ``engine: "ctranslate2"`` then. Not the default: on two
-            shared CPU cores it measured no faster than torch alone (its decode steps 1.6x
-            faster, its prefill no faster) and slower in a vector, where it cannot prefill
-            prompts of different lengths at once (README).
 
     ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
     its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
@@ -182,11 +173,10 @@ class HFBackend(Backend):
         greedy_memo: int = 0,
         cache: str = "dynamic",
         draft: str = "prompt",
-        engine: str = "torch",
     ) -> None:
         torch, transformers = _import_hf()  # first, for its install hint; nothing loads yet
         _check_settings(model, dtype, batch_size, enable_thinking, adapter, view, greedy_memo,
-                        cache, draft, engine, device)
+                        cache, draft)
         try:
             torch.device(device)
         except (RuntimeError, TypeError):
@@ -202,7 +192,6 @@ class HFBackend(Backend):
         self.greedy_memo = greedy_memo
         self.cache = cache
         self.draft = draft
-        self.engine = engine
         self._memo: OrderedDict[str, Completion] = OrderedDict()
         self._view = _view(view)
         self._torch = torch
@@ -223,18 +212,17 @@ class HFBackend(Backend):
         self._eos_ids = set(eos) | {self._tokenizer.eos_token_id}
         self._decoder: Any = _UNSET
         self._drafted: Any = None
-        self._ct2 = self._engine(folder)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
                              self.enable_thinking, self.adapter, self.view, self.greedy_memo,
-                             self.cache, self.draft, self.engine))
+                             self.cache, self.draft))
 
     def describe(self) -> dict[str, Any]:
-        """Settings for run metadata (``cache`` only when static, ``engine`` only when
-        ctranslate2 serves greedy answers: a torch run's are as before; ``draft`` always, so
-        ``info["world_model"]`` says whether greedy answers were drafted)."""
+        """Settings for run metadata (``cache`` only when static: a default run's are as
+        before; ``draft`` always, so ``info["world_model"]`` says whether greedy answers were
+        drafted)."""
         return {
             "name": self.name,
             "model": self.model,
@@ -247,12 +235,11 @@ class HFBackend(Backend):
             "greedy_memo": self.greedy_memo,
             **({"cache": self.cache} if self.cache != "dynamic" else {}),
             "draft": self.draft,
-            **({"engine": "ctranslate2"} if self._ct2 is not None else {}),
         }
 
     def close(self) -> None:
         """Drop the model and free accelerator memory."""
-        self._model = self._ct2 = None
+        self._model = None
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
@@ -348,11 +335,7 @@ class HFBackend(Backend):
                       if sampling.temperature > 0 else [])
         start = time.perf_counter()
         drafts: list[Any] = [None] * len(requests)
-        if self._ct2 is not None and sampling.temperature == 0 and _plain(config):
-            ids = self._token_ids(prompts)
-            rows, lengths = self._ct2.decode(ids, sampling.max_tokens, self._eos_ids), [
-                len(i) for i in ids]
-        elif self.cache == "static":
+        if self.cache == "static":
             rows, lengths = self._static_generate(prompts, config, sampling, generators)
         elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
             ids = self._token_ids(prompts)
@@ -388,16 +371,6 @@ class HFBackend(Backend):
             ))
         return completions
 
-    def _engine(self, folder: str) -> Any:
-        """The CTranslate2 engine when ``engine`` names it, else None."""
-        from agentworld_envs.backends.ct2 import CT2Engine
-
-        if self.engine != "ctranslate2":
-            return None
-        compute_type = "float32" if self.dtype == "auto" else self.dtype
-        return CT2Engine.build(self._model, folder, self.adapter, self.device, compute_type,
-                               self._torch.get_num_threads())
-
     def _token_ids(self, texts: list[str]) -> list[list[int]]:
         return [self._tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
 
@@ -416,7 +389,7 @@ class HFBackend(Backend):
         ``generate`` is as fast there): its generation settings make no logits
         processor (no ``SamplingParams.extra`` such as ``repetition_penalty``, none in the
         model's own generation config), and the model's cache allows it."""
-        if not _plain(config):
+        if set(config.to_diff_dict()) - _PLAIN_SETTINGS:
             return False
         if self._decoder is _UNSET:
             from agentworld_envs.backends.ragged import ragged_decoder
@@ -475,11 +448,6 @@ _PLAIN_SETTINGS = {
 }
 
 
-def _plain(config: Any) -> bool:
-    """Whether a generation config sets nothing that needs a logits processor."""
-    return not set(config.to_diff_dict()) - _PLAIN_SETTINGS
-
-
 def _picker(sampler: _GumbelSampler | None, generators: list[Any]) -> Any:
     """The ragged decoder's token choice: the argmax of the (sampled) scores."""
     def pick(rows: list[int], scores: Any) -> Any:
@@ -495,8 +463,7 @@ def _is_count(value: Any, least: int) -> bool:
 
 
 def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any,
-                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any,
-                    engine: Any, device: Any) -> None:
+                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any) -> None:
     """Refuse a bad setting before anything loads; the message names the allowed values.
 
     Raises:
@@ -517,14 +484,6 @@ def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: An
                                         f"not {greedy_memo!r}"),
         (cache not in CACHES, f"cache must be one of {CACHES}, not {cache!r}"),
         (draft not in DRAFTS, f"draft must be one of {DRAFTS}, not {draft!r}"),
-        (engine not in ENGINES, f"engine must be one of {ENGINES}, not {engine!r}"),
-        (engine == "ctranslate2" and cache == "static",
-         "engine 'ctranslate2' has no static cache: use cache='dynamic' or engine='torch'"),
-        (engine == "ctranslate2" and dtype == "float64",
-         "engine 'ctranslate2' has no float64: use another dtype or engine='torch'"),
-        (engine == "ctranslate2" and isinstance(device, str)
-         and device.partition(":")[0] not in ("cpu", "cuda"),
-         f"engine 'ctranslate2' runs on 'cpu' or 'cuda[:N]', not {device!r}"),
     ) if bad]
     problems += [problem for name, value in (("model", model), ("adapter", adapter))
                  if isinstance(value, str) and (problem := _unreachable(name, value))]
