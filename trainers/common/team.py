@@ -103,21 +103,29 @@ class Team:
         """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""
         return float(self.sample(episodes, 1, seed).rewards.mean())
 
+    def held_out_rewards(self, seed: int, samples: int = 1, greedy: bool = False
+                         ) -> np.ndarray:
+        """Rewards ``(items, samples)`` on the task's held-out items, in order (none: an empty
+        array), not counted: ``samples`` episodes per item, or the greedy team's one."""
+        items = self.rollouts.held_out_items()
+        if not items:
+            return np.zeros((0, samples))
+        options = [{"split": "test", "index": i} for i in range(items)]
+        batch = self.sample(items, samples, seed, options=options, greedy=greedy)
+        return batch.rewards.reshape(items, samples)
+
     def evaluate_held_out(self, pass_k: int, seed: int) -> dict[str, float]:
         """On the task's held-out items (none: ``{}``), not counted: the greedy team's mean
         reward and solved share (reward 1), and of ``pass_k`` samples per item at the training
         temperature, the mean reward and pass@k (the share of items solved at least once)."""
-        items = self.rollouts.held_out_items()
-        if not items:
+        greedy = self.held_out_rewards(seed, greedy=True)
+        if not greedy.size:
             return {}
-        options = [{"split": "test", "index": i} for i in range(items)]
-        greedy = self.sample(items, 1, seed, options=options, greedy=True)
-        sampled = self.sample(items, pass_k, seed, options=options)
-        solved = sampled.rewards.reshape(items, pass_k) == 1.0
-        return {"held_out/greedy_reward": float(greedy.rewards.mean()),
-                "held_out/greedy_solved": float(np.mean(greedy.rewards == 1.0)),
-                "held_out/sampled_reward": float(sampled.rewards.mean()),
-                f"held_out/pass@{pass_k}": float(solved.any(axis=1).mean())}
+        sampled = self.held_out_rewards(seed, pass_k)
+        return {"held_out/greedy_reward": float(greedy.mean()),
+                "held_out/greedy_solved": float(np.mean(greedy == 1.0)),
+                "held_out/sampled_reward": float(sampled.mean()),
+                f"held_out/pass@{pass_k}": float((sampled == 1.0).any(axis=1).mean())}
 
     def replace(self, agent: int, policy: Any, beta: float) -> None:
         """Swap ``agent``'s policy for a new one, with a fresh optimiser and β.
