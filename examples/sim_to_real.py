@@ -651,7 +651,7 @@ def failed_calls(simulators: list[Any]) -> int:
     """
     tallies = [simulator.faults for simulator in simulators]
     for tally in tallies:
-        if tally.max_faults is not None and tally.max_faults >= 0:
+        if tally.bounded:
             tally.check("the run stops before its table: its policy trained on fallbacks")
     return sum(tally.failed for tally in tallies)
 

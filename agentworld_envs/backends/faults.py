@@ -59,6 +59,11 @@ class FaultTally:
     failed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
 
+    @property
+    def bounded(self) -> bool:
+        """Whether the budget is on (``max_faults`` is a number >= 0)."""
+        return self.max_faults is not None and self.max_faults >= 0
+
     def add(self, calls: int, failures: Iterable[str] = ()) -> None:
         """Count ``calls`` calls, of which ``failures`` (one reason each) failed.
 
@@ -69,7 +74,7 @@ class FaultTally:
         self.calls += calls
         self.failed += len(failures)
         self.reasons.update(failures)
-        if self.max_faults is not None and 0 <= self.max_faults < self.failed:
+        if self.bounded and self.max_faults < self.failed:
             raise TooManyFaultsError(f"{self.summary()}; stopped after more than "
                                      f"{self.max_faults} (--max-faults)")
 
