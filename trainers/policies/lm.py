@@ -82,11 +82,24 @@ def fit_context(prompt: list[int], budget: int) -> list[int]:
 def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
                 decode: Any) -> list[int]:
     """The generated ``tokens`` up to and including the first eos token or the token that
-    completes the first stop string; whatever follows (padding, overshoot) is dropped."""
-    for end, token in enumerate(tokens, start=1):
-        if token in eos or (stop and any(s in decode(tokens[:end]) for s in stop)):
-            return tokens[:end]
-    return tokens
+    completes the first stop string; whatever follows (padding, overshoot) is dropped.
+
+    The message is decoded once, and only a message holding a stop string is searched (by
+    bisection over its prefixes) for the token that completes it.
+    """
+    tokens = tokens[:next((i + 1 for i, t in enumerate(tokens) if t in eos), len(tokens))]
+
+    def stopped(end: int) -> bool:
+        text = decode(tokens[:end])
+        return any(s in text for s in stop)
+
+    if not stop or not stopped(len(tokens)):
+        return tokens
+    low, high = 1, len(tokens)  # the shortest prefix holding a stop string
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if stopped(middle) else (middle + 1, high)
+    return tokens[:low]
 
 
 class CausalLMPolicy:
