@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 _EXPECTED = {
     "floor_tasks.harness.corpus_io:CorruptCorpusError": (2, "corrupt corpus: "),
     "floor_tasks.harness.sweep_config:SweepConfigError": (2, ""),
-    "agentworld_envs.sim.prompt_sets:PromptSetError": (2, ""),
+    "agentworld_envs.world.prompt_sets:PromptSetError": (2, ""),
     "agentworld_envs.bench.items:BenchFormatError": (2, ""),
     "trainers.common.args:ConfigError": (2, ""),
     "agentworld_envs.backends.faults:TooManyFaultsError": (1, ""),

@@ -1,4 +1,4 @@
-"""Register the simulated envs with Gymnasium, and the ``scripted`` backend (by name only).
+"""Register the simulated envs with Gymnasium.
 
 Imported by ``agentworld_envs/__init__.py``. Registering is cheap: entry points are strings, and
 nothing here imports a domain, a model library or package data.
@@ -11,7 +11,6 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import register
 
-from agentworld_envs.backends.registry import register_backend
 from agentworld_envs.domains import DOMAINS
 
 __all__ = ["ENV_IDS", "env_id", "make"]
@@ -34,7 +33,6 @@ for _key, _entry in DOMAINS.items():
         kwargs={"domain": _key},
     )
 del _key, _entry
-register_backend("scripted", "agentworld_envs.sim.scripted:ScriptedBackend")
 
 
 def make(domain: str, *, max_steps: int | None = None, **kwargs: Any) -> gym.Env:

@@ -33,7 +33,7 @@ episodes (only the capped arms stop early, by design):
 A simulated episode touches nothing real (``real_counterpart=False``): no real env is built,
 and its reward, submissions included, is the simulated episode's alone. A floor submission
 is accepted by the task's rule over the status the simulator showed
-(:func:`agentworld_envs.domains.floor_verdict.decided_observation`), so a simulator that
+(:func:`agentworld_envs.domains.floor.verdict.decided_observation`), so a simulator that
 shows the status inverted teaches the inverted branch. The real env is played only by the
 real arms and by scoring.
 
@@ -85,11 +85,15 @@ from gymnasium.wrappers import TimeLimit
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
+from agentworld_envs.backends.embedded import (
+    DOMAIN_ADAPTERS,
+    EMBEDDED_SAMPLING,
+    embedded_world_model,
+)
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, TooManyFaultsError
 from agentworld_envs.domains import get_domain
-from agentworld_envs.domains.floor_verdict import decision_rule
-from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
-from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_world_model
+from agentworld_envs.domains.floor.verdict import decision_rule
+from agentworld_envs.domains.mcp.servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
 from agentworld_envs.sim.env import AgentWorldEnv

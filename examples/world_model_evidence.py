@@ -52,6 +52,7 @@ from tqdm.auto import tqdm
 
 import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import SamplingParams, make_backend
+from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_backend
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.bench.items import BenchItem, load_items, write_items
 from agentworld_envs.bench.progress import WatchedBackend
@@ -62,7 +63,6 @@ from agentworld_envs.bench.transitions import (
     split_by_task,
     task_of,
 )
-from agentworld_envs.models import EMBEDDED_SAMPLING, embedded_backend
 from floor_tasks import load_tasks
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs

@@ -7,7 +7,6 @@ Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 
 from gymnasium.envs.registration import WrapperSpec, register
 
-from agentworld_envs.backends import register_backend
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names
@@ -30,4 +29,3 @@ for _task in load_tasks():
              kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps,
              additional_wrappers=(_BUDGET_SYNC,))
 del _task
-register_backend("oracle", "floor_tasks.harness.agents:OracleBackend")

@@ -10,7 +10,8 @@ branch), the final submission with each argument set to a value it takes in anot
 tells them apart), and, for a task that ends with a submission, a premature claim that the work
 is done.
 Its order is a fixed shuffle (seeded by the task and variant), so a gold step's index carries
-no signal; the envs shuffle it again at every reset (:func:`shuffled`).
+no signal; the envs shuffle it again at every reset
+(:func:`agentworld_envs.protocol.seeding.shuffled`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.tool_calls import parse_action
 from floor_tasks.database import load_fixture
 from floor_tasks.solutions import solution
@@ -30,7 +32,7 @@ from floor_tasks.task import load_task
 from floor_tasks.task_sets import final_submission
 from floor_tasks.tools import FloorToolkit
 
-__all__ = ["COMPLETION_CLAIM", "GIVE_UP", "candidate_actions", "shuffled"]
+__all__ = ["COMPLETION_CLAIM", "GIVE_UP", "candidate_actions"]
 
 GIVE_UP = "I could not determine the answer."
 COMPLETION_CLAIM = "The task is complete."
@@ -100,11 +102,6 @@ def candidate_actions(task_id: str, variant: str, *, wide: bool = False) -> list
             module docstring). The ``AgentFloor`` and ``AgentWorld/Floor-v0`` envs use them.
     """
     return list(_candidates(task_id, variant, wide))
-
-
-def shuffled(candidates: list[str], rng: np.random.Generator) -> list[str]:
-    """``candidates`` in an order drawn from ``rng`` (one ``permutation`` draw)."""
-    return [candidates[int(i)] for i in rng.permutation(len(candidates))]
 
 
 @functools.cache

@@ -26,13 +26,14 @@ from typing import Any
 import gymnasium as gym
 
 from agentworld_envs.errors import transportable_errors
+from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
 from agentworld_envs.protocol.tool_calls import ParseError, parse_action
-from floor_tasks.candidates import candidate_actions, shuffled
+from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
 from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit

@@ -23,7 +23,6 @@ from agentworld_envs.backends import (
     Usage,
     make_backend,
 )
-from agentworld_envs.backends.base import MessageLog
 from agentworld_envs.backends.replay import (
     RecordingBackend,
     ReplayBackend,
@@ -34,6 +33,7 @@ from agentworld_envs.backends.replay import (
     legacy_request_key,
     request_key,
 )
+from agentworld_envs.protocol.chat import MessageLog
 from agentworld_envs.protocol.tool_calls import ToolCall
 
 
@@ -260,7 +260,7 @@ def test_a_live_backend_is_shared_not_copied_by_an_env_spec() -> None:
     ``hf``, a loaded model) must come through as itself."""
     import copy
 
-    from agentworld_envs.sim.scripted import ScriptedBackend
+    from agentworld_envs.backends.scripted import ScriptedBackend
 
     backend = ScriptedBackend()
     assert copy.deepcopy({"backend": backend})["backend"] is backend

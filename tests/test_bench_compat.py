@@ -20,8 +20,8 @@ from agentworld_envs.bench.judge import JudgePrompts, judge_request
 from agentworld_envs.bench.judge_parser import JudgeParseError, parse_judge_output
 from agentworld_envs.bench.report import MACRO_LABEL, WEIGHTED_LABEL
 from agentworld_envs.bench.run import run_bench
-from agentworld_envs.sim.parsing import clean_response_marker, parse_model_output
-from agentworld_envs.sim.prompt_sets import PromptSetError
+from agentworld_envs.world.parsing import clean_response_marker, parse_model_output
+from agentworld_envs.world.prompt_sets import PromptSetError
 
 FIVE = {"format": 5, "factuality": 4, "consistency": 3, "realism": 2, "quality": 1}
 

@@ -9,8 +9,8 @@ import pytest
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.domains import DOMAINS, get_domain
 from agentworld_envs.registration import make
-from agentworld_envs.sim.rewards import EpisodeLog, run_checks
-from agentworld_envs.sim.scenario import Check, Scenario
+from agentworld_envs.world.rewards import EpisodeLog, run_checks
+from agentworld_envs.world.scenario import Check, Scenario
 from tests.helpers.witness import evidence, witness_backend
 
 

@@ -84,7 +84,7 @@ def test_the_vector_snippet_sends_one_batched_call_per_step(tmp_path: Path) -> N
     snippet = next(s for s in snippets(ROOT / "README.md") if BATCHED in s.code)
     default = re.search(r"^world_model = None\b.*$", snippet.code, re.MULTILINE)
     assert default, "the snippet no longer starts from world_model = None"
-    code = (snippet.code.replace(default[0], "from agentworld_envs.sim.scripted import "
+    code = (snippet.code.replace(default[0], "from agentworld_envs.backends.scripted import "
                                  "ScriptedBackend; world_model = ScriptedBackend("
                                  "keep_requests=True)") + "import json\n" + COUNT)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,

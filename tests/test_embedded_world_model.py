@@ -10,19 +10,14 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the envs
+from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING, embedded_backend
 from agentworld_envs.bench.sample import load_sample
-from agentworld_envs.domains.floor import DOMAIN as FLOOR
-from agentworld_envs.domains.mcp import DOMAIN as MCP
-from agentworld_envs.models import (
-    ADAPTERS,
-    DOMAIN_ADAPTERS,
-    EMBEDDED_SAMPLING,
-    adapter_dir,
-    embedded_backend,
-)
+from agentworld_envs.domains.floor.domain import DOMAIN as FLOOR
+from agentworld_envs.domains.mcp.domain import DOMAIN as MCP
+from agentworld_envs.models import ADAPTERS, adapter_dir
 from agentworld_envs.models.compact_view import compact_messages, tool_signatures
 from agentworld_envs.sim.config import SimConfig
-from agentworld_envs.sim.fidelity import step_fidelity
+from agentworld_envs.world.fidelity import step_fidelity
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")

@@ -236,8 +236,8 @@ def test_reward_labels_show_expected_values_only_when_asked(reveal: bool) -> Non
 
 
 def test_repeated_checks_keep_one_hidden_label_each() -> None:
-    from agentworld_envs.sim.rewards import EpisodeLog, run_checks
-    from agentworld_envs.sim.scenario import Check
+    from agentworld_envs.world.rewards import EpisodeLog, run_checks
+    from agentworld_envs.world.scenario import Check
 
     log = EpisodeLog(get_domain("search").builtin["search-python-release-date"])
     log.tools_called = ["web_search"]

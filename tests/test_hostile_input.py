@@ -20,15 +20,15 @@ import floor_tasks
 import team_envs
 from agentworld_envs.backends import Completion
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
-from agentworld_envs.domains.android import DOMAIN as ANDROID
-from agentworld_envs.domains.terminal import DOMAIN as TERMINAL
-from agentworld_envs.domains.web import DOMAIN as WEB
+from agentworld_envs.domains.android.domain import DOMAIN as ANDROID
+from agentworld_envs.domains.terminal.domain import DOMAIN as TERMINAL
+from agentworld_envs.domains.web.domain import DOMAIN as WEB
 from agentworld_envs.protocol import bounded_json, parse_action
 from agentworld_envs.protocol.tool_calls import MAX_ERRORS
 from agentworld_envs.registration import ENV_IDS as WORLD_IDS
-from agentworld_envs.sim.fidelity import step_fidelity
-from agentworld_envs.sim.parsing import parse_world_model_output
-from agentworld_envs.sim.rewards import read_judge
+from agentworld_envs.world.fidelity import step_fidelity
+from agentworld_envs.world.parsing import parse_world_model_output
+from agentworld_envs.world.rewards import read_judge
 from floor_tasks.env import FloorEnv
 from floor_tasks.verifier import field_matches
 

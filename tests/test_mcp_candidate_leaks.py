@@ -24,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from agentworld_envs.domains.generators.mcp_servers import FAMILIES, mcp_server_scenario
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.domains.mcp.servers import FAMILIES, mcp_server_scenario
+from agentworld_envs.world.scenario import Scenario
 
 SERVERS = 200
 Z = 3.29

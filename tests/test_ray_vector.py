@@ -17,9 +17,9 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.distributed.layout import actor_blocks
-from agentworld_envs.sim.scripted import ScriptedBackend
 from tests.helpers.ray_cluster import ray_runtime  # noqa: F401 - the module's Ray runtime
 from tests.test_examples import quick_check, run_example
 from tests.test_vector_worker_errors import ENV_ID as CHOKING_ID

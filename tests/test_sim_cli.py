@@ -9,7 +9,7 @@ import pytest
 
 from agentworld_envs.domains import generate_scenario
 from agentworld_envs.sim.cli import add_commands, fidelity_report
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.world.scenario import Scenario
 from tests.helpers.floor_world import predicting, real_observations
 
 

@@ -13,13 +13,14 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS
+from agentworld_envs.backends.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
 from agentworld_envs.domains import DOMAINS
-from agentworld_envs.models import ADAPTERS, DOMAIN_ADAPTERS
+from agentworld_envs.models import ADAPTERS
 from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.registration import ENV_IDS, env_id, make
 from agentworld_envs.sim.config import NoDefaultWorldModelError, SimConfig
 from agentworld_envs.sim.env import AgentWorldEnv
-from agentworld_envs.sim.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
 
 WAIT = '[{"keystrokes": "", "duration": 1}]'
 SEARCH_CALL = '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}'
@@ -342,10 +343,10 @@ def test_bad_settings_fail_at_make_time() -> None:
 def test_a_late_step_reads_its_new_message_not_the_whole_history(monkeypatch) -> None:
     """An operation count, not a time: the bytes a step puts through the request digest stay
     flat over 120 turns (they grew with the history when each request was re-read whole)."""
-    from agentworld_envs.backends import base
+    from agentworld_envs.protocol import chat
 
-    canonical, read = base._canonical, []
-    monkeypatch.setattr(base, "_canonical", lambda message: read.append(
+    canonical, read = chat._canonical, []
+    monkeypatch.setattr(chat, "_canonical", lambda message: read.append(
         len(canonical(message))) or canonical(message))
     backend = scripted()
     env = make("terminal", backend=backend, max_steps=120)
@@ -356,6 +357,6 @@ def test_a_late_step_reads_its_new_message_not_the_whole_history(monkeypatch) ->
         env.step('[{"keystrokes": "ls -la\\n", "duration": 1}]')
         per_step.append(sum(read))
     assert max(per_step[-10:]) <= 2 * max(per_step[1:11])
-    monkeypatch.setattr(base, "_canonical", canonical)
+    monkeypatch.setattr(chat, "_canonical", canonical)
     for request in requests_of(backend)[::30]:  # the running digest is the whole one
-        assert request.digest() == base.messages_digest(request.messages)
+        assert request.digest() == chat.messages_digest(request.messages)

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import Backend, ChatRequest, Completion
 from agentworld_envs.backends.replay import RecordingBackend
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.registration import env_id, make
 from agentworld_envs.sim.model_client import ModelClient
-from agentworld_envs.sim.parsing import NO_OUTPUT
-from agentworld_envs.sim.scripted import ScriptedBackend
+from agentworld_envs.world.parsing import NO_OUTPUT
 
 SEARCH = '{"name": "web_search", "arguments": {"queries": ["x"]}}'
 WAIT = '[{"keystrokes": "", "duration": 1}]'
@@ -247,7 +247,7 @@ class SlowBackend(Backend):
 
 
 def test_timed_out_calls_leave_no_threads_behind() -> None:
-    from agentworld_envs.sim.model_client import Fault
+    from agentworld_envs.protocol.chat import Fault
 
     before = set(threading.enumerate())
     client = ModelClient(SlowBackend(0.3), timeout_s=0.02)

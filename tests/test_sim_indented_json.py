@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentworld_envs.sim.prompting import indented_json
+from agentworld_envs.world.prompting import indented_json
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 _KEYS = st.text() | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none()

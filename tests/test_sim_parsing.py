@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentworld_envs.backends import Completion
-from agentworld_envs.sim import parsing
-from agentworld_envs.sim.fidelity import parse_json_observation, step_fidelity, summarise
-from agentworld_envs.sim.model_client import Fault
-from agentworld_envs.sim.parsing import (
+from agentworld_envs.protocol.chat import Fault
+from agentworld_envs.world import parsing
+from agentworld_envs.world.fidelity import parse_json_observation, step_fidelity, summarise
+from agentworld_envs.world.parsing import (
     NO_OUTPUT,
     parse_world_model_output,
     strip_thinking,
 )
-from agentworld_envs.sim.rewards import answer_matches, read_judge
+from agentworld_envs.world.rewards import answer_matches, read_judge
 
 
 def obs(text: str) -> str:

@@ -9,10 +9,10 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 import floor_tasks
-from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
-from agentworld_envs.domains.generators.mcp_twin import McpTwin
+from agentworld_envs.domains.mcp.servers import mcp_server_scenario
+from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.registration import env_id, make
-from agentworld_envs.sim.scenario import Control
+from agentworld_envs.world.scenario import Control
 from floor_tasks.env import FloorEnv
 
 

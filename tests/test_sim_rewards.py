@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.domains import get_domain
 from agentworld_envs.registration import make
-from agentworld_envs.sim.rewards import EpisodeLog, run_checks, settle
-from agentworld_envs.sim.scenario import Check, RewardSpec
-from agentworld_envs.sim.scripted import ScriptedBackend
+from agentworld_envs.world.rewards import EpisodeLog, run_checks, settle
+from agentworld_envs.world.scenario import Check, RewardSpec
 from tests.helpers.witness import witness_backend
 
 EVALUATION = "<final_evaluation>{{\"score\": {score}, \"reason\": \"r\"}}</final_evaluation>"

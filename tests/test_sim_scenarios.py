@@ -9,11 +9,11 @@ import pydantic
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.domains import DOMAINS, generate_scenario, get_domain
 from agentworld_envs.registration import env_id, make
-from agentworld_envs.sim.prompt_sets import PromptSet
-from agentworld_envs.sim.scenario import Control, Scenario
-from agentworld_envs.sim.scripted import ScriptedBackend
+from agentworld_envs.world.prompt_sets import PromptSet
+from agentworld_envs.world.scenario import Control, Scenario
 from tests.helpers.witness import witness_backend
 
 HANDWRITTEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
@@ -137,7 +137,8 @@ def test_builtin_system_prompts_fill_every_slot_and_hold_nothing_of_the_episode(
         domain: str) -> None:
     handler = get_domain(domain)
     scenario = handler.resolve("C3") if domain == "floor" else next(iter(handler.builtin.values()))
-    template = PromptSet.builtin().system_prompt(domain)
+    assert PromptSet.builtin().system_prompt(domain) is None
+    template = handler.prompt_template
     slots = ("{tool_definitions}", "{demonstrations}") + (
         ("{environment}",) if domain == "floor" else ())
     assert all(slot in template for slot in slots)

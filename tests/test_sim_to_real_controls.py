@@ -11,7 +11,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from agentworld_envs.domains.generators.mcp_twin import McpTwin
+from agentworld_envs.domains.mcp.twin import McpTwin
 from floor_tasks.env import FloorEnv
 from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
@@ -136,7 +136,7 @@ def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r,
 def test_world_model_takes_a_registered_name_or_a_json_spec(s2r, tmp_path: Path,
                                                             monkeypatch) -> None:
     from agentworld_envs.backends import registry
-    from agentworld_envs.sim.scripted import ScriptedBackend
+    from agentworld_envs.backends.scripted import ScriptedBackend
 
     built = []
     monkeypatch.setitem(registry._REGISTRY, "s2r-test",  # as register_backend puts it

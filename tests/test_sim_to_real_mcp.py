@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
-from agentworld_envs.domains.generators.mcp_twin import McpTwin
-from agentworld_envs.sim.controls import control_text
+from agentworld_envs.domains.mcp.servers import mcp_server_scenario
+from agentworld_envs.domains.mcp.twin import McpTwin
+from agentworld_envs.world.controls import control_text
 from tests.helpers.examples import load_example
 
 

@@ -8,10 +8,10 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.registration import env_id, make
-from agentworld_envs.sim.scripted import ScriptedBackend
 from agentworld_envs.sim.vector import AgentWorldVectorEnv
 from tests.helpers.witness import witness_backend
 

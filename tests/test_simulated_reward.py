@@ -9,10 +9,10 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 import floor_tasks
-from agentworld_envs.domains.floor_verdict import simulated_verdict
-from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
+from agentworld_envs.domains.floor.verdict import simulated_verdict
+from agentworld_envs.domains.mcp.servers import mcp_server_scenario
 from agentworld_envs.registration import make
-from agentworld_envs.sim.scenario import FloorRef
+from agentworld_envs.world.scenario import FloorRef
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.env import FloorEnv
 from floor_tasks.verifier import verify

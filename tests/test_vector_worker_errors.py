@@ -17,7 +17,6 @@ a :class:`~agentworld_envs.errors.SubEnvError` with its name, message and traceb
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import inspect
 import json
@@ -32,8 +31,6 @@ from typing import Any
 import gymnasium
 import pytest
 
-import agentworld_envs.async_worker
-import agentworld_envs.errors
 import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
 from agentworld_envs.async_worker import async_worker
 from agentworld_envs.backends import BackendError
@@ -325,11 +322,3 @@ def test_the_worker_leaves_errors_that_survive_as_they_are() -> None:
         assert type(raised) is ToolFailure and vars(raised) == vars(FAULTS["raise ToolFailure"])
     finally:
         assert _closes(envs)
-
-
-@pytest.mark.parametrize("module", [agentworld_envs.errors, agentworld_envs.async_worker])
-def test_docstring_examples(module: Any) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the scripted backend's placeholder warning
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

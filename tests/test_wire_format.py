@@ -15,11 +15,11 @@ import pytest
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
 from agentworld_envs.backends.openai_compat import OpenAIBackend
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.domains import get_domain
 from agentworld_envs.registration import make
 from agentworld_envs.sim.model_client import WorldModelFault
-from agentworld_envs.sim.parsing import parse_model_output, parse_world_model_output
-from agentworld_envs.sim.scripted import ScriptedBackend
+from agentworld_envs.world.parsing import parse_model_output, parse_world_model_output
 
 TEMPLATES = {  # our own stand-ins for the release's files: only the layout matters
     "mcp": 'MCP WM.\nTools:\n{tool_definitions}\nKeep {"json": 1} and {other}.\n{demonstrations}',

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import pickle
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import cloudpickle
@@ -30,36 +27,6 @@ from agentworld_envs.wrappers import (
     wrap_for_sb3,
 )
 from floor_tasks.candidates import candidate_actions
-
-MODULES = [
-    "agentworld_envs.wrappers.tokenizers",
-    "agentworld_envs.wrappers.tokenize_observation",
-    "agentworld_envs.wrappers.candidate_actions",
-    "agentworld_envs.wrappers.candidate_observation",
-    "agentworld_envs.wrappers.candidate_policy",
-    "agentworld_envs.wrappers.prompt_observation",
-    "agentworld_envs.wrappers.sb3_stack",
-    "agentworld_envs.wrappers.token_embedding",
-    "agentworld_envs.wrappers.parameter_sharing",
-]
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """Train on one torch thread: on a busy machine more threads make small nets much slower."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.mark.usefixtures("one_torch_thread")
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name: str) -> None:
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_import_is_light_and_silent() -> None:

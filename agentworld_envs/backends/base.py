@@ -9,21 +9,16 @@ serialisable.
 from __future__ import annotations
 
 import abc
-import hashlib
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.errors import FieldedError
-from agentworld_envs.protocol.tool_calls import ToolCall
+from agentworld_envs.protocol.chat import (
+    ChatRequest,
+    Completion,
+)
 
 __all__ = [
-    "SamplingParams",
-    "ChatRequest",
-    "MessageLog",
-    "Usage",
-    "Completion",
     "Backend",
     "BackendError",
     "first_error_or_completions",
@@ -32,142 +27,6 @@ __all__ = [
 
 class BackendError(FieldedError, RuntimeError):
     """A backend could not produce a completion (after its retries, where it retries)."""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample. Defaults are the deterministic settings used for evaluation."""
-
-    temperature: float = 0.0
-    top_p: float | None = 1.0
-    """Nucleus sampling; None leaves it to the server (not sent; 1.0 in-process)."""
-    top_k: int | None = None
-    """Sample from the k likeliest tokens; None leaves it to the server (not sent)."""
-    max_tokens: int = 512
-    seed: int | None = None
-    stop: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Extra API parameters, merged into the request payload (e.g. ``chat_template_kwargs``)."""
-
-    def with_seed(self, seed: int | None) -> SamplingParams:
-        """The same settings with another seed: ``dataclasses.replace`` without re-running
-        ``__init__`` (an env asks for one per step)."""
-        copy = object.__new__(type(self))
-        copy.__dict__.update(self.__dict__, seed=seed)
-        return copy
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form (used in cache keys and run records)."""
-        data = asdict(self)
-        data["stop"] = list(self.stop)
-        return data
-
-
-def _canonical(message: Any) -> bytes:
-    """One message as one line of canonical JSON."""
-    return (json.dumps(message, sort_keys=True, separators=(",", ":"), default=str)
-            + "\n").encode("ascii")
-
-
-def messages_digest(messages: Iterable[Any]) -> str:
-    """SHA-256 of the messages' canonical JSON, one line each."""
-    digest = hashlib.sha256()
-    for message in messages:
-        digest.update(_canonical(message))
-    return digest.hexdigest()
-
-
-@dataclass(slots=True)
-class ChatRequest:
-    """One conversation to complete: OpenAI-format messages plus optional tool schemas."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    messages_digest: str | None = field(default=None, repr=False)
-    """:func:`messages_digest` of ``messages``, when the builder kept it running
-    (:class:`MessageLog`); :meth:`digest` computes it otherwise."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form."""
-        return {"messages": self.messages, "tools": self.tools, "sampling": self.sampling.to_dict()}
-
-    def digest(self) -> str:
-        """:func:`messages_digest` of the messages, read from the builder where it kept one."""
-        return self.messages_digest or messages_digest(self.messages)
-
-
-class MessageLog:
-    """A conversation that only grows, with its :func:`messages_digest` kept running.
-
-    :meth:`request` extends the conversation by one message without re-reading it: the
-    request's digest costs only that message, so a step late in a long episode costs what
-    an early one does.
-
-    Example:
-        >>> log = MessageLog([{"role": "system", "content": "You simulate."}])
-        >>> request = log.request({"role": "user", "content": "ls"})
-        >>> request.digest() == messages_digest(request.messages), len(log.messages)
-        (True, 1)
-    """
-
-    def __init__(self, messages: Iterable[dict[str, Any]] = ()) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self._digest = hashlib.sha256()
-        for message in messages:
-            self.append(message)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"messages": self.messages}  # a hash object cannot be pickled: it is redone
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["messages"])  # type: ignore[misc]
-
-    def append(self, message: dict[str, Any]) -> None:
-        """Add a message for good."""
-        self.messages.append(message)
-        self._digest.update(_canonical(message))
-
-    def request(self, message: dict[str, Any], **options: Any) -> ChatRequest:
-        """The conversation plus ``message`` (not added), as a request; ``options`` are the
-        request's other fields (``tools``, ``sampling``)."""
-        digest = self._digest.copy()
-        digest.update(_canonical(message))
-        return ChatRequest([*self.messages, message], messages_digest=digest.hexdigest(),
-                           **options)
-
-
-@dataclass(slots=True)
-class Usage:
-    """Token counts of one completion."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-
-@dataclass(slots=True)
-class Completion:
-    """One model answer: its text, tool calls, usage, latency and finish reason."""
-
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str = "stop"
-    usage: Usage = field(default_factory=Usage)
-    latency_s: float = 0.0
-    raw: dict[str, Any] | None = None
-    """The provider's verbatim response, where there is one."""
-
-    def to_action(self) -> str:
-        """Render as an env action string: the tool calls as JSON, else the text."""
-        if self.tool_calls:
-            calls = [c.to_dict() for c in self.tool_calls]
-            return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
-        return self.text
 
 
 class Backend(abc.ABC):

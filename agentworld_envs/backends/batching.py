@@ -31,13 +31,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from agentworld_envs.backends.base import (
-    Backend,
-    BackendError,
-    ChatRequest,
-    Completion,
-    first_error_or_completions,
-)
+from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.protocol.chat import ChatRequest, Completion
 
 __all__ = ["BatchingBackend"]
 

@@ -24,13 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld_envs.backends.base import (
-    Backend,
-    BackendError,
-    ChatRequest,
-    Completion,
-    first_error_or_completions,
-)
+from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.protocol.chat import ChatRequest, Completion
 
 __all__ = ["DEFAULT_MAX_FAULTS", "FaultTally", "TalliedBackend", "TooManyFaultsError"]
 

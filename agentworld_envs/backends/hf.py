@@ -14,15 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentworld_envs.backends.base import (
-    Backend,
-    ChatRequest,
-    Completion,
-    SamplingParams,
-    Usage,
-)
+from agentworld_envs.backends.base import Backend
 from agentworld_envs.backends.drafting import DRAFTS
 from agentworld_envs.backends.replies import text_tool_calls
+from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
 
 __all__ = ["HFBackend", "CACHES", "bucket_rows", "bucket_length", "template_messages",
            "cut_at_stop"]

@@ -27,16 +27,10 @@ from typing import Any, TypeVar
 
 import httpx
 
-from agentworld_envs.backends.base import (
-    Backend,
-    BackendError,
-    ChatRequest,
-    Completion,
-    SamplingParams,
-    first_error_or_completions,
-)
+from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
 from agentworld_envs.backends.redaction import redact, url_secrets
 from agentworld_envs.backends.replies import completion_from_reply, refused_fields, strip_think
+from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams
 from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [

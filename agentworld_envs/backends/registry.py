@@ -23,7 +23,9 @@ _BUILTIN = {
     "hf": "agentworld_envs.backends.hf:HFBackend",
     "vllm": "agentworld_envs.backends.vllm:VLLMBackend",
     "replay": "agentworld_envs.backends.replay:ReplayBackend",
-    "embedded": "agentworld_envs.models:embedded_world_model",
+    "embedded": "agentworld_envs.backends.embedded:embedded_world_model",
+    "scripted": "agentworld_envs.backends.scripted:ScriptedBackend",
+    "oracle": "floor_tasks.harness.agents:OracleBackend",
 }
 _REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
 

@@ -24,14 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentworld_envs.backends.base import (
-    Backend,
-    BackendError,
-    ChatRequest,
-    Completion,
-    Usage,
-    first_error_or_completions,
-)
+from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.protocol.chat import ChatRequest, Completion, Usage
 from agentworld_envs.protocol.tool_calls import ToolCall
 
 __all__ = [

@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agentworld_envs.backends.base import BackendError, Completion, Usage
+from agentworld_envs.backends.base import BackendError
 from agentworld_envs.backends.redaction import map_strings, redact
+from agentworld_envs.protocol.chat import Completion, Usage
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
 __all__ = [

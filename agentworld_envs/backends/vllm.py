@@ -10,8 +10,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentworld_envs.backends.base import Backend, ChatRequest, Completion, Usage
+from agentworld_envs.backends.base import Backend
 from agentworld_envs.backends.replies import text_tool_calls
+from agentworld_envs.protocol.chat import ChatRequest, Completion, Usage
 
 __all__ = ["VLLMBackend"]
 

@@ -3,7 +3,7 @@
 The names follow the "World Model Output Diagnostics" that AgentWorld's GUI judge prompts
 consume. "Raw" text is the output with its reasoning removed but before the observation is
 extracted, so hedging inside ``<think>`` is not counted; the observation is what
-:func:`~agentworld_envs.sim.parsing.parse_world_model_output` extracts.
+:func:`~agentworld_envs.world.parsing.parse_world_model_output` extracts.
 
 Example:
     >>> d = diagnose("<think>hmm</think><predicted_observation>It would probably fail")
@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agentworld_envs.sim.parsing import parse_world_model_output, strip_thinking
+from agentworld_envs.world.parsing import parse_world_model_output, strip_thinking
 
 __all__ = ["Diagnostics", "RULE_CAPS", "apply_rules", "diagnose"]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.protocol import bounded_json
-from agentworld_envs.sim.parsing import clean_response_marker
+from agentworld_envs.world.parsing import clean_response_marker
 
 __all__ = ["BenchFormatError", "BenchItem", "item_from_dict", "load_items", "read_jsonl",
            "write_items"]

@@ -10,7 +10,7 @@ The user message is the release's ``JUDGE_USER_PROMPT`` layout, stripped::
     <instructions>
 
 the parts a blank line apart (no context on turn 1), the prediction read by
-:func:`~agentworld_envs.sim.parsing.parse_model_output` and both observations with their
+:func:`~agentworld_envs.world.parsing.parse_model_output` and both observations with their
 marker cut. Nothing is truncated and no diagnostics are sent.
 
 Where the texts come from (:class:`JudgePrompts`): with a release-layout prompt directory, the
@@ -42,8 +42,8 @@ from agentworld_envs.bench.release_instructions import (
     TEMPLATE_NAME,
     instructions_from_task_configs,
 )
-from agentworld_envs.sim.parsing import clean_response_marker, parse_model_output
-from agentworld_envs.sim.prompt_sets import PromptSet, PromptSetError, resolve_prompt_set
+from agentworld_envs.world.parsing import clean_response_marker, parse_model_output
+from agentworld_envs.world.prompt_sets import PromptSet, PromptSetError, resolve_prompt_set
 
 __all__ = ["DIMENSIONS", "INSTRUCTIONS_FILE", "JUDGE_BACKEND_ERROR", "JUDGE_SAMPLING",
            "JUDGE_SYSTEM", "JudgeParseError", "JudgePrompts", "JudgeResult", "JudgeVerdict",
@@ -97,7 +97,7 @@ class JudgePrompts:
 
     @classmethod
     def load(cls, prompts: str | PromptSet | None = None) -> JudgePrompts:
-        """The texts of a prompt set (see :func:`~agentworld_envs.sim.prompt_sets.
+        """The texts of a prompt set (see :func:`~agentworld_envs.world.prompt_sets.
         resolve_prompt_set`); raises :class:`PromptSetError` when the instructions are missing.
 
         The instructions of a prompt directory are its ``judge_user_instructions.txt`` when it

@@ -11,7 +11,7 @@ per domain with both Overall figures (:mod:`agentworld_envs.bench.report`).
   (:mod:`agentworld_envs.bench.diagnostics`) are opt-in (``rule_caps``) and reported in a second
   table, never folded into the compatible one.
 * :func:`score_fidelity`: exact, JSON-structural and value agreement with the ground truth
-  (:func:`agentworld_envs.sim.fidelity.step_fidelity`), as 0-100.
+  (:func:`agentworld_envs.world.fidelity.step_fidelity`), as 0-100.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from agentworld_envs.bench.judge import (
     judge_request,
 )
 from agentworld_envs.bench.report import DomainReport, domain_report, normalise
-from agentworld_envs.sim.fidelity import step_fidelity
-from agentworld_envs.sim.parsing import (
+from agentworld_envs.world.fidelity import step_fidelity
+from agentworld_envs.world.parsing import (
     clean_response_marker,
     parse_model_output,
     parse_world_model_output,
 )
-from agentworld_envs.sim.prompt_sets import PromptSet
+from agentworld_envs.world.prompt_sets import PromptSet
 
 __all__ = ["BenchResult", "FIDELITY_METRICS", "JUDGE_METRICS", "NO_GENERATION", "predict",
            "run_bench", "score_fidelity"]

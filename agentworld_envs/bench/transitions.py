@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.bench.items import BenchItem
-from agentworld_envs.sim.prompting import observation_turn
+from agentworld_envs.world.prompting import observation_turn
 
 __all__ = ["corpus_transitions", "record_transitions", "simulated_transitions",
            "split_by_task", "task_of"]
@@ -54,7 +54,7 @@ def record_transitions(record: dict[str, Any]) -> list[BenchItem]:
     Raises:
         ValueError: when replaying the actions does not reproduce the recorded call log.
     """
-    from agentworld_envs.domains.floor import DOMAIN
+    from agentworld_envs.domains.floor.domain import DOMAIN
     from floor_tasks.env import FloorEnv
 
     scenario = DOMAIN.resolve(f"{record['task_id']}/{record['variant']}")

@@ -6,16 +6,17 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentworld_envs.sim.vector import episode_seed
+from agentworld_envs.protocol.seeding import episode_seed
 
 __all__ = ["GroupEpisodes"]
 
 
 class GroupEpisodes(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A reset without a seed (an autoreset) is seeded with
-    :func:`~agentworld_envs.sim.vector.episode_seed` of the last seed and the count of episodes
-    since, so sub-envs reset with one seed play the same tasks in the same order, however long
-    each one's episodes were (what ``AgentWorldVectorEnv(sampling_streams=...)`` does natively).
+    :func:`~agentworld_envs.protocol.seeding.episode_seed` of the last seed and the count of
+    episodes since, so sub-envs reset with one seed play the same tasks in the same order,
+    however long each one's episodes were (what ``AgentWorldVectorEnv(sampling_streams=...)``
+    does natively).
 
     Example:
         >>> import gymnasium as gym, floor_tasks

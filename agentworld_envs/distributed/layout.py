@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentworld_envs.protocol.seeding import draw_seed
+
 __all__ = ["actor_blocks", "sub_env_seeds"]
 
-_SEED_BOUND = 2**31 - 1
 
 
 def actor_blocks(num_envs: int, num_actors: int, group_size: int) -> list[range]:
@@ -50,5 +51,5 @@ def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size
     if seed is None:
         if group_size == 1:
             return [None] * num_envs
-        seed = int(rng.integers(_SEED_BOUND))
+        seed = draw_seed(rng)
     return [int(seed) + i // group_size for i in range(num_envs)]

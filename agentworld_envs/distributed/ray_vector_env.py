@@ -28,6 +28,7 @@ from agentworld_envs.distributed.layout import actor_blocks, sub_env_seeds
 from agentworld_envs.distributed.ray_runtime import connect
 from agentworld_envs.distributed.vector_parts import join_batches, place_info, split_batch
 from agentworld_envs.distributed.worker import ActorRestarted, StepFailed, VectorWorker
+from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.sim.vector_info import batch_infos
 
 __all__ = ["DEFAULT_ACTOR_OPTIONS", "RayVectorEnv"]
@@ -35,7 +36,6 @@ __all__ = ["DEFAULT_ACTOR_OPTIONS", "RayVectorEnv"]
 DEFAULT_ACTOR_OPTIONS = {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
 """Ray restarts a dead actor up to 3 times; actors spread over the cluster's nodes."""
 CLOSE_TIMEOUT_S = 10.0
-_SEED_BOUND = 2**31 - 1
 
 
 def _refuse_live_backends(env_kwargs: dict[str, Any]) -> None:
@@ -61,7 +61,7 @@ class RayVectorEnv(VectorEnv):
     its own stream (:class:`~agentworld_envs.sim.vector.AgentWorldVectorEnv`'s
     ``sampling_streams``). ``info["group"]`` is each sub-env's group. Group mates stay together
     past an autoreset: a member's k-th episode since the reset is seeded from the group's seed
-    and k (:func:`~agentworld_envs.sim.vector.episode_seed`), so it plays the task its mates
+    and k (:func:`~agentworld_envs.protocol.seeding.episode_seed`), so it plays the task its mates
     play in their k-th, however long each one's episodes were.
 
     **Faults cost one actor.** If an actor dies, or its vector env raises, Ray restarts it
@@ -178,7 +178,7 @@ class RayVectorEnv(VectorEnv):
         """Reset actor k's sub-envs (new seeds from ``np_random``); their step results say
         ``fault`` as the autoreset mode has it."""
         block, last = self.blocks[k], self._parts[k]
-        seeds = sub_env_seeds(int(self.np_random.integers(_SEED_BOUND)), len(block),
+        seeds = sub_env_seeds(draw_seed(self.np_random), len(block),
                               self.group_size, None)
         observations, info = self._get(k, self._reset_call(self.actors[k], seeds, {}))
         n, mode = len(block), self.metadata["autoreset_mode"]

@@ -1,4 +1,4 @@
-"""The simulated domains, one module each, and their package data.
+"""The simulated domains, one folder each: its domain class, prompt, scenarios and generators.
 
 Importing this package is cheap: it holds only the table below. A domain's module (its prompt,
 action format and scenarios) loads when :func:`get_domain` first asks for it.
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentworld_envs.domains.base import Domain
-    from agentworld_envs.sim.scenario import Scenario
+    from agentworld_envs.world.scenario import Scenario
 
 __all__ = ["DOMAINS", "DomainEntry", "generate_scenario", "get_domain"]
 
@@ -46,7 +46,7 @@ def get_domain(key: str) -> Domain:
     """The domain object for a key such as ``"mcp"``."""
     if key not in DOMAINS:
         raise ValueError(f"unknown domain {key!r}; known domains: {sorted(DOMAINS)}")
-    module = importlib.import_module(f"agentworld_envs.domains.{DOMAINS[key].module}")
+    module = importlib.import_module(f"agentworld_envs.domains.{DOMAINS[key].module}.domain")
     return module.DOMAIN
 
 

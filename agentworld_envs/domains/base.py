@@ -1,11 +1,11 @@
 """What every simulated domain provides, and the two families of domains.
 
-A domain owns its hand-written scenarios and demonstrations (package data
-``scenarios/<key>.yaml``), the agent-facing task prompt, how an action is read
+A domain owns its hand-written scenarios and demonstrations (``scenarios.yaml`` in its folder,
+``domains/<module>/``), the agent-facing task prompt, how an action is read
 (:meth:`Domain.interpret`, including how the episode ends) and how its turns are laid out for
 the world model (:meth:`Domain.user_message`, the release's wire layout). Its system prompt
-comes from a prompt set (:mod:`agentworld_envs.sim.prompt_sets`): the built-in one (package data
-``prompts/<key>.txt``) or a directory in the release's layout.
+is its folder's ``prompt.txt``, unless a prompt set (:mod:`agentworld_envs.world.prompt_sets`)
+names a directory in the release's layout.
 
 * :class:`ToolDomain` (mcp, search, swe, floor): the agent calls tools by JSON; text with no
   tool call is the final answer.
@@ -28,20 +28,22 @@ import yaml
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.protocol.bounded_json import unfence
 from agentworld_envs.protocol.tool_calls import parse_action
-from agentworld_envs.sim.prompt_sets import PromptSet
-from agentworld_envs.sim.prompting import (
+from agentworld_envs.world.prompt_sets import PromptSet
+from agentworld_envs.world.prompting import (
     fill_template,
     indented_json,
     render_demonstrations,
     simulation_instruction,
     user_turn,
 )
-from agentworld_envs.sim.reality import Reality, RealStep
-from agentworld_envs.sim.scenario import Demonstration, DomainKey, Scenario, normalise_tool
-from agentworld_envs.sim.termination import Interpretation, finish, invalid, simulate
+from agentworld_envs.world.reality import Reality, RealStep
+from agentworld_envs.world.scenario import Demonstration, DomainKey, Scenario, normalise_tool
+from agentworld_envs.world.termination import Interpretation, finish, invalid, simulate
 
 if TYPE_CHECKING:
-    from agentworld_envs.sim.rewards import EpisodeLog
+    from importlib.resources.abc import Traversable
+
+    from agentworld_envs.world.rewards import EpisodeLog
 
 __all__ = ["Catalog", "Domain", "StateDomain", "ToolDomain"]
 
@@ -95,8 +97,16 @@ class Domain(abc.ABC):
     @functools.cached_property
     def catalog(self) -> Catalog:
         """The domain's package data."""
-        path = resources.files("agentworld_envs.domains") / "scenarios" / f"{self.key}.yaml"
-        return Catalog.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        text = (self._folder() / "scenarios.yaml").read_text(encoding="utf-8")
+        return Catalog.model_validate(yaml.safe_load(text))
+
+    @functools.cached_property
+    def prompt_template(self) -> str:
+        """The domain's own world-model system-prompt template (its folder's ``prompt.txt``)."""
+        return (self._folder() / "prompt.txt").read_text(encoding="utf-8")
+
+    def _folder(self) -> Traversable:
+        return resources.files(f"agentworld_envs.domains.{DOMAINS[self.key].module}")
 
     @functools.cached_property
     def builtin(self) -> dict[str, Scenario]:
@@ -146,7 +156,7 @@ class Domain(abc.ABC):
         """
         demos = [*self.catalog.demonstrations, *scenario.demonstrations]
         return fill_template(
-            (prompts or PromptSet.builtin()).system_prompt(self.key),
+            (prompts.system_prompt(self.key) if prompts else None) or self.prompt_template,
             tool_definitions=self.tool_definitions(scenario),
             demonstrations=render_demonstrations(demos, self.language),
         )

@@ -105,7 +105,7 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
     Returns:
         ``{"overall": summary, "scenarios": {id: summary}, "placeholder_steps": n,
         "fallback_steps": f, "faults": tally}``, each summary from
-        :func:`agentworld_envs.sim.fidelity.summarise`; ``n`` counts the steps that the
+        :func:`agentworld_envs.world.fidelity.summarise`; ``n`` counts the steps that the
         scripted placeholder answered, not a world model, ``f`` those that got a fallback
         observation (the model failed, gave nothing or was cut off); ``tally`` is the
         :class:`~agentworld_envs.backends.faults.FaultTally` of the model calls.
@@ -115,8 +115,8 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
     """
     from tqdm.auto import tqdm
 
-    from agentworld_envs.sim.fidelity import Fidelity, summarise
     from agentworld_envs.sim.vector import AgentWorldVectorEnv
+    from agentworld_envs.world.fidelity import Fidelity, summarise
 
     envs = AgentWorldVectorEnv("floor", num_envs=len(scenario_ids), autoreset_mode="disabled",
                                backend=backend, mode=mode, sampling=sampling or {},

@@ -12,10 +12,10 @@ from typing import Any, Literal
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
-from agentworld_envs.models import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING
+from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
-from agentworld_envs.sim.prompt_sets import PromptSet, resolve_prompt_set
-from agentworld_envs.sim.scenario import Control, DomainKey, Scenario
+from agentworld_envs.world.prompt_sets import PromptSet, resolve_prompt_set
+from agentworld_envs.world.scenario import Control, DomainKey, Scenario
 
 __all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "NoDefaultWorldModelError", "SimConfig",
            "WORLD_MODEL_SAMPLING", "embedded_default"]

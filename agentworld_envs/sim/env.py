@@ -12,8 +12,9 @@ Example:
     ...     '{"name": "web_search", "arguments": {"queries": ["Corran Point lighthouse"]}}')
     >>> info["world_model"]["called"], terminated
     (True, False)
-    >>> env.step("It was Maren Holt.")[1:3]
-    (1.0, True)
+    >>> _, reward, terminated, _, info = env.step("It was Maren Holt.")
+    >>> reward, terminated, info["reward_breakdown"]["checks"]  # no placeholder showed the name
+    (0.0, True, {'answer_matches': True, 'answer_observed': False})
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from agentworld_envs.protocol.text_space import (
 )
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode
-from agentworld_envs.sim.scenario import Scenario
 from agentworld_envs.sim.simulator import Simulator
+from agentworld_envs.world.scenario import Scenario
 
 __all__ = ["AgentWorldEnv", "render_transcript"]
 

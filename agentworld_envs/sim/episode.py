@@ -21,29 +21,27 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.backends import ChatRequest, Completion
-from agentworld_envs.backends.base import MessageLog
+from agentworld_envs.backends.scripted import PLACEHOLDER_RAW
 from agentworld_envs.domains.base import Domain
+from agentworld_envs.protocol.chat import Fault, MessageLog
+from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
-from agentworld_envs.sim.controls import control_text, fired_controls
-from agentworld_envs.sim.fidelity import step_fidelity
-from agentworld_envs.sim.model_client import Fault
-from agentworld_envs.sim.parsing import parse_world_model_output
-from agentworld_envs.sim.prompt_sets import PromptSet
-from agentworld_envs.sim.prompting import observation_turn
-from agentworld_envs.sim.reality import RealStep
-from agentworld_envs.sim.rewards import EpisodeLog, judge_request, settle
-from agentworld_envs.sim.scenario import Scenario
-from agentworld_envs.sim.scripted import PLACEHOLDER_RAW
-from agentworld_envs.sim.termination import STEP_BUDGET, Interpretation
-from floor_tasks.candidates import shuffled
+from agentworld_envs.world.controls import control_text, fired_controls
+from agentworld_envs.world.fidelity import step_fidelity
+from agentworld_envs.world.parsing import parse_world_model_output
+from agentworld_envs.world.prompt_sets import PromptSet
+from agentworld_envs.world.prompting import observation_turn
+from agentworld_envs.world.reality import RealStep
+from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle
+from agentworld_envs.world.scenario import Scenario
+from agentworld_envs.world.termination import STEP_BUDGET, Interpretation
 
 __all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
 
 ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
 LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
-_SEED_BOUND = 2**31 - 1
 _STREAM_STRIDE = 0x9E3779B1
-"""How far apart sampling streams start; as ``_SEED_BOUND`` is prime, streams below it never
+"""How far apart sampling streams start; as :data:`SEED_BOUND` is prime, streams below it never
 share a request seed for one draw."""
 
 
@@ -81,12 +79,6 @@ class _Reading:
     @property
     def usable(self) -> bool:
         return self.source != "fallback"
-
-
-def _request_seed(rng: np.random.Generator) -> int:
-    """A request's sampling seed, below :data:`_SEED_BOUND`: one raw draw of ``rng``'s bit
-    generator (``rng.integers`` costs several microseconds per step)."""
-    return int(rng.bit_generator.random_raw()) % _SEED_BOUND
 
 
 def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
@@ -213,7 +205,7 @@ class Episode:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
-            seed = (_request_seed(self.rng) + self.seed_shift) % _SEED_BOUND
+            seed = (request_seed(self.rng) + self.seed_shift) % SEED_BOUND
             request = self.chat.request({"role": "user", "content": content},
                                         sampling=self.sampling.with_seed(seed))
         self._pending = _Pending(text, interpretation, request, controls, real, decided)
@@ -344,7 +336,7 @@ class Episode:
 
     def judge_request(self) -> ChatRequest:
         """The judge's request for this finished episode (its seed drawn from ``rng``)."""
-        seed = _request_seed(self.rng)
+        seed = request_seed(self.rng)
         sampling = self.config.judge_params().with_seed(seed)
         return judge_request(self.log, self.reward_spec.rubric, sampling)
 

@@ -11,23 +11,15 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
 from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.errors import FieldedError
+from agentworld_envs.protocol.chat import Fault
 
-__all__ = ["Fault", "ModelClient", "WorldModelFault", "model_identity"]
-
-
-@dataclass(frozen=True)
-class Fault:
-    """Why a completion is missing: the backend failed, or did not answer in time."""
-
-    kind: Literal["timeout", "backend_error"]
-    message: str
+__all__ = ["ModelClient", "WorldModelFault", "model_identity"]
 
 
 class WorldModelFault(FieldedError, RuntimeError):

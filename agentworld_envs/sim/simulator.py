@@ -22,15 +22,16 @@ import numpy as np
 
 from agentworld_envs.backends.faults import FaultTally
 from agentworld_envs.domains import get_domain
+from agentworld_envs.protocol.chat import Fault
+from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode, StepResult
-from agentworld_envs.sim.model_client import Fault, ModelClient, WorldModelFault, model_identity
-from agentworld_envs.sim.rewards import read_judge
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
+from agentworld_envs.world.rewards import read_judge
+from agentworld_envs.world.scenario import Scenario
 
 __all__ = ["Simulator"]
 
-_SEED_BOUND = 2**31 - 1
 _warned_placeholder = False
 
 
@@ -88,7 +89,7 @@ class Simulator:
         if spec is not None:
             return self.domain.resolve(spec)
         if self._pool is None:
-            return self.domain.generate(int(rng.integers(0, _SEED_BOUND)))
+            return self.domain.generate(draw_seed(rng))
         return self._pool[int(rng.integers(len(self._pool)))]
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,

@@ -29,6 +29,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from agentworld_envs.protocol.seeding import episode_seed
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -39,22 +40,10 @@ from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.sim.vector_info import batch_infos
 
-__all__ = ["AgentWorldVectorEnv", "episode_seed"]
+__all__ = ["AgentWorldVectorEnv"]
 
-_SEED_BOUND = 2**31 - 1
 
 _MODES = {"same_step": AutoresetMode.SAME_STEP, "disabled": AutoresetMode.DISABLED}
-
-
-def episode_seed(seed: int, episode: int) -> int:
-    """The seed of episode ``episode`` (1, 2, ...) after a reset with ``seed``, the same for every
-    sub-env reset with ``seed`` whatever their episodes' lengths (a GRPO group's next task).
-
-    Example:
-        >>> episode_seed(7, 1) == episode_seed(7, 1) != episode_seed(7, 2)
-        True
-    """
-    return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0]) % _SEED_BOUND
 
 
 def _autoreset_mode(value: str | AutoresetMode) -> AutoresetMode:

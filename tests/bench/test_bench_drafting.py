@@ -29,8 +29,8 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import ChatRequest, Completion
+from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_world_model
 from agentworld_envs.backends.hf import HFBackend
-from agentworld_envs.models import EMBEDDED_SAMPLING, embedded_world_model
 
 pytestmark = pytest.mark.benchmark
 

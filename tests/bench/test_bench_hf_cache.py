@@ -31,7 +31,7 @@ import pytest
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import ChatRequest, make_backend
 from agentworld_envs.backends.hf import HFBackend
-from agentworld_envs.sim.scripted import ScriptedBackend
+from agentworld_envs.backends.scripted import ScriptedBackend
 from tests.bench.test_bench_sim import ACTION, ENV_ID, _build_qwen05_shaped
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.gpu]

@@ -18,7 +18,7 @@ import pytest
 
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
 from agentworld_envs.protocol import parse_action
-from agentworld_envs.sim.parsing import parse_world_model_output
+from agentworld_envs.world.parsing import parse_world_model_output
 from tests.helpers.per_byte import PerByte
 
 pytestmark = pytest.mark.benchmark

@@ -38,8 +38,8 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.registration import env_id
-from agentworld_envs.sim.scripted import ScriptedBackend
 
 pytestmark = pytest.mark.benchmark
 

@@ -1,4 +1,4 @@
-"""Session fixtures for tests that need a real model: a tiny LM and a server serving it.
+"""Shared fixtures: a tiny LM and a server serving it (session-wide), and one torch thread.
 
 Enable them with ``pytest_plugins = ["tests.helpers.fixtures"]`` in ``tests/conftest.py``.
 """
@@ -33,3 +33,14 @@ def tiny_server(tiny_lm_dir: Path) -> Iterator[tuple[str, str]]:
     """A ``transformers serve`` process on loopback: yields ``(base_url, model_name)``."""
     with start_transformers_serve(tiny_lm_dir) as (base_url, _process):
         yield base_url, str(tiny_lm_dir)
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Train on one torch thread: on a busy machine more threads make small nets much slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.world.scenario import Scenario
 
 
 def evidence(scenario: Scenario) -> list[str]:

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from agentworld_envs.bench.items import BenchItem
-from agentworld_envs.sim.parsing import OBSERVATION_TAG
+from agentworld_envs.world.parsing import OBSERVATION_TAG
 
 __all__ = ["target_text"]
 

@@ -38,8 +38,8 @@ from agentworld_envs.bench.diagnostics import RULE_CAPS, diagnose
 from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.bench.report import normalise
 from agentworld_envs.bench.run import run_bench
-from agentworld_envs.sim.fidelity import step_fidelity
-from agentworld_envs.sim.parsing import parse_world_model_output
+from agentworld_envs.world.fidelity import step_fidelity
+from agentworld_envs.world.parsing import parse_world_model_output
 
 __all__ = ["RuleWeights", "UNCLOSED_CAP", "capped_rule_score", "make_judge_reward",
            "rule_checks", "rule_reward", "rule_score"]

@@ -27,7 +27,7 @@ from typing import Any
 from agentworld_envs.bench.items import BenchItem, load_items
 from agentworld_envs.models.compact_view import VIEWS
 from agentworld_envs.models.pretrained import resolve_model
-from agentworld_envs.sim.parsing import clean_response_marker
+from agentworld_envs.world.parsing import clean_response_marker
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
 

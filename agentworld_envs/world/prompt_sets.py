@@ -1,7 +1,7 @@
 """Prompt sets: the world model's system prompts and the judge's, per domain.
 
-A prompt set is either the built-in one (our own wording, package data) or a directory laid out
-as Qwen-AgentWorld's released ``prompts/`` folder::
+A prompt set is either the built-in one (each domain's own ``prompt.txt``, read by the domain)
+or a directory laid out as Qwen-AgentWorld's released ``prompts/`` folder::
 
     DIR/<domain>/system_prompt.txt          the world model's system prompt template
     DIR/<domain>/judge_system_prompt.txt    the bench judge's system prompt
@@ -18,10 +18,8 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 __all__ = ["ENV_VAR", "RELEASE_DOMAINS", "PromptSet", "PromptSetError", "resolve_prompt_set"]
@@ -65,10 +63,11 @@ class PromptSet:
         """Whether ``domain``'s world-model prompt comes from the directory."""
         return self.root is not None and domain in RELEASE_DOMAINS
 
-    def system_prompt(self, domain: str) -> str:
-        """The world model's system-prompt template for ``domain``."""
+    def system_prompt(self, domain: str) -> str | None:
+        """The world model's system-prompt template for ``domain`` from the directory; None
+        where the domain's own prompt applies (the built-in set, or a domain the release lacks)."""
         if not self.uses_release_layout(domain):
-            return _builtin_system_prompt(domain)
+            return None
         return self._read(domain, "system_prompt.txt")
 
     def judge_system_prompt(self, domain: str) -> str | None:
@@ -96,12 +95,6 @@ class PromptSet:
     def describe(self) -> str:
         """``builtin`` or the directory, for ``info`` and run metadata."""
         return "builtin" if self.root is None else str(self.root)
-
-
-@functools.cache
-def _builtin_system_prompt(domain: str) -> str:
-    path = resources.files("agentworld_envs.domains") / "prompts" / f"{domain}.txt"
-    return path.read_text(encoding="utf-8")
 
 
 def resolve_prompt_set(value: str | os.PathLike[str] | PromptSet | None = None) -> PromptSet:

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import MAX_DEPTH, MAX_INT_DIGITS, is_bounded
-from agentworld_envs.sim.termination import Interpretation, finish, simulate
+from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "WebDomain", "read_call"]
 

@@ -1,6 +1,6 @@
 """The executable twin of the generated MCP servers: their three tools, run on their records.
 
-Every generated ``mcp`` scenario (:mod:`agentworld_envs.domains.generators.mcp_servers`) is
+Every generated ``mcp`` scenario (:mod:`agentworld_envs.domains.mcp.servers`) is
 also served by :class:`McpTwin`, a deterministic, stateful implementation of its family's tools
 on the scenario's invented records, so that simulated steps are measured against the true
 result (``info["fidelity"]``), hybrid mode can fall back to it, and ``reveal_reference=True``
@@ -23,7 +23,7 @@ records as they were before the episode, with every whole number 10% lower (roun
 every date a week earlier; writes ignore these last two, and ``custom`` controls.
 
 Example:
-    >>> from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
+    >>> from agentworld_envs.domains.mcp.servers import mcp_server_scenario
     >>> twin = McpTwin(mcp_server_scenario(0))  # an inventory server
     >>> sku = twin.records.rows("sku")[0]["sku"]
     >>> twin.step(f'{{"name": "update_stock", "arguments": {{"sku": "{sku}", "delta": 5}}}}'
@@ -46,8 +46,8 @@ from typing import Any
 
 from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
-from agentworld_envs.sim.reality import Reality, RealStep
-from agentworld_envs.sim.scenario import Control, Scenario
+from agentworld_envs.world.reality import Reality, RealStep
+from agentworld_envs.world.scenario import Control, Scenario
 
 __all__ = ["RETRY_AFTER_S", "STALE_DAYS", "McpTwin", "stale"]
 

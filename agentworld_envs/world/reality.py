@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld_envs.sim.scenario import Control
+from agentworld_envs.world.scenario import Control
 
 __all__ = ["RealStep", "Reality"]
 

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from agentworld_envs.sim.parsing import RESPONSE_MARKER
-from agentworld_envs.sim.scenario import Demonstration, Scenario
+from agentworld_envs.world.parsing import RESPONSE_MARKER
+from agentworld_envs.world.scenario import Demonstration, Scenario
 
 __all__ = [
     "FICTIONAL_NOTE",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agentworld_envs.sim.scenario import Control
+from agentworld_envs.world.scenario import Control
 
 __all__ = ["CONTROL_TEXT", "control_text", "fired_controls"]
 

@@ -2,18 +2,18 @@
 
 The scenario lists the server's tools; the world model answers each call with the raw tool
 result (or a realistic error). The procedural generator builds fictional tool servers with
-injected perturbations (:mod:`agentworld_envs.domains.generators.mcp_servers`); each generated
+injected perturbations (:mod:`agentworld_envs.domains.mcp.servers`); each generated
 server also runs for real as its executable twin
-(:mod:`agentworld_envs.domains.generators.mcp_twin`), which gives fidelity, hybrid mode and
+(:mod:`agentworld_envs.domains.mcp.twin`), which gives fidelity, hybrid mode and
 ``info["real_observation"]``. The hand-written servers have no twin.
 """
 
 from __future__ import annotations
 
 from agentworld_envs.domains.base import ToolDomain
-from agentworld_envs.domains.generators.mcp_servers import mcp_server_scenario
-from agentworld_envs.domains.generators.mcp_twin import McpTwin
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.domains.mcp.servers import mcp_server_scenario
+from agentworld_envs.domains.mcp.twin import McpTwin
+from agentworld_envs.world.scenario import Scenario
 
 __all__ = ["DOMAIN", "McpDomain"]
 

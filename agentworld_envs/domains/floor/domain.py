@@ -4,7 +4,7 @@ Every action is also played on the real, deterministic :class:`floor_tasks.env.F
 each simulated step is measured against the true observation (:mod:`agentworld_envs.bench.
 fidelity`), hybrid mode can fall back to the real tool, and the real verifier's verdict is
 there for ``reward="real"``. The default reward (``reward="simulated"``) is the same verifier
-run over the simulated episode (:mod:`agentworld_envs.domains.floor_verdict`). Scenario ids
+run over the simulated episode (:mod:`agentworld_envs.domains.floor.verdict`). Scenario ids
 are ``<task>/<variant>``, e.g. ``C3/v0`` (``C3`` alone means ``C3/v0``).
 
 The floor domain's chat layout is ours (it is not a release domain, so no release layout
@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.domains.base import ToolDomain
-from agentworld_envs.domains.floor_verdict import decided_observation, simulated_verdict
-from agentworld_envs.sim.prompt_sets import PromptSet
-from agentworld_envs.sim.prompting import environment_notes, fence, fill_template
-from agentworld_envs.sim.reality import Reality, RealStep
-from agentworld_envs.sim.rewards import EpisodeLog
-from agentworld_envs.sim.scenario import (
+from agentworld_envs.domains.floor.verdict import decided_observation, simulated_verdict
+from agentworld_envs.world.prompt_sets import PromptSet
+from agentworld_envs.world.prompting import environment_notes, fence, fill_template
+from agentworld_envs.world.reality import Reality, RealStep
+from agentworld_envs.world.rewards import EpisodeLog
+from agentworld_envs.world.scenario import (
     Check,
     Control,
     Demonstration,
@@ -117,7 +117,7 @@ class FloorDomain(ToolDomain):
                       prompts: PromptSet | None = None) -> str:
         """Our floor prompt with the tools, the demonstrations and the world notes."""
         return fill_template(
-            PromptSet.builtin().system_prompt(self.key),
+            self.prompt_template,
             tool_definitions=self.tool_definitions(scenario),
             demonstrations=_demonstrations([*self.catalog.demonstrations,
                                             *scenario.demonstrations]),
@@ -154,7 +154,7 @@ class FloorDomain(ToolDomain):
 
     def decide(self, scenario: Scenario, log: EpisodeLog, action: str) -> RealStep | None:
         """A submission with no real env: the task's rule over what the simulation showed
-        (:func:`~agentworld_envs.domains.floor_verdict.decided_observation`); an accepted one
+        (:func:`~agentworld_envs.domains.floor.verdict.decided_observation`); an accepted one
         ends the episode, as the real env's does."""
         decided = decided_observation(_floor_ref(scenario), log.actions, log.observations,
                                       action)

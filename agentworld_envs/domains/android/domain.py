@@ -11,7 +11,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import JSONError, loads
-from agentworld_envs.sim.termination import Interpretation, finish, simulate
+from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "AndroidDomain"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import JSONError, loads
-from agentworld_envs.sim.termination import Interpretation, simulate
+from agentworld_envs.world.termination import Interpretation, simulate
 
 __all__ = ["DOMAIN", "TerminalDomain"]
 

@@ -4,7 +4,7 @@ Each seed gives one server from one of five families (inventory, calendar, ticke
 fleet), with invented records, a question whose reference answer lies in those records, and one
 or two control instructions (tool errors, rate limits, empty results, stale data) aimed at a
 tool, either on a fixed turn or with a probability. The records are also in ``scenario.mcp``,
-which the executable twin (:mod:`agentworld_envs.domains.generators.mcp_twin`) serves.
+which the executable twin (:mod:`agentworld_envs.domains.mcp.twin`) serves.
 
 The candidate answers leak nothing to an agent that compares them: each wrong answer is the
 same field of another record (or, for CRM, a value drawn like the right one), drawn so that
@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from agentworld_envs.domains.generators.names import (
+from agentworld_envs.domains.names import (
     fictional_person,
     fictional_word,
     pick,
     sample,
     shuffled,
 )
-from agentworld_envs.sim.scenario import Check, Control, McpServerRef, RewardSpec, Scenario
+from agentworld_envs.world.scenario import Check, Control, McpServerRef, RewardSpec, Scenario
 
 __all__ = ["FAMILIES", "PERTURBATIONS", "mcp_server_scenario"]
 

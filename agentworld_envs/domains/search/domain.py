@@ -2,7 +2,7 @@
 
 The default tools are ``web_search``, ``web_extractor`` and ``dict_memory`` (package data). The
 procedural generator builds fictional worlds whose facts the simulated results must carry, each
-with its reference answer (:mod:`agentworld_envs.domains.generators.search_worlds`).
+with its reference answer (:mod:`agentworld_envs.domains.search.worlds`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentworld_envs.domains.base import ToolDomain
-from agentworld_envs.domains.generators.search_worlds import search_world_scenario
-from agentworld_envs.sim.scenario import Scenario
+from agentworld_envs.domains.search.worlds import search_world_scenario
+from agentworld_envs.world.scenario import Scenario
 
 __all__ = ["DOMAIN", "SearchDomain"]
 

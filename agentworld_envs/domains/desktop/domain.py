@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from agentworld_envs.domains.base import StateDomain
-from agentworld_envs.sim.termination import Interpretation, finish, simulate
+from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["DOMAIN", "DesktopDomain"]
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agentworld_envs.protocol import bounded_json
-from agentworld_envs.sim.parsing import clean_response_marker
+from agentworld_envs.world.parsing import clean_response_marker
 
 __all__ = ["Fidelity", "parse_json_observation", "skeleton", "step_fidelity", "summarise"]
 

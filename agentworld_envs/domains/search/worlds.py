@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentworld_envs.domains.generators.names import (
+from agentworld_envs.domains.names import (
     fictional_person,
     fictional_word,
     pick,
     shuffled,
 )
-from agentworld_envs.sim.scenario import Check, RewardSpec, Scenario
+from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
 
 __all__ = ["search_world_scenario"]
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.protocol.tool_calls import parse_action
-from agentworld_envs.sim.scenario import FloorRef
-from agentworld_envs.sim.termination import STEP_BUDGET
+from agentworld_envs.world.scenario import FloorRef
+from agentworld_envs.world.termination import STEP_BUDGET
 from floor_tasks.database import load_fixture
 from floor_tasks.env import MAX_CALLS_PER_TURN
 from floor_tasks.task import Task, load_task

@@ -79,7 +79,7 @@ class Check(_Frozen):
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
     looks for text in the final observation; ``answer_observed`` asks that ``value`` (default:
     the reference answer) was shown in the initial state or an observation of the world
-    (:data:`~agentworld_envs.sim.rewards.EVIDENCE`), by ``match``, so that the answer was read
+    (:data:`~agentworld_envs.world.rewards.EVIDENCE`), by ``match``, so that the answer was read
     from the world, not guessed; ``completed`` and ``infeasible`` check how the episode
     ended; ``floor_verifier`` is the AgentFloor verifier's verdict.
     """
@@ -132,7 +132,7 @@ class FloorRef(_Frozen):
 
 class McpServerRef(_Frozen):
     """The invented server a generated ``mcp`` scenario plays, for its executable twin
-    (:mod:`agentworld_envs.domains.generators.mcp_twin`): its family and its records, each
+    (:mod:`agentworld_envs.domains.mcp.twin`): its family and its records, each
     record's first field being its id."""
 
     family: Literal["inventory", "calendar", "tickets", "crm", "fleet"]

@@ -13,12 +13,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld_envs.backends import ChatRequest, Completion, SamplingParams
 from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
-from agentworld_envs.sim.model_client import Fault
-from agentworld_envs.sim.parsing import last_tagged_block, strip_thinking
-from agentworld_envs.sim.scenario import Check, RewardSpec, Scenario
-from agentworld_envs.sim.termination import COMPLETED, INFEASIBLE
+from agentworld_envs.protocol.chat import ChatRequest, Completion, Fault, SamplingParams
+from agentworld_envs.world.parsing import last_tagged_block, strip_thinking
+from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
+from agentworld_envs.world.termination import COMPLETED, INFEASIBLE
 
 __all__ = [
     "EVIDENCE",

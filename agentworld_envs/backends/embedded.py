@@ -1,0 +1,57 @@
+"""The embedded world model as a backend: the pretrained base run in process, with a shipped
+adapter merged on load (:mod:`agentworld_envs.models` holds the artefacts).
+
+``tools`` is the default world model of ``floor`` and ``mcp`` (:data:`DOMAIN_ADAPTERS`). An
+adapter brings its compact view. Without an adapter the base reads the domain's built-in prompt
+whole (``backend="embedded"``, never a default: untrained, it loops on most domains' prompts, so
+the domains without an adapter must name their world model). Loading needs the ``hf`` extra.
+
+Example:
+    >>> embedded_backend("tools")["view"], embedded_backend()["view"]
+    ('compact', None)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentworld_envs.models import adapter_dir
+
+if TYPE_CHECKING:
+    from agentworld_envs.backends.hf import HFBackend
+
+__all__ = ["DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING", "embedded_backend", "embedded_world_model"]
+
+DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
+"""The adapter each domain defaults to; the other domains have no default world model."""
+
+EMBEDDED_SAMPLING = {"temperature": 0.0, "max_tokens": 768}
+"""Sampling of the embedded models: greedy, with room for the longest floor observation (six
+record lookups in one action); answers end with an end-of-turn token well before."""
+
+
+def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:
+    """Plain-data ``hf`` config of the embedded model: the base, with the shipped ``adapter``
+    (and its compact view) when one is named; CPU, batches of 16, the last 4,096 greedy
+    answers kept for states an env comes back to.
+
+    The base's folder is resolved (converted on first use) when the backend is built.
+    Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
+    """
+    return {"name": "hf", "model": "smollm2",
+            "adapter": str(adapter_dir(adapter)) if adapter else None,
+            "view": "compact" if adapter else None, "device": "cpu", "batch_size": 16,
+            "greedy_memo": 4096, **overrides}
+
+
+def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBackend:
+    """The embedded model as a live backend (registered as ``"embedded"``), e.g.
+    ``backend={"name": "embedded", "adapter": "tools"}``."""
+    from agentworld_envs.backends.hf import HFBackend
+
+    config = embedded_backend(adapter, **overrides)
+    config.pop("name")
+    return HFBackend(**config)
+
+
+embedded_world_model.forwards_to = ("agentworld_envs.backends.hf:HFBackend",)  # type: ignore[attr-defined]

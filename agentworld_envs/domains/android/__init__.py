@@ -1,0 +1,2 @@
+"""The Android domain: ``domain.py`` (how its actions are read and its episodes end), ``prompt.txt``
+(the world model's built-in system prompt) and ``scenarios.yaml`` (its hand-written scenarios)."""

@@ -1,1 +1,0 @@
-"""Procedural scenario generators: every scenario is fixed by one integer seed."""

@@ -1,0 +1,51 @@
+"""Seeds and orders drawn from a generator, shared by every env of the suite.
+
+Every random draw of an env comes from its ``np_random`` (or a seed derived here from an
+explicit one), so equal seeds give equal episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+
+__all__ = ["SEED_BOUND", "draw_seed", "episode_seed", "request_seed", "shuffled"]
+
+T = TypeVar("T")
+
+SEED_BOUND = 2**31 - 1
+"""Seeds are drawn below this prime (a seed fits a signed 32-bit integer everywhere)."""
+
+
+def shuffled(items: Sequence[T], rng: np.random.Generator) -> list[T]:
+    """``items`` in an order drawn from ``rng`` (one ``permutation`` draw).
+
+    Example:
+        >>> shuffled(["a", "b", "c"], np.random.default_rng(0))
+        ['c', 'a', 'b']
+    """
+    return [items[int(i)] for i in rng.permutation(len(items))]
+
+
+def draw_seed(rng: np.random.Generator) -> int:
+    """A seed below :data:`SEED_BOUND` drawn from ``rng`` (one ``integers`` draw)."""
+    return int(rng.integers(SEED_BOUND))
+
+
+def request_seed(rng: np.random.Generator) -> int:
+    """A model request's sampling seed, below :data:`SEED_BOUND`: one raw draw of ``rng``'s bit
+    generator (``rng.integers`` costs several microseconds per step)."""
+    return int(rng.bit_generator.random_raw()) % SEED_BOUND
+
+
+def episode_seed(seed: int, episode: int) -> int:
+    """The seed of episode ``episode`` (1, 2, ...) after a reset with ``seed``, the same for every
+    sub-env reset with ``seed`` whatever their episodes' lengths (a GRPO group's next task).
+
+    Example:
+        >>> episode_seed(7, 1) == episode_seed(7, 1) != episode_seed(7, 2)
+        True
+    """
+    return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0]) % SEED_BOUND
