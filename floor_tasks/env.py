@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentworld_envs.errors import transportable_errors
+from agentworld_envs.protocol.endings import FINAL_ANSWER, STEP_BUDGET_EXHAUSTED, SUBMITTED
 from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
@@ -173,12 +174,12 @@ class FloorEnv(gym.Env[str, str]):
             envelopes.append(envelope)
             if call.name == "submit_decision" and envelope["status"] == "ok":
                 terminated = True
-                self.trace.termination = "submitted"
+                self.trace.termination = SUBMITTED
                 break
         if parsed.is_final_answer:
             terminated = True
             self.trace.final_answer = parsed.text
-            self.trace.termination = "final_answer"
+            self.trace.termination = FINAL_ANSWER
         observation = (_dumps(envelopes[0]) if len(envelopes) == 1
                        else "\n".join([_dumps(e) for e in envelopes]))
         self.transcript.append({"role": "assistant", "content": action if isinstance(
@@ -192,7 +193,7 @@ class FloorEnv(gym.Env[str, str]):
         reward = 0.0
         if terminated or truncated:
             if truncated:
-                self.trace.termination = "step_budget_exhausted"
+                self.trace.termination = STEP_BUDGET_EXHAUSTED
             self._done = True
             verdict = verify(self.trace)
             reward = 1.0 if verdict["passed"] else 0.0

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_envs.protocol.bounded_json import find_objects
+from agentworld_envs.protocol.endings import FINAL_ANSWER, STEP_BUDGET_EXHAUSTED
 from floor_tasks.database import FixtureDB
 from floor_tasks.task import Check, SubmissionSpec, Task, Variant
 
@@ -668,9 +669,9 @@ def verify(trace: Trace) -> dict[str, Any]:
     else:
         submission = {"passed": True, "reason": "no submission required"}
     base_traj, base_forbidden = default_checks(variant)
-    budget = {"passed": trace.termination != "step_budget_exhausted",
+    budget = {"passed": trace.termination != STEP_BUDGET_EXHAUSTED,
               "reason": "finished within the step budget"
-              if trace.termination != "step_budget_exhausted" else "step budget exhausted"}
+              if trace.termination != STEP_BUDGET_EXHAUSTED else "step budget exhausted"}
     trajectory = _section(base_traj + list(task.trajectory), trace, variant)
     trajectory["subchecks"] = {"step_budget": budget, **trajectory["subchecks"]}
     trajectory["passed"] = trajectory["passed"] and budget["passed"]
@@ -688,13 +689,13 @@ def verify(trace: Trace) -> dict[str, Any]:
 def _failure_class(trace: Trace, checks: dict[str, Any]) -> str:
     forbidden = checks["forbidden"]["subchecks"]
     trajectory = checks["trajectory"]["subchecks"]
-    if trace.termination == "step_budget_exhausted":
+    if trace.termination == STEP_BUDGET_EXHAUSTED:
         return "F4"
     if not forbidden["hallucinated_tool"]["passed"]:
         return "F1"
     if not trajectory.get("valid_arguments", {"passed": True})["passed"]:
         return "F2"
-    if trace.termination == "final_answer":
+    if trace.termination == FINAL_ANSWER:
         return "F5"
     if not checks["trajectory"]["passed"]:
         return "F6"

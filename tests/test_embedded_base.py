@@ -26,7 +26,6 @@ from agentworld_envs.models.pretrained import (
     resolve_model,
 )
 from tests.helpers.tiny_gguf import write_tiny_gguf
-from tests.test_wrappers import one_torch_thread  # noqa: F401 - fixture
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

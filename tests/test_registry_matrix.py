@@ -27,7 +27,6 @@ import team_envs
 from agentworld_envs.registration import ENV_IDS as WORLD_IDS
 from agentworld_envs.wrappers import wrap_for_sb3
 from tests.helpers.scripted_envs import make_scripted
-from tests.test_wrappers import one_torch_thread  # noqa: F401 - fixture
 
 GYM_IDS = sorted(env_id for env_id, spec in gym.registry.items()
                  if spec.namespace in ("AgentFloor", "AgentWorld"))

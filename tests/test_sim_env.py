@@ -247,7 +247,7 @@ def test_truncation_at_the_step_budget_computes_the_reward() -> None:
     assert env.step(wait)[2:4] == (False, False)
     _, reward, terminated, truncated, info = env.step(wait)
     assert (terminated, truncated, reward) == (False, True, 0.0)
-    assert info["termination"] == "step_budget"
+    assert info["termination"] == "step_budget_exhausted"
     assert info["reward_breakdown"]["checks"]["completed"] is False
 
 

@@ -26,7 +26,7 @@ def log(**fields) -> EpisodeLog:
     ({"check": "answer_matches", "value": "1961", "match": "number"},
      {"answer": "since 1961"}, True),
     ({"check": "completed"}, {"ending": "message"}, True),
-    ({"check": "completed"}, {"ending": "step_budget"}, False),
+    ({"check": "completed"}, {"ending": "step_budget_exhausted"}, False),
     ({"check": "infeasible"}, {"ending": "infeasible"}, True),
     ({"check": "called_tool", "value": "web_search"}, {"tools_called": ["web_search"]}, True),
     ({"check": "called_tool", "value": "web_search"}, {"tools_called": ["dict_memory"]}, False),

@@ -102,7 +102,7 @@ def test_truncation_in_the_vector_env_uses_the_budget() -> None:
     envs.step(["WAIT", "WAIT"])
     _, _, terminated, truncated, infos = envs.step(["WAIT", "DONE"])
     assert truncated.tolist() == [True, False] and terminated.tolist() == [False, True]
-    assert infos["final_info"]["termination"].tolist() == ["step_budget", "task_complete"]
+    assert infos["final_info"]["termination"].tolist() == ["step_budget_exhausted", "task_complete"]
 
 
 def test_disabled_autoreset_leaves_resets_to_the_caller() -> None:

@@ -66,7 +66,7 @@ def test_vector_env_step_infos_match_gymnasium_through_an_autoreset() -> None:
                 for i, r in enumerate(captured)]
     _assert_same(infos, _gymnasium_layout(expected, 3))
     assert infos["_final_obs"].tolist() == [True, False, True]
-    assert infos["final_info"]["termination"][[0, 2]].tolist() == ["step_budget"] * 2
+    assert infos["final_info"]["termination"][[0, 2]].tolist() == ["step_budget_exhausted"] * 2
 
 
 

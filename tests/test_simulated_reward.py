@@ -127,8 +127,6 @@ def test_the_simulated_trace_reads_calls_as_the_real_env_does(played: str) -> No
                 seen.append(observation)
                 if terminated or truncated:
                     break
-            ending = {"step_budget_exhausted": "step_budget"}.get(env.trace.termination,
-                                                                  env.trace.termination)
             verdict = simulated_verdict(FloorRef(task_id=task.id, variant=variant), actions,
-                                        seen, ending)
+                                        seen, env.trace.termination)
             assert verdict == verify(env.trace), (task.id, variant, actions)

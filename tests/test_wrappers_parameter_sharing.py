@@ -16,7 +16,6 @@ from pettingzoo.test import parallel_api_test
 import team_envs  # noqa: F401 - registers team_envs/*
 from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.wrappers import ParameterSharingVecEnv
-from tests.test_wrappers import one_torch_thread  # noqa: F401 - fixture
 
 SECRETS = ("red", "green", "blue")
 

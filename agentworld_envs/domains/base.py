@@ -27,6 +27,7 @@ import yaml
 
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.protocol.bounded_json import unfence
+from agentworld_envs.protocol.endings import FINAL_ANSWER
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import (
@@ -258,7 +259,7 @@ class ToolDomain(Domain):
         if parsed.errors:
             return self.reject("; ".join(e.message for e in parsed.errors), state)
         if not parsed.calls:
-            return finish("final_answer", "", answer=parsed.text)
+            return finish(FINAL_ANSWER, "", answer=parsed.text)
         names = tuple(c.name for c in parsed.calls)
         if not self._catalog_tool_names.issuperset(names):  # else the scenario may add them
             known = self.tool_names(scenario)

@@ -24,6 +24,7 @@ from agentworld_envs.backends import ChatRequest, Completion
 from agentworld_envs.backends.scripted import PLACEHOLDER_RAW
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.protocol.chat import Fault, MessageLog
+from agentworld_envs.protocol.endings import STEP_BUDGET_EXHAUSTED
 from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.world.controls import control_text, fired_controls
@@ -34,7 +35,7 @@ from agentworld_envs.world.prompting import observation_turn
 from agentworld_envs.world.reality import RealStep
 from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle
 from agentworld_envs.world.scenario import Scenario
-from agentworld_envs.world.termination import STEP_BUDGET, Interpretation
+from agentworld_envs.world.termination import Interpretation
 
 __all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
 
@@ -254,7 +255,7 @@ class Episode:
         if result.closes_episode:
             self.ended = True
             if truncated:
-                self.log.ending = STEP_BUDGET
+                self.log.ending = STEP_BUDGET_EXHAUSTED
             else:
                 self.log.ending = interpretation.ending or (
                     outcome_step.ending if outcome_step else None)

@@ -15,9 +15,9 @@ from typing import Any
 
 from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Fault, SamplingParams
+from agentworld_envs.protocol.endings import COMPLETED, INFEASIBLE
 from agentworld_envs.world.parsing import last_tagged_block, strip_thinking
 from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
-from agentworld_envs.world.termination import COMPLETED, INFEASIBLE
 
 __all__ = [
     "EVIDENCE",
@@ -114,7 +114,7 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     if kind == "completed":
         return log.ending in COMPLETED
     if kind == "infeasible":
-        return log.ending in INFEASIBLE
+        return log.ending == INFEASIBLE
     if kind == "called_tool":
         return check.value in log.tools_called
     if kind in ("action_matches", "no_action_matches"):

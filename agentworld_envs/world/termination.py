@@ -6,7 +6,8 @@ in the tool domains, an empty keystroke list in the terminal, ``send_msg_to_user
 ``report_infeasible`` on the web, a ``status`` action on Android, ``DONE`` or ``FAIL`` on the
 desktop. The step budget truncates the rest. An ending action is answered locally, except where
 the release has the world model answer it (the terminal's ``[]``: ``simulate`` with an
-``ending``): the env still decides that the episode is over.
+``ending``): the env still decides that the episode is over. The endings' names are
+:mod:`agentworld_envs.protocol.endings`.
 """
 
 from __future__ import annotations
@@ -15,22 +16,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
-    "COMPLETED",
-    "INFEASIBLE",
-    "STEP_BUDGET",
     "Interpretation",
     "finish",
     "invalid",
     "simulate",
 ]
-
-COMPLETED = frozenset({"final_answer", "task_complete", "message", "answer", "submitted"})
-"""Endings in which the agent says it has done the task."""
-INFEASIBLE = frozenset({"infeasible"})
-"""Endings in which the agent says the task cannot be done."""
-STEP_BUDGET = "step_budget"
-"""The ending of a truncated episode."""
-
 
 @dataclass(frozen=True, slots=True)
 class Interpretation:

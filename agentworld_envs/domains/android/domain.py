@@ -11,6 +11,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import JSONError, loads
+from agentworld_envs.protocol.endings import ANSWER, INFEASIBLE, TASK_COMPLETE
 from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "AndroidDomain"]
@@ -94,10 +95,10 @@ class AndroidDomain(StateDomain):
         if problem:
             return self.reject(problem, state)
         if action["action_type"] == "status":
-            ending = "task_complete" if action["goal_status"] == "complete" else "infeasible"
+            ending = TASK_COMPLETE if action["goal_status"] == "complete" else INFEASIBLE
             return finish(ending, state)
         if action["action_type"] == "answer":
-            return finish("answer", state, answer=action["text"])
+            return finish(ANSWER, state, answer=action["text"])
         return simulate(json.dumps(action, indent=2, ensure_ascii=False), "json")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from agentworld_envs.domains.base import StateDomain
+from agentworld_envs.protocol.endings import INFEASIBLE, TASK_COMPLETE
 from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["DOMAIN", "DesktopDomain"]
@@ -31,9 +32,9 @@ class DesktopDomain(StateDomain):
         """Code is simulated (never run); DONE and FAIL end the episode."""
         keyword = text.strip().upper()
         if keyword == "DONE":
-            return finish("task_complete", state)
+            return finish(TASK_COMPLETE, state)
         if keyword == "FAIL":
-            return finish("infeasible", state)
+            return finish(INFEASIBLE, state)
         if keyword == "WAIT":
             return simulate("WAIT", "python")
         if not text.strip():

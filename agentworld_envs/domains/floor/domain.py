@@ -31,6 +31,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.domains.floor.verdict import decided_observation, simulated_verdict
+from agentworld_envs.protocol.endings import SUBMITTED
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import environment_notes, fence, fill_template
 from agentworld_envs.world.reality import Reality, RealStep
@@ -161,7 +162,7 @@ class FloorDomain(ToolDomain):
         if decided is None:
             return None
         observation, accepted = decided
-        return RealStep(observation, accepted, "submitted" if accepted else None, None)
+        return RealStep(observation, accepted, SUBMITTED if accepted else None, None)
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any]:
         """The AgentFloor verifier over the simulated episode (:mod:`.floor_verdict`)."""

@@ -29,7 +29,6 @@ from typing import Any
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.world.scenario import FloorRef
-from agentworld_envs.world.termination import STEP_BUDGET
 from floor_tasks.database import load_fixture
 from floor_tasks.env import MAX_CALLS_PER_TURN
 from floor_tasks.task import Task, load_task
@@ -50,8 +49,6 @@ _SHAPES: dict[str, dict[str, type]] = {
 _ROWS = {"compare_records": "comparison", "list_options": "options", "search_records": "matches"}
 """Result lists whose rows the verifier reads by their ``id``."""
 _STATUSES = ("ok", "not_found", "error")
-_BUDGET_ENDING = "step_budget_exhausted"
-"""What the real env calls the simulator's ``step_budget`` ending (the others share names)."""
 
 
 def simulated_verdict(ref: FloorRef, actions: Sequence[str], observations: Sequence[str],
@@ -62,7 +59,7 @@ def simulated_verdict(ref: FloorRef, actions: Sequence[str], observations: Seque
     for turn, (action, observation) in enumerate(zip(actions, observations, strict=False), 1):
         if _play_turn(trace, turn, action, observation):
             break
-    trace.termination = _BUDGET_ENDING if ending == STEP_BUDGET else ending
+    trace.termination = ending
     return verify(trace)
 
 

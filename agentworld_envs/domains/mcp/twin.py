@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_envs.errors import FieldedError
+from agentworld_envs.protocol.endings import FINAL_ANSWER
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 from agentworld_envs.world.reality import Reality, RealStep
 from agentworld_envs.world.scenario import Control, Scenario
@@ -285,7 +286,7 @@ class McpTwin(Reality):
             message = "; ".join(e.message for e in parsed.errors)
             return RealStep(_line(_error("invalid_request", message)))
         if not parsed.calls:
-            return RealStep("", terminated=True, ending="final_answer")
+            return RealStep("", terminated=True, ending=FINAL_ANSWER)
         unknown = [*dict.fromkeys(c.name for c in parsed.calls if c.name not in self.tools)]
         if unknown:
             names = ", ".join(f"'{n}'" for n in unknown)

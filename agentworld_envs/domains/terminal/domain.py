@@ -13,6 +13,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import JSONError, loads
+from agentworld_envs.protocol.endings import TASK_COMPLETE
 from agentworld_envs.world.termination import Interpretation, simulate
 
 __all__ = ["DOMAIN", "TerminalDomain"]
@@ -50,7 +51,7 @@ class TerminalDomain(StateDomain):
         if not isinstance(data, list):
             return self.reject("the action must be a JSON array", state)
         if not data:
-            return simulate("[]", "json", ending="task_complete")
+            return simulate("[]", "json", ending=TASK_COMPLETE)
         commands = []
         for item in data:
             if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):

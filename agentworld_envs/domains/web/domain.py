@@ -12,6 +12,7 @@ from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import MAX_DEPTH, MAX_INT_DIGITS, is_bounded
+from agentworld_envs.protocol.endings import INFEASIBLE, MESSAGE
 from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "WebDomain", "read_call"]
@@ -99,9 +100,9 @@ class WebDomain(StateDomain):
             return self.reject(read, state)
         name, arguments = read
         if name == "send_msg_to_user":
-            return finish("message", state, answer=str(arguments["text"]))
+            return finish(MESSAGE, state, answer=str(arguments["text"]))
         if name == "report_infeasible":
-            return finish("infeasible", state, answer=str(arguments["reason"]))
+            return finish(INFEASIBLE, state, answer=str(arguments["reason"]))
         return simulate(text, "python")  # verbatim, as the agent wrote it
 
 
