@@ -141,9 +141,7 @@ def test_a_timeout_says_what_to_set() -> None:
 def test_the_world_model_evidence_reports_no_fidelity_of_failed_calls() -> None:
     from agentworld_envs.bench.items import load_items
     from agentworld_envs.bench.sample import sample_path
-    from tests.helpers.examples import load_example
-
-    fidelity = load_example("world_model_evidence")._fidelity
+    from trainers.experiments.world_model_evidence import _fidelity as fidelity
     failing = {"name": "scripted", "rules": [{"match": ".", "error": "GPU on fire"}]}
     with pytest.raises(TooManyFaultsError, match=r"^2 of 2 model calls failed \(2x .*GPU on "
                                                  r"fire.*; no base fidelity is reported$"):

@@ -1,4 +1,4 @@
-"""examples/sim_to_real.py can fail: simulated episodes touch nothing real, the held-out split
+"""The sim-to-real experiment can fail: simulated episodes touch nothing real, the held-out split
 tests reading, and a simulator that is readable but wrong does not pass it."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from agentworld_envs.domains.mcp.twin import McpTwin
 from floor_tasks.env import FloorEnv
 from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
-from tests.helpers.examples import load_example
+from trainers.experiments import sim_to_real
 
 LOOKUP_35 = '{"name": "lookup_record", "arguments": {"record_id": "CMP-35"}}'
 
 
 @pytest.fixture(scope="module")
 def s2r():
-    return load_example("sim_to_real")
+    return sim_to_real
 
 
 @pytest.fixture

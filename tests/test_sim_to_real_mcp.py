@@ -1,4 +1,4 @@
-"""examples/sim_to_real.py on generated MCP servers: the split, the twin as the real env, and
+"""The sim-to-real experiment on generated MCP servers: the split, the twin as the real env, and
 tasks that a policy blind to observations cannot solve."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from agentworld_envs.domains.mcp.servers import mcp_server_scenario
 from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.world.controls import control_text
-from tests.helpers.examples import load_example
+from trainers.experiments import sim_to_real
 
 
 @pytest.fixture(scope="module")
 def s2r():
-    return load_example("sim_to_real")
+    return sim_to_real
 
 
 def _task(s2r, tmp_path: Path, **settings):

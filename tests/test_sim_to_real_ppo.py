@@ -1,4 +1,4 @@
-"""The PPO agent of examples/sim_to_real.py sees the simulated and the real env alike."""
+"""The sim-to-real experiment's PPO agent sees the simulated and the real env alike."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.examples import load_example
+from trainers.experiments import sim_to_real
 
 pytest.importorskip("stable_baselines3")
 
 
 @pytest.fixture(scope="module")
 def s2r():
-    return load_example("sim_to_real")
+    return sim_to_real
 
 
 def _agent(s2r, tmp_path: Path, arm: str, **settings):

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.examples import load_example
 from trainers import teamtr
 from trainers.common.args import ConfigError
 from trainers.common.team import Team, build_team
+from trainers.experiments import teamtr_evidence
 
 
 @pytest.fixture(scope="module")
 def evidence():
-    return load_example("teamtr_evidence")
+    return teamtr_evidence
 
 
 def synthetic_run(n: int, seed: int, kl: float, gain: float, c: float) -> dict:

@@ -1,4 +1,4 @@
-"""examples/teamtr_reasoning.py on a tiny random LM: every method trains at the same budget,
+"""The TeamTR reasoning experiment on a tiny random LM: every method trains at the same budget,
 the greedy held-out items are the trainer's own, and the summary comes out of the runs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.examples import load_example
+from trainers.experiments import teamtr_reasoning
 
 pytest.importorskip("reasoning_gym")
 pytest.importorskip("peft")
@@ -17,9 +17,8 @@ pytest.importorskip("peft")
 
 def test_the_experiment_compares_methods_at_one_budget_on_unseen_items(
         tiny_lm_dir: Path, tmp_path: Path) -> None:
-    example = load_example("teamtr_reasoning")
     out = tmp_path / "results.json"
-    results = example.main([
+    results = teamtr_reasoning.main([
         "--model", str(tiny_lm_dir), "--n-agents", "2", "--held-out", "3", "--seeds", "1",
         "--methods", "teamtr,stale_sequential",
         "--total-episodes", "8", "--prompts-per-rollout", "2", "--group-size", "2",

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.examples import load_example
 from trainers.cli import add_commands
 from trainers.common.args import TeamArgs, field_docs, parse_args
 from trainers.common.batch import RolloutBatch
@@ -174,19 +173,11 @@ def test_cli_lists_and_plays_envs(capsys) -> None:
     assert "team_envs/floor_team-v0" in out and "agent_2 (receiver)" in out
 
 
-def test_symbolic_example_runs_with_a_tiny_budget(capsys) -> None:
-    example = load_example("teamtr_symbolic")
-    assert example.main(["--total-episodes", "1536", "--prompts-per-rollout", "32",
-                         "--replace-at-stage", "1", "--eval-episodes", "64",
-                         "--log-dir", ""]) == 0
-    out = capsys.readouterr().out
-    assert "agent_1 replaced" in out and "team reward:" in out
-
-
 def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -> None:
     from pathlib import Path
 
-    evidence = load_example("teamtr_evidence")
+    from trainers.experiments import teamtr_evidence as evidence
+
     defaults = evidence.build_parser().parse_args([])
     assert defaults.docs is None and defaults.out == Path("runs/teamtr_evidence")
     out, docs = tmp_path / "run", tmp_path / "docs"

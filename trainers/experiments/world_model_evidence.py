@@ -1,0 +1,255 @@
+"""Evidence for the embedded world model: data, LoRA fine-tuning and held-out fidelity.
+
+The embedded world model is SmolLM2-135M-Instruct (``agentworld_envs.models``) with one LoRA
+adapter, ``tools``, trained on the two domains that have ground truth: ``floor`` (the real
+AgentFloor tools) and ``mcp`` (the generated servers' executable twin). Three steps, each
+run on its own:
+
+``data``
+    Real transitions. Floor: every variant of the 30 tasks played by the reference solutions,
+    and an exploring agent (uniform admissible actions with distractors, 30% of them made into
+    mistakes: unknown tools, wrongly typed, missing or unknown arguments, repeated calls),
+    split by task (seed 0: A5, C1, C2, D5, E5 held out, as for the retired
+    ``floor_wm``). MCP: generated servers played by an exploring agent, with the twin's answer
+    as ground truth, split by server family (``--mcp-val-family``, default ``tickets``).
+``train``
+    ``agentworld wm sft`` with a LoRA adapter on the base, through the compact view, on the
+    training splits of both domains only.
+``eval``
+    Greedy predictions on a seeded draw of held-out transitions, for the untrained base (on
+    the domain's full built-in prompt, the layout it gets without an adapter), the fine-tuned
+    model (compact view), and, for floor, the old ``floor_wm`` when its folder is given:
+    exact, structural, values and calls (right tool, status and error kind), and the wall and
+    CPU seconds per env-step of the default env alone and in a vector of 16.
+
+Run (CPU; about an hour in all on two cores)::
+
+    python examples/world_model_evidence.py data --out runs/wm13
+    python examples/world_model_evidence.py train --out runs/wm13 --minutes 60
+    python examples/world_model_evidence.py eval --out runs/wm13 --domain floor --items 64
+    python examples/world_model_evidence.py eval --out runs/wm13 --domain mcp --items 64
+
+They write ``<out>/{train,val}/<domain>.jsonl``, ``<out>/adapter``,
+``<out>/evidence_train.json`` and ``<out>/evidence_eval_<domain>.json``.
+
+Quick check (the data step only, seconds): ``python examples/world_model_evidence.py data
+--out wm --explore-repeats 1 --mcp-episodes 4``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+import agentworld_envs  # noqa: F401 - registers the envs
+from agentworld_envs.backends import SamplingParams, make_backend
+from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_backend
+from agentworld_envs.backends.faults import TooManyFaultsError
+from agentworld_envs.bench.items import BenchItem, load_items, write_items
+from agentworld_envs.bench.progress import WatchedBackend
+from agentworld_envs.bench.run import predict, score_fidelity
+from agentworld_envs.bench.transitions import (
+    corpus_transitions,
+    simulated_transitions,
+    split_by_task,
+    task_of,
+)
+from floor_tasks import load_tasks
+from floor_tasks.harness.corpus import RunCorpus
+from floor_tasks.harness.runner import Job, run_jobs
+from trainers.world_model.explore import explore_corpus, mistaken
+from trainers.world_model.sft import SFTArgs, train_sft
+
+_FAMILY = re.compile(r"MCP server \S+-(\w+) \(")
+
+
+def oracle_corpus(out: Path) -> Path:
+    """Every variant of every task played by the reference solutions."""
+    jobs = [Job(task_id=t.id, variant=v, model="oracle") for t in load_tasks()
+            for v in t.variant_names]
+    corpus = RunCorpus(out)
+    for record in run_jobs(jobs, "oracle", batch_size=32):
+        corpus.append(record)
+    return out
+
+
+def family_of(item: BenchItem) -> str:
+    """The MCP server family of a transition, read from its World Notes."""
+    found = _FAMILY.search(item.prompt[0])
+    return found.group(1) if found else "unknown"
+
+
+def mcp_policy(env: Any, rng: np.random.Generator) -> str:
+    """An exploring MCP agent: candidate calls, calls with arguments drawn from the records'
+    values (other ids, other filters), mistakes, and now and then a final answer."""
+    episode = env.unwrapped.episode
+    scenario = episode.scenario
+    draw = rng.random()
+    calls = [a for a in episode.candidates if a.lstrip().startswith("{")]
+    answers = [a for a in episode.candidates if a not in calls]
+    if draw < 0.08:
+        return answers[int(rng.integers(len(answers)))]
+    if draw < 0.45:
+        action = calls[int(rng.integers(len(calls)))]
+    else:
+        tool = scenario.tools[int(rng.integers(len(scenario.tools)))]["function"]
+        action = json.dumps({"name": tool["name"], "arguments": _arguments(tool, scenario, rng)})
+    if rng.random() < 0.3:
+        previous = episode.log.actions[-1] if episode.log.actions else None
+        action = mistaken(action, previous if isinstance(previous, str) else None, rng)
+    return action
+
+
+def _arguments(tool: dict[str, Any], scenario: Any, rng: np.random.Generator) -> dict[str, Any]:
+    records = scenario.mcp.records
+    arguments = {}
+    for name, spec in tool["parameters"].get("properties", {}).items():
+        if name not in tool["parameters"].get("required", []) and rng.random() < 0.5:
+            continue
+        seen = [r[name] for r in records if name in r]
+        if spec.get("type") == "integer":
+            arguments[name] = int(rng.integers(-20, 50))
+        elif seen:
+            arguments[name] = seen[int(rng.integers(len(seen)))]
+        else:
+            arguments[name] = f"{name.replace('_', ' ')} {int(rng.integers(1, 99))}"
+    return arguments
+
+
+def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: str) -> None:
+    """Write ``<out>/{train,val}/{floor,mcp}.jsonl``."""
+    corpora = [oracle_corpus(out / "corpora" / "oracle"),
+               explore_corpus(out / "corpora" / "explore", explore_repeats, 0, mistakes=0.3)]
+    train, val = split_by_task(corpus_transitions(corpora), 0.2, 0)
+    write_items(train, out / "train" / "floor.jsonl")
+    write_items(val, out / "val" / "floor.jsonl")
+    env = gym.make("AgentWorld/MCP-v0", scenarios="generated", backend="scripted",
+                   mode="hybrid", max_steps=8)
+    items = simulated_transitions(env, mcp_episodes, seed=0, policy=mcp_policy)
+    items = [i for i in items if i.source.get("ground_truth") == "real"]
+    write_items([i for i in items if family_of(i) != val_family], out / "train" / "mcp.jsonl")
+    write_items([i for i in items if family_of(i) == val_family], out / "val" / "mcp.jsonl")
+    print({"floor_train": len(train), "floor_val": len(val),
+           "floor_val_tasks": sorted({task_of(i) for i in val}), "mcp": len(items),
+           "mcp_val_family": val_family})
+
+
+def train(out: Path, minutes: float) -> None:
+    """The LoRA adapter, on the training splits."""
+    args = SFTArgs(train=str(out / "train"), out=str(out / "adapter"),
+                   model="smollm2", lora_rank=8, lora_alpha=16, lora_layers=15, view="compact",
+                   steps=100000, max_minutes=minutes, batch_size=2, max_length=1024,
+                   drop_overlong=True, lr=1e-3,
+                   warmup=5, threads=2, log_every=5)
+    result = train_sft(args, log=lambda step, loss: print(f"step {step} loss {loss:.3f}",
+                                                          flush=True))
+    (out / "evidence_train.json").write_text(json.dumps({
+        "steps": result.steps, "train_seconds": round(result.train_seconds, 1),
+        "tokens": result.tokens, "tokens_per_second": round(result.tokens_per_second, 1),
+        "train_items": len(load_items(args.train)), "losses": result.losses}, indent=2))
+
+
+def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str,
+              max_tokens: int) -> dict[str, Any]:
+    model = make_backend(backend)
+    bar = tqdm(total=len(items), desc=label, unit="item", disable=None)
+    start = time.process_time()
+    watched = WatchedBackend(model, bar)
+    with bar:
+        outputs = predict(watched, items,
+                          SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens},
+                                         seed=0), batch_size=16)
+    cpu = time.process_time() - start
+    model.close()
+    watched.tally.check(f"no {label} fidelity is reported")
+    result = score_fidelity(items, outputs)
+    return {"report": result.to_dict(), "markdown": result.report.markdown(),
+            "cpu_seconds_per_item": round(cpu / len(items), 2), "records": result.records}
+
+
+def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
+    """Wall and CPU seconds per env-step of the default env, alone (``envs`` 1) or in a vector,
+    each env playing a call (a submission only where there is nothing else) among its own
+    scenario's candidates."""
+    env_id = f"AgentWorld/{'Floor' if domain == 'floor' else 'MCP'}-v0"
+    kwargs = {} if domain == "floor" else {"scenarios": "generated"}
+    env = gym.make(env_id, **kwargs) if envs == 1 else gym.make_vec(env_id, num_envs=envs,
+                                                                      **kwargs)
+    _, info = env.reset(seed=0)
+    candidates = [info["candidate_actions"]] if envs == 1 else list(info["candidate_actions"])
+    calls = [next((a for a in c if a.lstrip()[:1] in "{[" and "submit_decision" not in a),
+                  c[0]) for c in candidates]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        env.step(calls[0] if envs == 1 else calls)
+    done = steps * envs
+    seconds = {"wall": (time.perf_counter() - wall) / done,
+               "cpu": (time.process_time() - cpu) / done}
+    env.close()
+    return {k: round(v, 2) for k, v in seconds.items()}
+
+
+def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_tokens: int,
+             base_items: int = 24) -> None:
+    """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
+    items = load_items(out / "val" / f"{domain}.jsonl")
+    if count and len(items) > count:
+        draw = np.random.default_rng(0).choice(len(items), count, replace=False)
+        items = [items[i] for i in sorted(draw)]
+    models = {"fine-tuned": {**embedded_backend("tools"), "adapter": str(out / "adapter")},
+              "base (built-in prompt)": embedded_backend()}
+    if floor_wm and domain == "floor":
+        models["floor_wm"] = {"name": "hf", "model": floor_wm, "batch_size": 16}
+    evidence: dict[str, Any] = {"items": len(items), "max_tokens": max_tokens,
+                                "tasks": sorted({task_of(i) for i in items})}
+    for label, backend in models.items():
+        scored = items[:base_items] if label.startswith("base") and base_items else items
+        evidence[label] = _fidelity(backend, scored, label, max_tokens)
+        print(label, evidence[label]["markdown"], flush=True)
+    evidence["seconds_per_env_step"] = {"single": _step_seconds(domain, 1, 3),
+                                        "vector_of_16": _step_seconds(domain, 16, 1)}
+    print(evidence["seconds_per_env_step"])
+    (out / f"evidence_eval_{domain}.json").write_text(json.dumps(evidence, indent=2,
+                                                                default=str))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", choices=["data", "train", "eval"])
+    parser.add_argument("--out", type=Path, default=Path("runs/wm13"))
+    parser.add_argument("--domain", choices=["floor", "mcp"], default="floor",
+                        help="the domain scored by eval")
+    parser.add_argument("--minutes", type=float, default=30.0, help="training time budget")
+    parser.add_argument("--explore-repeats", type=int, default=4)
+    parser.add_argument("--mcp-episodes", type=int, default=240)
+    parser.add_argument("--mcp-val-family", default="tickets")
+    parser.add_argument("--items", type=int, default=64, help="held-out items scored (0: all)")
+    parser.add_argument("--floor-wm", default=None, help="folder of the old floor_wm model")
+    parser.add_argument("--base-items", type=int, default=24,
+                        help="the base reads the long built-in prompt: only the first N (0: all)")
+    parser.add_argument("--max-tokens", type=int, default=400,
+                        help="new tokens per prediction (the longest held-out answer is 295)")
+    args = parser.parse_args()
+    if args.step == "data":
+        make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
+    elif args.step == "train":
+        train(args.out, args.minutes)
+    else:
+        evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
+                 args.base_items)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except TooManyFaultsError as exc:
+        sys.exit(f"error: {exc}")
