@@ -10,7 +10,6 @@ from types import ModuleType
 
 import pytest
 
-import floor_tasks  # noqa: F401 - registers the oracle
 from agentworld_envs.backends import make_backend, registry
 from agentworld_envs.backends.registry import (
     BackendConfigError,
@@ -97,3 +96,39 @@ def test_a_factory_taking_any_keys_it_does_not_forward_is_not_second_guessed(
 
     monkeypatch.setitem(registry._REGISTRY, "test-anything", anything)
     check_backend_config({"name": "test-anything", "model": "m", "whatever": 1})
+
+
+def test_a_registered_backend_declares_its_sampling_and_the_env_starts_from_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld_envs.sim.config import WORLD_MODEL_SAMPLING, SimConfig
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_SAMPLING", dict(registry._SAMPLING))
+    registry.register_backend("tuned", "agentworld_envs.backends.scripted:ScriptedBackend",
+                              sampling={"temperature": 0.2, "max_tokens": 64})
+    params = SimConfig(domain="mcp", backend={"name": "tuned"}).world_model_params()
+    assert (params.temperature, params.max_tokens, params.top_p) == (0.2, 64, 1.0)
+    config = SimConfig(domain="mcp", backend="tuned", sampling={"max_tokens": 9})
+    params = config.world_model_params()
+    assert (params.temperature, params.max_tokens) == (0.2, 9)
+    registry.register_backend("tuned", "agentworld_envs.backends.scripted:ScriptedBackend")
+    params = SimConfig(domain="mcp", backend="tuned").world_model_params()
+    assert params.temperature == WORLD_MODEL_SAMPLING["temperature"]
+    assert SimConfig(domain="mcp").world_model_params().max_tokens == 768  # the embedded model
+
+
+def test_defaults_fill_only_the_keys_a_backend_takes_and_leaves_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld_envs.backends.scripted import ScriptedBackend
+
+    built = []
+
+    def timed(model: str = "m", timeout_s: float = 120.0) -> ScriptedBackend:
+        built.append(timeout_s)
+        return ScriptedBackend(model=model)
+
+    monkeypatch.setattr(registry, "_REGISTRY", {**registry._REGISTRY, "timed": timed})
+    make_backend("timed", {"timeout_s": 5.0})
+    make_backend({"name": "timed", "timeout_s": 7.0}, {"timeout_s": 5.0})
+    assert built == [5.0, 7.0]
+    assert isinstance(make_backend("scripted", {"timeout_s": 5.0}), ScriptedBackend)

@@ -92,3 +92,19 @@ def test_a_simulated_env_without_the_floor_domain_loads_no_floor_task() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=PACKAGE.parent)
     assert result.stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+ENV_RUNTIME = ("env.py", "episode.py", "simulator.py", "config.py", "vector.py",
+               "model_client.py")
+"""The modules of ``sim/`` that run an env (the ``sim`` command line may name backends)."""
+
+
+def test_no_env_names_a_backend() -> None:
+    """No env module compares with, or builds from, a built-in backend's name: a backend
+    says what the env needs to know (its declared sampling, its placeholders)."""
+    from agentworld_envs.backends.registry import _BUILTIN
+
+    named = [f"sim/{name}:{node.lineno} names {node.value!r}" for name in ENV_RUNTIME
+             for node in ast.walk(ast.parse((PACKAGE / "sim" / name).read_text()))
+             if isinstance(node, ast.Constant) and node.value in _BUILTIN]
+    assert named == []

@@ -13,13 +13,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
-from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS
+from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, NoDefaultWorldModelError
 from agentworld_envs.backends.scripted import PLACEHOLDER_PREFIX, ScriptedBackend
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.models import ADAPTERS
 from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.registration import ENV_IDS, env_id, make
-from agentworld_envs.sim.config import NoDefaultWorldModelError, SimConfig
+from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.env import AgentWorldEnv
 
 WAIT = '[{"keystrokes": "", "duration": 1}]'

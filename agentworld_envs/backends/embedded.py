@@ -20,14 +20,37 @@ from agentworld_envs.models import adapter_dir
 if TYPE_CHECKING:
     from agentworld_envs.backends.hf import HFBackend
 
-__all__ = ["DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING", "embedded_backend", "embedded_world_model"]
+__all__ = ["DEFAULT_WORLD_MODEL", "DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING",
+           "NoDefaultWorldModelError", "default_world_model", "embedded_backend",
+           "embedded_world_model"]
 
 DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
 """The adapter each domain defaults to; the other domains have no default world model."""
 
 EMBEDDED_SAMPLING = {"temperature": 0.0, "max_tokens": 768}
 """Sampling of the embedded models: greedy, with room for the longest floor observation (six
-record lookups in one action); answers end with an end-of-turn token well before."""
+record lookups in one action); answers end with an end-of-turn token well before. Declared
+with the ``embedded`` backend's registration, so an env asking it gets these defaults."""
+DEFAULT_WORLD_MODEL = "embedded"
+"""The backend an env gets when it names none (:func:`default_world_model`)."""
+
+
+class NoDefaultWorldModelError(ValueError):
+    """A domain without a fine-tuned adapter was made without naming a world model."""
+
+
+def default_world_model(domain: str) -> dict[str, Any]:
+    """The world model of ``domain`` when none is named: the embedded base with the domain's
+    fine-tuned adapter (floor, mcp). The other domains have none: the untrained base loops on
+    their prompts, so they must name a backend (:class:`NoDefaultWorldModelError` says how)."""
+    if domain not in DOMAIN_ADAPTERS:
+        raise NoDefaultWorldModelError(
+            f"domain {domain!r} has no default world model (only "
+            f"{', '.join(sorted(DOMAIN_ADAPTERS))} ship a fine-tuned one); name one: "
+            'backend={"name": "openai", "base_url": "http://127.0.0.1:8000/v1", '
+            '"model": "<served model>"} for an OpenAI-compatible server (README, Set-up), '
+            'or backend="scripted" for the offline placeholder')
+    return {"name": DEFAULT_WORLD_MODEL, "adapter": DOMAIN_ADAPTERS[domain]}
 
 
 def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from agentworld_envs.backends.base import Backend
+from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
 __all__ = ["BackendConfigError", "BackendUnavailableError", "check_backend_config",
-           "make_backend", "parse_backend_arg", "register_backend"]
+           "declared_sampling", "make_backend", "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -28,6 +29,8 @@ _BUILTIN = {
     "oracle": "floor_tasks.harness.agents:OracleBackend",
 }
 _REGISTRY: dict[str, str | Callable[..., Backend]] = dict(_BUILTIN)
+_SAMPLING: dict[str, dict[str, Any]] = {"embedded": EMBEDDED_SAMPLING}
+"""The sampling a registered backend's model was tuned for, where it declares one."""
 
 
 _KEYED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -44,8 +47,11 @@ class BackendUnavailableError(BackendConfigError, ImportError):
     """A backend whose library is not installed here; the message says how to install it."""
 
 
-def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
-    """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``.
+def register_backend(name: str, factory: str | Callable[..., Backend],
+                     sampling: dict[str, Any] | None = None) -> None:
+    """Register a backend factory (a callable or a ``"module:attr"`` string) under ``name``,
+    with the ``SamplingParams`` fields its model was tuned for, if any (an env asking this
+    backend starts from them instead of the model card's; its own ``sampling`` still wins).
 
     A factory taking ``**kwargs`` may say where they go in a ``forwards_to`` attribute (a
     tuple of ``"module:attr"`` callables), so that a config's keys are checked against their
@@ -53,6 +59,24 @@ def register_backend(name: str, factory: str | Callable[..., Backend]) -> None:
     factory's ``install_hint`` attribute, before the command makes anything.
     """
     _REGISTRY[name] = factory
+    if sampling is None:
+        _SAMPLING.pop(name, None)
+    else:
+        _SAMPLING[name] = dict(sampling)
+
+
+def declared_sampling(config: str | dict[str, Any] | Backend) -> dict[str, Any] | None:
+    """The sampling fields the backend ``config`` names was registered with; None for a live
+    backend or one registered without.
+
+    Example:
+        >>> declared_sampling("embedded"), declared_sampling({"name": "openai"})
+        ({'temperature': 0.0, 'max_tokens': 768}, None)
+    """
+    name = config if isinstance(config, str) else (
+        config.get("name") if isinstance(config, dict) else None)
+    found = _SAMPLING.get(name) if isinstance(name, str) else None
+    return dict(found) if found is not None else None
 
 
 def _resolve(path: str) -> Callable[..., Any]:
@@ -128,8 +152,10 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
     _fit(*_parsed(config))
 
 
-def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
-    """Build a backend from its name or a config dict whose ``name`` picks the backend.
+def make_backend(config: str | dict[str, Any] | Backend,
+                 defaults: dict[str, Any] | None = None) -> Backend:
+    """Build a backend from its name or a config dict whose ``name`` picks the backend, with
+    ``defaults`` for the keys it takes that the config leaves out (an env's ``timeout_s``).
 
     A live :class:`Backend` is returned as is.
 
@@ -142,7 +168,9 @@ def make_backend(config: str | dict[str, Any] | Backend) -> Backend:
         return config
     name, factory, options = _parsed(config)
     _fit(name, factory, options)
-    return factory(**options)
+    keys = _keys(name, factory) or ()
+    return factory(**{**{key: value for key, value in (defaults or {}).items() if key in keys},
+                      **options})
 
 
 def _known(name: object) -> str:

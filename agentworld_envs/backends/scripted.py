@@ -27,13 +27,11 @@ from typing import Any
 import pydantic
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+from agentworld_envs.protocol.chat import PLACEHOLDER_RAW
 
-__all__ = ["PLACEHOLDER_PREFIX", "PLACEHOLDER_RAW", "ScriptedBackend", "ScriptedRule"]
+__all__ = ["PLACEHOLDER_PREFIX", "ScriptedBackend", "ScriptedRule"]
 
 PLACEHOLDER_PREFIX = "[scripted placeholder: no world model attached]"
-PLACEHOLDER_RAW = {"source": "placeholder"}
-"""``Completion.raw`` of a placeholder answer (rule replies have none), so that the env can say
-``observation_source: "placeholder"``."""
 
 
 class ScriptedRule(pydantic.BaseModel):
@@ -94,8 +92,8 @@ class ScriptedBackend(Backend):
         return any(rule.delay_s for rule in self.rules)
 
     def describe(self) -> dict[str, Any]:
-        """The model name and the rules."""
-        return {"name": self.name, "model": self.model,
+        """The model name and the rules; ``placeholder``: what no rule answers is one."""
+        return {"name": self.name, "model": self.model, "placeholder": True,
                 "rules": [r.model_dump(exclude_defaults=True) for r in self.rules]}
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:

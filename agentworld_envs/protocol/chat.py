@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from agentworld_envs.protocol.tool_calls import ToolCall
 
-__all__ = ["ChatRequest", "Completion", "Fault", "MessageLog", "SamplingParams", "Usage",
-           "messages_digest"]
+__all__ = ["PLACEHOLDER_RAW", "ChatRequest", "Completion", "Fault", "MessageLog",
+           "SamplingParams", "Usage", "messages_digest"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,11 @@ class Completion:
             calls = [c.to_dict() for c in self.tool_calls]
             return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
         return self.text
+
+
+PLACEHOLDER_RAW = {"source": "placeholder"}
+"""``Completion.raw`` of an answer that is a placeholder, not a model's (the scripted
+backend's), so that an env can say ``observation_source: "placeholder"``."""
 
 
 @dataclass(frozen=True)

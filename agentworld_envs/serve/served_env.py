@@ -111,16 +111,17 @@ class ServedEnv:
         if config.mode != "real":
             sampling = config.world_model_params().to_dict()
             sampling.pop("seed")  # each episode draws its own from np_random
-            self.world_model = self._shared(config.world_model_backend(), record_path)
+            self.world_model = self._shared(config.world_model_backend(), record_path,
+                                            config.timeout_s)
             kwargs.update(backend=self.world_model, sampling=sampling)
         if config.judge_backend is not None:
-            self.judge = self._shared(config.judge_backend, record_path)
+            self.judge = self._shared(config.judge_backend, record_path, config.timeout_s)
             kwargs["judge_backend"] = self.judge
         return kwargs
 
-    def _shared(self, spec: str | dict[str, Any] | Backend,
-                record_path: str | None) -> BatchingBackend:
-        inner = make_backend(spec)
+    def _shared(self, spec: str | dict[str, Any] | Backend, record_path: str | None,
+                timeout_s: float | None) -> BatchingBackend:
+        inner = make_backend(spec, None if timeout_s is None else {"timeout_s": timeout_s})
         if record_path:  # one recorder for every session: one writer of the file
             inner = RecordingBackend(inner, record_path)
         return BatchingBackend(inner, self.settings.batch_window_s)

@@ -12,17 +12,18 @@ from typing import Any, Literal
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
-from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, EMBEDDED_SAMPLING
+from agentworld_envs.backends.embedded import DEFAULT_WORLD_MODEL, default_world_model
+from agentworld_envs.backends.registry import declared_sampling
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.world.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.world.scenario import Control, DomainKey, Scenario
 
-__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "NoDefaultWorldModelError", "SimConfig",
-           "WORLD_MODEL_SAMPLING", "embedded_default"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING"]
 
 DEFAULT_BACKEND = None
-"""No backend named: the domain's embedded world model (:func:`embedded_default`), for the
-domains that ship an adapter (floor, mcp); the others must name one."""
+"""No backend named: the domain's default world model
+(:func:`~agentworld_envs.backends.embedded.default_world_model`), for the domains that ship an
+adapter (floor, mcp); the others must name one."""
 WORLD_MODEL_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "max_tokens": 32768}
 """The Qwen-AgentWorld model card's sampling (thinking on; about 4.3K tokens a step)."""
 JUDGE_SAMPLING = {"temperature": 0.0, "max_tokens": 2048}
@@ -41,12 +42,14 @@ class SimConfig(pydantic.BaseModel):
         backend: The world model: a backend name or config for ``make_backend`` (``openai``,
             ``hf``, ``vllm``, ``replay``, ``embedded``, ``scripted``), or a live backend at the
             call site. None (the default): the embedded model of the domain
-            (:func:`embedded_default`) where it ships a fine-tuned adapter (floor, mcp); the
-            other domains raise :class:`NoDefaultWorldModelError`, since the untrained base
-            is not an environment.
+            (:func:`~agentworld_envs.backends.embedded.default_world_model`) where it ships a
+            fine-tuned adapter (floor, mcp); the other domains raise
+            :class:`~agentworld_envs.backends.embedded.NoDefaultWorldModelError`, since the
+            untrained base is not an environment.
         sampling: World-model ``SamplingParams`` fields over the model card's defaults
             (temperature 0.6, top_p 0.95, top_k 20, max_tokens 32768; ``top_k: None`` sends
-            none, for servers that reject it; the embedded models': greedy, max_tokens 768).
+            none, for servers that reject it), or over the backend's own where its
+            registration declares some (the embedded models': greedy, max_tokens 768).
             The seed is always drawn from ``np_random``.
         prompts: The prompt set of the world model's system message: None (the
             ``AGENTWORLD_PROMPTS`` variable, else the built-in set), ``"builtin"``, or a
@@ -70,8 +73,8 @@ class SimConfig(pydantic.BaseModel):
         record_path: Records every model call to this JSONL request cache (and serves repeats
             from it), so a run can be replayed with ``{"name": "replay", "path": ...}``.
         timeout_s: Longest wait for one batched model call (default one hour, sized for long
-            thinking); None waits forever. An ``openai`` backend given by name or config
-            without its own ``timeout_s`` gets this one per attempt, instead of its 120 s.
+            thinking); None waits forever. A backend given by name or config that takes a
+            ``timeout_s`` (``openai``) and sets none gets this one per attempt.
         on_fault: ``report`` (default): a world-model fault (dead server, timeout, error) gives
             a flagged fallback observation (``info["observation_source"] == "fallback"``) and a
             ``RuntimeWarning``, and the episode goes on; ``raise``: the step raises
@@ -161,46 +164,19 @@ class SimConfig(pydantic.BaseModel):
         return resolve_prompt_set(self.prompts)
 
     def world_model_backend(self) -> BackendConfig:
-        """The backend config (the domain's embedded model when none is named), an ``openai``
-        one given the call timeout if it sets none."""
-        if self.backend is None:
-            return embedded_default(self.domain)
-        config = {"name": self.backend} if isinstance(self.backend, str) else self.backend
-        if (isinstance(config, dict) and config.get("name") == "openai"
-                and "timeout_s" not in config and self.timeout_s is not None):
-            return {**config, "timeout_s": self.timeout_s}
-        return self.backend
+        """The backend config: the named one, else the domain's default world model."""
+        return default_world_model(self.domain) if self.backend is None else self.backend
 
     def world_model_params(self) -> SamplingParams:
-        """World-model sampling parameters, without a seed: the model card's defaults (the
-        embedded models' for the embedded backend) under ``sampling``."""
-        name = self.backend if isinstance(self.backend, str) else (
-            self.backend.get("name") if isinstance(self.backend, dict) else None)
-        embedded = self.backend is None or name == "embedded"
-        return _sampling({**(EMBEDDED_SAMPLING if embedded else WORLD_MODEL_SAMPLING),
-                          **self.sampling})
+        """World-model sampling parameters, without a seed: ``sampling`` over the backend's
+        declared defaults, else over the model card's."""
+        declared = declared_sampling(DEFAULT_WORLD_MODEL if self.backend is None
+                                     else self.backend)
+        return _sampling({**(declared or WORLD_MODEL_SAMPLING), **self.sampling})
 
     def judge_params(self) -> SamplingParams:
         """Judge sampling parameters, without a seed."""
         return _sampling({**JUDGE_SAMPLING, **self.judge_sampling})
-
-
-class NoDefaultWorldModelError(ValueError):
-    """A domain without a fine-tuned adapter was made without naming a world model."""
-
-
-def embedded_default(domain: str) -> dict[str, Any]:
-    """The embedded world model of ``domain``: the base with the domain's fine-tuned adapter
-    (floor, mcp). The other domains have none: the untrained base loops on their prompts, so
-    they must name a backend (:class:`NoDefaultWorldModelError` says how)."""
-    if domain not in DOMAIN_ADAPTERS:
-        raise NoDefaultWorldModelError(
-            f"domain {domain!r} has no default world model (only "
-            f"{', '.join(sorted(DOMAIN_ADAPTERS))} ship a fine-tuned one); name one: "
-            'backend={"name": "openai", "base_url": "http://127.0.0.1:8000/v1", '
-            '"model": "<served model>"} for an OpenAI-compatible server (README, Set-up), '
-            'or backend="scripted" for the offline placeholder')
-    return {"name": "embedded", "adapter": DOMAIN_ADAPTERS[domain]}
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:

@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.backends import ChatRequest, Completion
-from agentworld_envs.backends.scripted import PLACEHOLDER_RAW
 from agentworld_envs.domains.base import Domain
-from agentworld_envs.protocol.chat import Fault, MessageLog
+from agentworld_envs.protocol.chat import PLACEHOLDER_RAW, Fault, MessageLog
 from agentworld_envs.protocol.endings import STEP_BUDGET_EXHAUSTED
 from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig

@@ -131,7 +131,7 @@ class ModelClient:
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
                  timeout_s: float | None = None) -> None:
         self._owned = not isinstance(backend, Backend)
-        self._inner = make_backend(backend)
+        self._inner = make_backend(backend, None if timeout_s is None else {"timeout_s": timeout_s})
         self._recording = RecordingBackend(self._inner, record_path) if record_path else None
         self.backend: Backend = self._recording or self._inner
         self.timeout_s = timeout_s
@@ -144,6 +144,13 @@ class ModelClient:
     def describe(self) -> dict[str, Any]:
         """Plain-data description of the backend."""
         return self.backend.describe()
+
+    @property
+    def answers_with_placeholders(self) -> bool:
+        """Whether the backend says its answers are placeholders, not a model's
+        (``"placeholder": true`` in its description, as the scripted backend's)."""
+        description = self.describe()
+        return bool(description.get("inner", description).get("placeholder"))
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion | Fault]:
         """One batched backend call; each failed request, or all on a timeout, yields a fault."""

@@ -35,13 +35,14 @@ __all__ = ["Simulator"]
 _warned_placeholder = False
 
 
-def _warn_placeholder_once() -> None:
+def _warn_placeholder_once(backend: str | None) -> None:
     global _warned_placeholder
     if not _warned_placeholder:
         _warned_placeholder = True
-        warnings.warn("this AgentWorld env runs on the 'scripted' backend: its observations are "
-                      "placeholders, not a world model's (observation_source 'placeholder'); "
-                      "pass backend=... to attach one", UserWarning, stacklevel=4)
+        warnings.warn(f"this AgentWorld env runs on the {backend!r} backend: its observations "
+                      "are placeholders, not a world model's (observation_source "
+                      "'placeholder'); pass backend=... to attach one", UserWarning,
+                      stacklevel=4)
 
 
 class Simulator:
@@ -63,8 +64,8 @@ class Simulator:
                             else {"backend": None, "model": None}),
                          "prompts": self.prompts.describe()}
         """``info["world_model"]`` names: backend, model and prompt set."""
-        if self.identity["backend"] == "scripted":
-            _warn_placeholder_once()
+        if self.world_model is not None and self.world_model.answers_with_placeholders:
+            _warn_placeholder_once(self.identity["backend"])
         self.judge = self.world_model if config.judge_backend is None else ModelClient(
             config.judge_backend, config.record_path, config.timeout_s)
         self.faults = FaultTally(config.max_faults, "model calls")
