@@ -32,7 +32,6 @@ from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import (
     fill_template,
-    indented_json,
     render_demonstrations,
     simulation_instruction,
     user_turn,
@@ -268,7 +267,8 @@ class ToolDomain(Domain):
                 return self.reject(f"unknown tool(s): {', '.join(unknown)}", state,
                                    hint=f"Available tools: {', '.join(sorted(known))}.")
         calls = [c.to_dict() for c in parsed.calls]
-        return simulate(indented_json(calls[0] if len(calls) == 1 else calls), "json", names)
+        return simulate(json.dumps(calls[0] if len(calls) == 1 else calls, indent=2,
+                                   ensure_ascii=False), "json", names)
 
     def reject(self, error: str, state: str | None, hint: str | None = None) -> Interpretation:
         """A client-side error object, as an MCP client reports a call it cannot send."""

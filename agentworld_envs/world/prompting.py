@@ -23,11 +23,8 @@ observation; the last message is the current ``user`` turn::
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from json.encoder import encode_basestring
-from typing import Any
 
 from agentworld_envs.world.parsing import RESPONSE_MARKER
 from agentworld_envs.world.scenario import Demonstration, Scenario
@@ -37,7 +34,6 @@ __all__ = [
     "environment_notes",
     "fence",
     "fill_template",
-    "indented_json",
     "observation_turn",
     "render_demonstrations",
     "simulation_instruction",
@@ -45,7 +41,6 @@ __all__ = [
 ]
 
 _BACKTICKS = re.compile(r"`{3,}")
-_SCALAR_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 FICTIONAL_NOTE = (
     "This world is fictional. Every person, organisation, place, product and event in it is "
@@ -74,30 +69,6 @@ def fence(text: str, language: str) -> str:
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2) if "```" in text else 2
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{language}\n{text}\n{ticks}"
-
-
-def indented_json(value: Any, newline: str = "\n") -> str:
-    """Exactly ``json.dumps(value, indent=2, ensure_ascii=False)``, at about twice its speed.
-
-    The standard library encodes with ``indent`` in pure Python; this walks containers itself
-    and leaves strings and scalars to the C encoder. ``newline`` is the line break plus the
-    indentation of the enclosing level.
-    """
-    if isinstance(value, str):
-        return encode_basestring(value)
-    inner = newline + "  "
-    if isinstance(value, dict) and value:
-        if not all([type(key) is str for key in value]):  # keys json.dumps converts
-            return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", newline)
-        items = [f"{encode_basestring(k)}: "
-                 f"{encode_basestring(v) if type(v) is str else indented_json(v, inner)}"
-                 for k, v in value.items()]
-        return f"{{{inner}{(',' + inner).join(items)}{newline}}}"
-    if isinstance(value, list | tuple) and value:
-        items = [encode_basestring(item) if type(item) is str else indented_json(item, inner)
-                 for item in value]
-        return f"[{inner}{(',' + inner).join(items)}{newline}]"
-    return _SCALAR_JSON(value)
 
 
 def user_turn(turn: int, action_text: str, language: str, *, state: str | None = None,
