@@ -16,7 +16,8 @@ from agentworld_envs.backends import (
     make_backend,
 )
 from agentworld_envs.backends.openai_compat import OpenAIBackend, probe_tool_support
-from agentworld_envs.backends.replies import strip_think, text_tool_calls
+from agentworld_envs.backends.replies import text_tool_calls
+from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, free_port
 
@@ -192,9 +193,9 @@ def test_one_malformed_call_among_several_keeps_all_visible() -> None:
 
 
 def test_strip_think_and_text_tool_calls() -> None:
-    assert strip_think("<think>a</think>b") == "b"
-    assert strip_think("reasoning only</think>answer") == "answer"
-    assert strip_think("<think>never closed") == ""
+    assert strip_thinking("<think>a</think>b") == "b"
+    assert strip_thinking("reasoning only</think>answer") == "answer"
+    assert strip_thinking("<think>never closed") == ""
     assert text_tool_calls("plain answer") == []
 
 

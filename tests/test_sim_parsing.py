@@ -11,13 +11,10 @@ from hypothesis import strategies as st
 
 from agentworld_envs.backends import Completion
 from agentworld_envs.protocol.chat import Fault
+from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.world import parsing
 from agentworld_envs.world.fidelity import parse_json_observation, step_fidelity, summarise
-from agentworld_envs.world.parsing import (
-    NO_OUTPUT,
-    parse_world_model_output,
-    strip_thinking,
-)
+from agentworld_envs.world.parsing import NO_OUTPUT, OBSERVATION_TAG, parse_world_model_output
 from agentworld_envs.world.rewards import answer_matches, read_judge
 
 
@@ -37,7 +34,7 @@ def obs(text: str) -> str:
     ("<think>a<predicted_observation>x<think>y</think>z<think>w", ""),  # pairs in order
 ])
 def test_strip_thinking_handles_paired_nested_and_broken_tags(raw: str, kept: str) -> None:
-    assert strip_thinking(raw) == kept
+    assert strip_thinking(raw, OBSERVATION_TAG) == kept
 
 
 def test_last_observation_block_wins_over_earlier_and_fake_ones() -> None:

@@ -29,8 +29,9 @@ import httpx
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
 from agentworld_envs.backends.redaction import redact, url_secrets
-from agentworld_envs.backends.replies import completion_from_reply, refused_fields, strip_think
+from agentworld_envs.backends.replies import completion_from_reply, refused_fields
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams
+from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.protocol.tool_calls import parse_action
 
 __all__ = [
@@ -505,5 +506,5 @@ def probe_tool_support(backend: OpenAIBackend, model: str | None = None) -> str:
         raise
     if completion.raw["choices"][0]["message"].get("tool_calls"):
         return "native"
-    parsed = parse_action(strip_think(completion.text))
+    parsed = parse_action(strip_thinking(completion.text))
     return "text_leaked" if parsed.calls or parsed.errors else "no_tools"

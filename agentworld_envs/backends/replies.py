@@ -23,6 +23,7 @@ from typing import Any
 from agentworld_envs.backends.base import BackendError
 from agentworld_envs.backends.redaction import map_strings, redact
 from agentworld_envs.protocol.chat import Completion, Usage
+from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
 __all__ = [
@@ -30,12 +31,10 @@ __all__ = [
     "MalformedReplyError",
     "completion_from_reply",
     "refused_fields",
-    "strip_think",
     "text_tool_calls",
 ]
 
 REPAIRS_KEY = "agentworld_repairs"
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SNIPPET = 300
 _REFUSAL = re.compile(
@@ -49,12 +48,6 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 class MalformedReplyError(BackendError):
     """A server answered 200 with a reply that is not a usable chat completion."""
-
-
-def strip_think(text: str) -> str:
-    """Drop ``<think>...</think>`` reasoning, and any reasoning before a bare ``</think>``."""
-    text = _THINK.sub("", text)
-    return text.rpartition("</think>")[2]
 
 
 def refused_fields(reply: str, sent: Iterable[str]) -> frozenset[str]:
@@ -80,7 +73,7 @@ def refused_fields(reply: str, sent: Iterable[str]) -> frozenset[str]:
 
 def text_tool_calls(text: str) -> list[ToolCall]:
     """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored."""
-    return parse_action(strip_think(text)).calls
+    return parse_action(strip_thinking(text)).calls
 
 
 class _Scrubber:

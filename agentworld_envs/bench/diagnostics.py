@@ -17,7 +17,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agentworld_envs.world.parsing import parse_world_model_output, strip_thinking
+from agentworld_envs.protocol.thinking import strip_thinking
+from agentworld_envs.world.parsing import OBSERVATION_TAG, parse_world_model_output
 
 __all__ = ["Diagnostics", "RULE_CAPS", "apply_rules", "diagnose"]
 
@@ -60,7 +61,7 @@ class Diagnostics:
 def diagnose(text: str) -> Diagnostics:
     """Count tags, hedging words and missing output in one raw world-model output."""
     parsed = parse_world_model_output(text)
-    raw = strip_thinking(text)
+    raw = strip_thinking(text, OBSERVATION_TAG)
     no_output = "no_output" in parsed.flags
     observation_chars = 0 if no_output else len(parsed.observation)
     return Diagnostics(

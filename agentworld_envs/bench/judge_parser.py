@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_envs.protocol import bounded_json
-from agentworld_envs.world.parsing import last_tagged_block, strip_thinking
+from agentworld_envs.protocol.thinking import strip_thinking
+from agentworld_envs.world.parsing import last_tagged_block
 
 __all__ = ["DIMENSIONS", "JudgeParseError", "JudgeVerdict", "parse_judge_output"]
 

@@ -2,10 +2,8 @@
 
 The release's reading (Qwen-AgentWorld ``eval/lwm_eval_utils/output_parser.py``), exactly:
 
-1. Reasoning goes (tags ``<think>`` / ``</think>``, any case): each ``<think>`` is paired with
-   the next free ``</think>`` and the range removed; an orphan ``</think>`` removes everything
-   from the start through the tag; an orphan ``<think>`` removes up to the first
-   ``<predicted_observation>`` after it, or to the end. The ranges are merged, the rest stripped.
+1. Reasoning goes (:mod:`agentworld_envs.protocol.thinking`), an orphan ``<think>`` up to the
+   first ``<predicted_observation>`` after it, or to the end; the rest is stripped.
 2. Empty raw output gives ``"No output"``. Otherwise the observation is the text after the LAST
    ``<predicted_observation>`` up to the next closing tag (or the end when unclosed), stripped:
    an empty block gives ``""``. With no tag it is the cleaned text, or ``"No output"`` if blank.
@@ -21,10 +19,10 @@ untagged output is dropped (``stray_close_tag``). Over-long observations are cut
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections import deque
 from dataclasses import dataclass, field
+
+from agentworld_envs.protocol.thinking import remove_ranges, think_ranges
 
 __all__ = [
     "NO_OUTPUT",
@@ -35,7 +33,6 @@ __all__ = [
     "last_tagged_block",
     "parse_model_output",
     "parse_world_model_output",
-    "strip_thinking",
 ]
 
 OBSERVATION_TAG = "predicted_observation"
@@ -84,63 +81,6 @@ class WorldModelOutput:
     diagnostics: dict[str, int] = field(default_factory=dict)
 
 
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _think_ranges(text: str, tags: _Tags, stop: re.Pattern[str]) -> tuple[
-        list[tuple[int, int]], bool]:
-    """Merged ranges of reasoning to remove, and whether any think tag was an orphan."""
-    ranges: list[tuple[int, int]] = []
-    pending: deque[int] = deque()  # each open takes the next free close: first come, first paired
-    orphans: list[int] = []
-    for match in tags.think.finditer(text):
-        if not match.group(1):
-            pending.append(match.start())
-        elif pending:
-            ranges.append((pending.popleft(), match.end()))
-        else:
-            ranges.append((0, match.end()))
-            orphans.append(match.start())
-    if pending:
-        stops = [m.start() for m in stop.finditer(text, pending[0])]
-        for start in pending:  # to the first observation tag after it, or to the end
-            following = bisect.bisect_left(stops, start)
-            ranges.append((start, stops[following] if following < len(stops) else len(text)))
-    return _merge(ranges), bool(pending or orphans)
-
-
-def _remove(text: str, ranges: list[tuple[int, int]]) -> str:
-    kept, position = [], 0
-    for start, end in ranges:
-        kept.append(text[position:start])
-        position = end
-    kept.append(text[position:])
-    return "".join(kept)
-
-
-def strip_thinking(text: str, stop_tag: str = OBSERVATION_TAG) -> str:
-    """Remove every reasoning block as the release does, and strip the rest.
-
-    ``stop_tag`` is where an orphan ``<think>`` stops (the judge's parser uses
-    ``final_evaluation``).
-
-    Example:
-        >>> strip_thinking("<think>plan</think> ls output")
-        'ls output'
-        >>> strip_thinking("half a thought</think>the screen")
-        'the screen'
-    """
-    stop = re.compile(rf"<{re.escape(stop_tag)}>", re.IGNORECASE)
-    return _remove(text, _think_ranges(text, _RELEASE, stop)[0]).strip()
-
-
 def last_tagged_block(text: str, tag: str) -> tuple[str | None, bool]:
     """The text of the last ``<tag>`` block (exact tag, any case), and whether it was closed.
 
@@ -182,8 +122,8 @@ class _Reading:
 def _read(text: str, tags: _Tags) -> _Reading:
     if not text:
         return _Reading(NO_OUTPUT, False, False, False, NO_OUTPUT)
-    ranges, broken = _think_ranges(text, tags, tags.open)
-    cleaned = _remove(text, ranges).strip()
+    ranges, broken = think_ranges(text, tags.think, tags.open)
+    cleaned = remove_ranges(text, ranges).strip()
     body, closed = _last_block(cleaned, tags.open, tags.close)
     if body is not None:
         return _Reading(body.strip(), True, closed, broken, body.strip())

@@ -16,7 +16,8 @@ from typing import Any
 from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Fault, SamplingParams
 from agentworld_envs.protocol.endings import COMPLETED, INFEASIBLE
-from agentworld_envs.world.parsing import last_tagged_block, strip_thinking
+from agentworld_envs.protocol.thinking import strip_thinking
+from agentworld_envs.world.parsing import OBSERVATION_TAG, last_tagged_block
 from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
 
 __all__ = [
@@ -200,7 +201,7 @@ def read_judge(outcome: Completion | Fault) -> tuple[float, str]:
     """
     if isinstance(outcome, Fault):
         return math.nan, f"judge {outcome.kind}: {outcome.message}"
-    text = strip_thinking(outcome.text)
+    text = strip_thinking(outcome.text, OBSERVATION_TAG)
     block, _ = last_tagged_block(text, JUDGE_EVALUATION_TAG)
     score = _score_from(block if block is not None else text)
     if score is None:
