@@ -26,7 +26,12 @@ from typing import Any
 import gymnasium as gym
 
 from agentworld_envs.errors import transportable_errors
-from agentworld_envs.protocol.endings import FINAL_ANSWER, STEP_BUDGET_EXHAUSTED, SUBMITTED
+from agentworld_envs.protocol.endings import (
+    ENDED_OBSERVATION,
+    FINAL_ANSWER,
+    STEP_BUDGET_EXHAUSTED,
+    SUBMITTED,
+)
 from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
@@ -70,7 +75,6 @@ def _dumps(envelope: dict[str, Any]) -> str:
 MAX_CALLS_PER_TURN = 32
 
 _INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
-_ENDED = "The episode has ended; call reset() to start a new one."
 
 
 class FloorEnv(gym.Env[str, str]):
@@ -156,7 +160,8 @@ class FloorEnv(gym.Env[str, str]):
         if self.trace is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         if self._done:
-            return _ENDED, 0.0, True, False, {"invalid_action": True, "error": _ENDED}
+            return ENDED_OBSERVATION, 0.0, True, False, {"invalid_action": True,
+                                                          "error": ENDED_OBSERVATION}
         self._turn += 1
         parsed = parse_action(action)
         envelopes = [self._log_parse_error(err) for err in parsed.errors]

@@ -13,7 +13,7 @@ from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.domains import DOMAINS, generate_scenario, get_domain
 from agentworld_envs.registration import env_id, make
 from agentworld_envs.world.prompt_sets import PromptSet
-from agentworld_envs.world.scenario import Control, Scenario
+from agentworld_envs.world.scenario import DOMAIN_KEYS, Control, Scenario
 from tests.helpers.witness import witness_backend
 
 HANDWRITTEN = ["mcp", "search", "terminal", "swe", "android", "web", "os"]
@@ -21,6 +21,12 @@ NO_OP = {"mcp": "I don't know.", "search": "I don't know.", "swe": "Done.", "flo
          "terminal": "[]", "android": '{"action_type": "status", "goal_status": "complete"}',
          "web": "send_msg_to_user('Done.')", "os": "DONE"}
 """An action that ends the episode at once, claiming success without doing anything."""
+
+
+def test_the_domain_table_has_one_entry_per_domain_key() -> None:
+    """The keys are written once (``DomainKey``); the table that finds each domain's folder
+    must follow them."""
+    assert tuple(DOMAINS) == DOMAIN_KEYS and {get_domain(k).key for k in DOMAINS} == set(DOMAINS)
 
 
 def play(env: gym.Env, scenario: Scenario, actions: list[str]) -> tuple[float, dict]:

@@ -13,8 +13,8 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["ANSWER", "COMPLETED", "FINAL_ANSWER", "INFEASIBLE", "MESSAGE", "STEP_BUDGET_EXHAUSTED",
-           "SUBMITTED", "TASK_COMPLETE"]
+__all__ = ["ANSWER", "COMPLETED", "ENDED_OBSERVATION", "FINAL_ANSWER", "INFEASIBLE", "MESSAGE",
+           "STEP_BUDGET_EXHAUSTED", "SUBMITTED", "TASK_COMPLETE"]
 
 FINAL_ANSWER = "final_answer"
 """The agent answered in text, calling no tool."""
@@ -30,6 +30,9 @@ INFEASIBLE = "infeasible"
 """The agent said the task cannot be done."""
 STEP_BUDGET_EXHAUSTED = "step_budget_exhausted"
 """The env truncated the episode at its step budget."""
+
+ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
+"""What a step after the episode's end observes (it changes nothing)."""
 
 COMPLETED = frozenset({FINAL_ANSWER, SUBMITTED, TASK_COMPLETE, MESSAGE, ANSWER})
 """Endings in which the agent says it has done the task."""

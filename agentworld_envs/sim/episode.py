@@ -23,7 +23,7 @@ import numpy as np
 from agentworld_envs.backends import ChatRequest, Completion
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.protocol.chat import PLACEHOLDER_RAW, Fault, MessageLog
-from agentworld_envs.protocol.endings import STEP_BUDGET_EXHAUSTED
+from agentworld_envs.protocol.endings import ENDED_OBSERVATION, STEP_BUDGET_EXHAUSTED
 from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.world.controls import control_text, fired_controls
@@ -36,9 +36,8 @@ from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle
 from agentworld_envs.world.scenario import Scenario
 from agentworld_envs.world.termination import Interpretation
 
-__all__ = ["ENDED_OBSERVATION", "Episode", "StepResult"]
+__all__ = ["Episode", "StepResult"]
 
-ENDED_OBSERVATION = "The episode has ended; call reset() to start a new one."
 LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
 _STREAM_STRIDE = 0x9E3779B1
 """How far apart sampling streams start; as :data:`SEED_BOUND` is prime, streams below it never

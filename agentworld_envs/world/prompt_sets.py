@@ -22,10 +22,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentworld_envs.world.scenario import DOMAIN_KEYS
+
 __all__ = ["ENV_VAR", "RELEASE_DOMAINS", "PromptSet", "PromptSetError", "resolve_prompt_set"]
 
 ENV_VAR = "AGENTWORLD_PROMPTS"
-RELEASE_DOMAINS = ("mcp", "search", "terminal", "swe", "android", "web", "os")
+RELEASE_DOMAINS = tuple(key for key in DOMAIN_KEYS if key != "floor")
 """The domains the release has prompts for (``floor`` is ours and always uses ours)."""
 
 

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -30,8 +30,10 @@ __all__ = [
     "normalise_tool",
 ]
 
-DOMAIN_KEYS = ("mcp", "search", "terminal", "swe", "android", "web", "os", "floor")
 DomainKey = Literal["mcp", "search", "terminal", "swe", "android", "web", "os", "floor"]
+DOMAIN_KEYS: tuple[str, ...] = get_args(DomainKey)
+"""The domain keys: the release's seven, then ours (``floor``); ``domains.DOMAINS`` has one
+entry for each."""
 CheckName = Literal[
     "answer_matches",
     "completed",
