@@ -5,11 +5,7 @@ A step has two halves so that many episodes can share one batched model call:
 action needs no model: a final answer, an invalid action); :meth:`Episode.complete` turns the
 completion, or a fault, into the observation. When the episode has ended,
 :meth:`Episode.settle` computes the reward from the verifier and, where asked, the judge.
-
-``info["observation_source"]`` says where the agent's observation came from: ``world_model``,
-``placeholder`` (the ``scripted`` stand-in), ``fallback`` (the world model failed, gave
-nothing, or was cut off by the token limit: the observation is the domain's fallback),
-``local`` (an invalid or locally answered action) or ``real`` (a real counterpart).
+Reading the observation is :mod:`agentworld_envs.sim.observation`.
 """
 
 from __future__ import annotations
@@ -22,23 +18,27 @@ import numpy as np
 
 from agentworld_envs.backends import ChatRequest, Completion
 from agentworld_envs.domains.base import Domain
-from agentworld_envs.protocol.chat import PLACEHOLDER_RAW, Fault, MessageLog
+from agentworld_envs.protocol.chat import Fault, MessageLog
 from agentworld_envs.protocol.endings import ENDED_OBSERVATION, STEP_BUDGET_EXHAUSTED
 from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.observation import (
+    COUNTED,
+    Reading,
+    choose_observation,
+    model_info,
+    read_completion,
+)
 from agentworld_envs.world.controls import control_text, fired_controls
-from agentworld_envs.world.fidelity import step_fidelity
-from agentworld_envs.world.parsing import parse_world_model_output
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import observation_turn
 from agentworld_envs.world.reality import RealStep
-from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle
+from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle_sources
 from agentworld_envs.world.scenario import Scenario
 from agentworld_envs.world.termination import Interpretation
 
 __all__ = ["Episode", "StepResult"]
 
-LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
 _STREAM_STRIDE = 0x9E3779B1
 """How far apart sampling streams start; as :data:`SEED_BOUND` is prime, streams below it never
 share a request seed for one draw."""
@@ -68,18 +68,6 @@ class _Pending:
     """What the domain's rule made of a decided tool's call (no real counterpart)."""
 
 
-@dataclass(slots=True)
-class _Reading:
-    observation: str
-    info: dict[str, Any]
-    raw: str = ""
-    source: str = "world_model"
-
-    @property
-    def usable(self) -> bool:
-        return self.source != "fallback"
-
-
 def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
     """The action as safe text, and why it cannot be used (None when it can)."""
     if not isinstance(action, str):
@@ -89,26 +77,6 @@ def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
     if action.isascii():
         return action, None
     return action.encode("utf-8", "replace").decode("utf-8"), None
-
-
-_UNUSABLE = ("fault", "no_output", "length_limit")
-"""Flags whose step gets the domain's fallback observation."""
-_UNUSABLE_SET = frozenset(_UNUSABLE)
-_COUNTED = (*_UNUSABLE, "placeholder")
-"""What :attr:`Episode.counts` counts: the unusable flags and placeholder observations."""
-
-
-def _model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
-                fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
-                diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
-    """``info["world_model"]``: whether the model was asked, and what went wrong."""
-    ok = called and _UNUSABLE_SET.isdisjoint(flags)
-    info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
-            "fault_message": fault_message, "finish_reason": finish_reason,
-            "output_tokens": output_tokens}
-    if diagnostics is not None:
-        info["diagnostics"] = diagnostics
-    return info
 
 
 class Episode:
@@ -220,17 +188,16 @@ class Episode:
         played = real is not None and interpretation.kind == "simulate" \
             and pending.request is None  # mode="real"
         if played:
-            reading = _Reading(real.observation, _model_info(False), source="real")
+            reading = Reading(real.observation, model_info(False), source="real")
         elif pending.decided is not None:
-            reading = _Reading(pending.decided.observation, _model_info(False), source="rule")
+            reading = Reading(pending.decided.observation, model_info(False), source="rule")
         elif interpretation.kind == "simulate":
-            reading = self._read(outcome)
-            if reading.info["flags"] or reading.source == "placeholder":
-                for flag in _COUNTED:
-                    if flag in reading.info["flags"] or flag == reading.source:
-                        self.counts[flag] += 1
+            reading = read_completion(self.domain, self.state, outcome,
+                                      self.config.max_observation_chars)
+            self.counts.update(flag for flag in COUNTED
+                               if flag in reading.info["flags"] or flag == reading.source)
         else:
-            reading = _Reading(interpretation.observation, _model_info(False), source="local")
+            reading = Reading(interpretation.observation, model_info(False), source="local")
         reading.info.update(self.identity, counts=dict(self.counts))
         observation, source = reading.observation, reading.source
         info: dict[str, Any] = {
@@ -239,7 +206,8 @@ class Episode:
             "world_model": reading.info}
         if real is not None:
             if not played:
-                observation, source = self._against_reality(interpretation, reading, real, info)
+                observation, source = choose_observation(interpretation, reading, real,
+                                                         self.config, info)
             if source == "real" or self.config.reveal_reference:  # else it bypasses the model
                 info["real_observation"] = real.observation
         info["observation_source"] = source
@@ -262,47 +230,7 @@ class Episode:
             info.update(termination=self.log.ending, answer=self.log.answer or "")
         return result
 
-    def _read(self, outcome: Completion | Fault | None) -> _Reading:
-        if not isinstance(outcome, Completion) or not isinstance(outcome.text, str):
-            fault = outcome if isinstance(outcome, Fault) else Fault(
-                "backend_error", f"the backend returned {type(outcome).__name__}, "
-                                 "not a completion with text")
-            return _Reading(self.domain.fallback_observation(self.state, fault.message),
-                            _model_info(True, ("fault",), fault.kind, fault.message),
-                            source="fallback")
-        parsed = parse_world_model_output(outcome.text, self.config.max_observation_chars,
-                                          expect_tag=self.domain.uses_tags)
-        flags = parsed.flags + (("length_limit",) if outcome.finish_reason == "length" else ())
-        info = _model_info(True, flags, "", "", outcome.finish_reason,
-                           outcome.usage.output_tokens, parsed.diagnostics)
-        if "length_limit" in flags:  # a cut-off answer is never passed off as an observation
-            return _Reading(self.domain.fallback_observation(self.state, LENGTH_LIMIT), info,
-                            outcome.text, "fallback")
-        if "no_output" in flags:
-            observation = (self.domain.fallback_observation(self.state, "no output")
-                           if self.domain.shows_state else parsed.observation)
-            return _Reading(observation, info, outcome.text, "fallback")
-        source = "placeholder" if outcome.raw == PLACEHOLDER_RAW else "world_model"
-        return _Reading(parsed.observation, info, outcome.text, source)
-
-    def _against_reality(self, interpretation: Interpretation, reading: _Reading,
-                         real: RealStep, info: dict[str, Any]) -> tuple[str, str]:
-        """Measure fidelity; pick the real observation where the mode or the action asks."""
-        if interpretation.kind == "invalid":
-            return real.observation, "real"
-        if interpretation.kind != "simulate":
-            return reading.observation, reading.source
-        fidelity = step_fidelity(reading.observation, real.observation)
-        info["fidelity"] = fidelity.to_dict()
-        unusable = not reading.usable or (fidelity.real_json and not fidelity.predicted_json)
-        tools = set(interpretation.tools)
-        if tools & set(self.config.decided_tools):
-            return real.observation, "real"
-        if self.config.mode == "hybrid" and (unusable or tools & set(self.config.real_tools)):
-            return real.observation, "real"
-        return reading.observation, reading.source
-
-    def _record(self, pending: _Pending, observation: str, source: str, reading: _Reading,
+    def _record(self, pending: _Pending, observation: str, source: str, reading: Reading,
                 fidelity: dict[str, Any] | None) -> None:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
@@ -315,12 +243,8 @@ class Episode:
         if self.real_log is not None and pending.real is not None:
             logs.append((self.real_log, pending.real.observation, "real"))
         for log, seen, origin in logs:
-            log.actions.append(pending.action)
-            log.observations.append(seen)
-            log.sources.append(origin)
-            log.tools_called.extend(interpretation.tools)
-            if interpretation.ending is not None:
-                log.answer = interpretation.answer
+            log.record(pending.action, seen, origin, interpretation.tools, interpretation.ending,
+                       interpretation.answer)
         self.transcript.append({
             "turn": self.turn, "action": pending.action, "kind": interpretation.kind,
             "controls": pending.controls,
@@ -340,24 +264,10 @@ class Episode:
         return judge_request(self.log, self.reward_spec.rubric, sampling)
 
     def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:
-        """Put the end-of-episode reward and its breakdown into ``result``.
-
-        The reward comes from the log of ``config.reward``. Where the other log exists too,
-        the breakdown holds its reward and checks under its name (``real`` or
-        ``simulated``) and ``agree``: whether the two rewards are equal. The judge, when asked,
-        read the simulated episode; both sources use its score.
-        """
+        """Put the end-of-episode reward of ``config.reward``'s log and its breakdown into
+        ``result`` (:func:`~agentworld_envs.world.rewards.settle_sources`); the judge, when
+        asked, read the simulated episode."""
         self.log.verdict = self.domain.verdict(self.scenario, self.log)
-        logs = {"simulated": self.log, "real": self.real_log}
-        source = self.config.reward
-        result.reward, breakdown = settle(self.reward_spec, logs[source], judge,
-                                          reveal=self.config.reveal_reference)
-        breakdown["source"] = source
-        other = "real" if source == "simulated" else "simulated"
-        if logs[other] is not None:
-            reward, other_breakdown = settle(self.reward_spec, logs[other], judge,
-                                             reveal=self.config.reveal_reference)
-            breakdown[other] = {key: other_breakdown[key] for key in ("reward", "checks")
-                                if key in other_breakdown}
-            breakdown["agree"] = reward == result.reward
-        result.info["reward_breakdown"] = breakdown
+        result.reward, result.info["reward_breakdown"] = settle_sources(
+            self.reward_spec, {"simulated": self.log, "real": self.real_log},
+            self.config.reward, judge, reveal=self.config.reveal_reference)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "read_judge",
     "run_checks",
     "settle",
+    "settle_sources",
 ]
 
 JUDGE_EVALUATION_TAG = "final_evaluation"
@@ -69,6 +71,16 @@ class EpisodeLog:
     verdict: dict[str, Any] | None = None
     """The AgentFloor verdict of this episode (floor scenarios): the verifier's, over what the
     agent saw for the simulated log, the real env's for the real one."""
+
+    def record(self, action: str, observation: str, source: str, tools: Sequence[str],
+               ending: str | None, answer: str | None) -> None:
+        """Log one step; an ending step's answer is the episode's."""
+        self.actions.append(action)
+        self.observations.append(observation)
+        self.sources.append(source)
+        self.tools_called.extend(tools)
+        if ending is not None:
+            self.answer = answer
 
 
 def _normalise(text: str) -> str:
@@ -250,4 +262,22 @@ def settle(spec: RewardSpec, log: EpisodeLog, judge: tuple[float, str] | None, *
     else:
         reward = spec.rule_weight * rule + (1 - spec.rule_weight) * judged
     breakdown["reward"] = reward
+    return reward, breakdown
+
+
+def settle_sources(spec: RewardSpec, logs: dict[str, EpisodeLog | None], source: str,
+                   judge: tuple[float, str] | None, *,
+                   reveal: bool = False) -> tuple[float, dict[str, Any]]:
+    """The reward of ``logs[source]`` (``simulated`` or ``real``) and its breakdown, which says
+    its ``source``; where the other log exists too, the breakdown holds that one's reward and
+    checks under its name and ``agree``: whether the two rewards are equal. Both read the
+    same ``judge`` score."""
+    reward, breakdown = settle(spec, logs[source], judge, reveal=reveal)
+    breakdown["source"] = source
+    other = "real" if source == "simulated" else "simulated"
+    if logs.get(other) is not None:
+        other_reward, other_breakdown = settle(spec, logs[other], judge, reveal=reveal)
+        breakdown[other] = {key: other_breakdown[key] for key in ("reward", "checks")
+                            if key in other_breakdown}
+        breakdown["agree"] = other_reward == reward
     return reward, breakdown

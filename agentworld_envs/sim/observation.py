@@ -1,0 +1,102 @@
+"""Reading one step's observation: the world model's answer, a fault, or the real counterpart.
+
+``info["observation_source"]`` says where the agent's observation came from: ``world_model``,
+``placeholder`` (a backend's stand-in, such as ``scripted``), ``fallback`` (the world model
+failed, gave nothing, or was cut off by the token limit: the observation is the domain's
+fallback), ``local`` (an invalid or locally answered action), ``rule`` (a decided tool's call,
+answered by the domain's rule) or ``real`` (a real counterpart).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentworld_envs.backends import Completion
+from agentworld_envs.domains.base import Domain
+from agentworld_envs.protocol.chat import PLACEHOLDER_RAW, Fault
+from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.world.fidelity import step_fidelity
+from agentworld_envs.world.parsing import parse_world_model_output
+from agentworld_envs.world.reality import RealStep
+from agentworld_envs.world.termination import Interpretation
+
+__all__ = ["COUNTED", "LENGTH_LIMIT", "Reading", "choose_observation", "model_info",
+           "read_completion"]
+
+LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
+_UNUSABLE = frozenset({"fault", "no_output", "length_limit"})
+"""Flags whose step gets the domain's fallback observation."""
+COUNTED = ("fault", "no_output", "length_limit", "placeholder")
+"""What an episode counts: the unusable flags and placeholder observations."""
+
+
+@dataclass(slots=True)
+class Reading:
+    """One step's observation, ``info["world_model"]``, the raw output and the source."""
+
+    observation: str
+    info: dict[str, Any]
+    raw: str = ""
+    source: str = "world_model"
+
+    @property
+    def usable(self) -> bool:
+        return self.source != "fallback"
+
+
+def model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
+               fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
+               diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
+    """``info["world_model"]``: whether the model was asked, and what went wrong."""
+    ok = called and _UNUSABLE.isdisjoint(flags)
+    info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
+            "fault_message": fault_message, "finish_reason": finish_reason,
+            "output_tokens": output_tokens}
+    if diagnostics is not None:
+        info["diagnostics"] = diagnostics
+    return info
+
+
+def read_completion(domain: Domain, state: str | None, outcome: Completion | Fault | None,
+                    max_chars: int) -> Reading:
+    """The observation in the world model's answer, or the domain's fallback (flagged)."""
+    if not isinstance(outcome, Completion) or not isinstance(outcome.text, str):
+        fault = outcome if isinstance(outcome, Fault) else Fault(
+            "backend_error", f"the backend returned {type(outcome).__name__}, "
+                             "not a completion with text")
+        return Reading(domain.fallback_observation(state, fault.message),
+                       model_info(True, ("fault",), fault.kind, fault.message),
+                       source="fallback")
+    parsed = parse_world_model_output(outcome.text, max_chars, expect_tag=domain.uses_tags)
+    flags = parsed.flags + (("length_limit",) if outcome.finish_reason == "length" else ())
+    info = model_info(True, flags, "", "", outcome.finish_reason, outcome.usage.output_tokens,
+                      parsed.diagnostics)
+    if "length_limit" in flags:  # a cut-off answer is never passed off as an observation
+        return Reading(domain.fallback_observation(state, LENGTH_LIMIT), info, outcome.text,
+                       "fallback")
+    if "no_output" in flags:
+        observation = (domain.fallback_observation(state, "no output")
+                       if domain.shows_state else parsed.observation)
+        return Reading(observation, info, outcome.text, "fallback")
+    source = "placeholder" if outcome.raw == PLACEHOLDER_RAW else "world_model"
+    return Reading(parsed.observation, info, outcome.text, source)
+
+
+def choose_observation(interpretation: Interpretation, reading: Reading, real: RealStep,
+                       config: SimConfig, info: dict[str, Any]) -> tuple[str, str]:
+    """The observation and its source where a real counterpart played the step too: fidelity
+    measured into ``info``, the real observation where the mode or the action asks for it."""
+    if interpretation.kind == "invalid":
+        return real.observation, "real"
+    if interpretation.kind != "simulate":
+        return reading.observation, reading.source
+    fidelity = step_fidelity(reading.observation, real.observation)
+    info["fidelity"] = fidelity.to_dict()
+    unusable = not reading.usable or (fidelity.real_json and not fidelity.predicted_json)
+    tools = set(interpretation.tools)
+    if tools & set(config.decided_tools):
+        return real.observation, "real"
+    if config.mode == "hybrid" and (unusable or tools & set(config.real_tools)):
+        return real.observation, "real"
+    return reading.observation, reading.source
