@@ -9,13 +9,13 @@ import copy
 import json
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends.base import Backend
 from agentworld_envs.backends.drafting import DRAFTS
+from agentworld_envs.backends.greedy_memo import GreedyMemo
 from agentworld_envs.backends.replies import text_tool_calls
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
 
@@ -187,7 +187,7 @@ class HFBackend(Backend):
         self.greedy_memo = greedy_memo
         self.cache = cache
         self.draft = draft
-        self._memo: OrderedDict[str, Completion] = OrderedDict()
+        self._memo = GreedyMemo(greedy_memo)
         self._view = _view(view)
         self._torch = torch
         from agentworld_envs.models.pretrained import resolve_model
@@ -262,9 +262,8 @@ class HFBackend(Backend):
             key = json.dumps(settings, sort_keys=True, default=str)
             if request.sampling.temperature == 0:
                 same = json.dumps([key, prompts[i]])  # all that decides a greedy answer
-                if same in self._memo:
-                    self._memo.move_to_end(same)
-                    results[i] = copy.deepcopy(self._memo[same])
+                if (kept := self._memo.get(same)) is not None:
+                    results[i] = kept
                     continue
                 if same in first:
                     copies[i] = first[same]
@@ -281,11 +280,8 @@ class HFBackend(Backend):
                     results[i] = completion
         for i, source in copies.items():
             results[i] = copy.deepcopy(results[source])
-        if self.greedy_memo:
-            for same, i in first.items():
-                self._memo[same] = copy.deepcopy(results[i])
-            while len(self._memo) > self.greedy_memo:
-                self._memo.popitem(last=False)
+        for same, i in first.items():
+            self._memo.put(same, results[i])
         return results  # type: ignore[return-value]
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
