@@ -38,11 +38,12 @@ from agentworld_envs.protocol.text_space import (
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
-from agentworld_envs.protocol.tool_calls import ParseError, parse_action
+from agentworld_envs.protocol.tool_calls import ParseError, ToolCall
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
 from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit
+from floor_tasks.turns import play_turn
 from floor_tasks.verifier import Trace, judge_submission, verify
 
 __all__ = ["FloorEnv", "StepBudgetSync"]
@@ -72,7 +73,6 @@ def _dumps(envelope: dict[str, Any]) -> str:
                                "message": f"the result cannot be encoded as JSON: {exc}"}})
 
 
-MAX_CALLS_PER_TURN = 32
 
 _INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
 
@@ -163,28 +163,12 @@ class FloorEnv(gym.Env[str, str]):
             return ENDED_OBSERVATION, 0.0, True, False, {"invalid_action": True,
                                                           "error": ENDED_OBSERVATION}
         self._turn += 1
-        parsed = parse_action(action)
-        envelopes = [self._log_parse_error(err) for err in parsed.errors]
-        if len(parsed.calls) > MAX_CALLS_PER_TURN:
-            envelopes.append(self._log_parse_error(ParseError(
-                f"{len(parsed.calls)} calls in one turn; only the first {MAX_CALLS_PER_TURN} "
-                "were run", "")))
-        terminated = False
-        for call in parsed.calls[:MAX_CALLS_PER_TURN]:
-            call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
-            envelope = self._toolkit.dispatch(call, self._allowed, call_id,
-                                              may_be_large=len(action) > MAX_ARGUMENT_CHARS)
-            self.trace.log_call(self._turn, call.name, call.arguments, call_id,
-                                envelope["status"], envelope["result"], envelope["error"])
-            envelopes.append(envelope)
-            if call.name == "submit_decision" and envelope["status"] == "ok":
-                terminated = True
-                self.trace.termination = SUBMITTED
-                break
-        if parsed.is_final_answer:
-            terminated = True
-            self.trace.final_answer = parsed.text
-            self.trace.termination = FINAL_ANSWER
+        turn = play_turn(self.trace, action, functools.partial(self._run_call, action),
+                         self._log_parse_error)
+        envelopes = turn.envelopes
+        terminated = turn.submitted or turn.final_answer
+        if terminated:
+            self.trace.termination = SUBMITTED if turn.submitted else FINAL_ANSWER
         observation = (_dumps(envelopes[0]) if len(envelopes) == 1
                        else "\n".join([_dumps(e) for e in envelopes]))
         self.transcript.append({"role": "assistant", "content": action if isinstance(
@@ -204,6 +188,14 @@ class FloorEnv(gym.Env[str, str]):
             reward = 1.0 if verdict["passed"] else 0.0
             info.update(verdict=verdict, termination=self.trace.termination)
         return observation, reward, terminated, truncated, info
+
+    def _run_call(self, action: str, call: ToolCall) -> dict[str, Any]:
+        call_id = f"{self.task.id}_{call.name}_{len(self.trace.calls) + 1}"
+        envelope = self._toolkit.dispatch(call, self._allowed, call_id,
+                                          may_be_large=len(action) > MAX_ARGUMENT_CHARS)
+        self.trace.log_call(self._turn, call.name, call.arguments, call_id, envelope["status"],
+                            envelope["result"], envelope["error"])
+        return envelope
 
     def _log_parse_error(self, error: ParseError) -> dict[str, Any]:
         call_id = f"{self.task.id}_parse_error_{len(self.trace.calls) + 1}"

@@ -105,7 +105,8 @@ def test_unreadable_envelopes_are_failed_calls_not_crashes(observation: str) -> 
 
 MISTAKES = ['{"name": "delete_database", "arguments": {}}', '{"name": "lookup_record", "argu',
             '{"name": "lookup_record", "arguments": {"record_id": 5}}', "I give up.",
-            '[{"name": "search_records", "arguments": {"query": "x"}}, {"name": "nope"}]']
+            '[{"name": "search_records", "arguments": {"query": "x"}}, {"name": "nope"}]',
+            json.dumps([{"name": "list_options", "arguments": {}}] * 33)]  # over the turn's cap
 
 
 @pytest.mark.parametrize("played", ["solution", "explorer"])

@@ -30,9 +30,9 @@ from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.world.scenario import FloorRef
 from floor_tasks.database import load_fixture
-from floor_tasks.env import MAX_CALLS_PER_TURN
 from floor_tasks.task import Task, load_task
 from floor_tasks.task_sets import final_submission
+from floor_tasks.turns import MAX_CALLS_PER_TURN, play_turn
 from floor_tasks.verifier import Trace, judge_submission, verify
 
 __all__ = ["decided_observation", "decision_rule", "simulated_verdict"]
@@ -54,28 +54,9 @@ _STATUSES = ("ok", "not_found", "error")
 def simulated_verdict(ref: FloorRef, actions: Sequence[str], observations: Sequence[str],
                       ending: str | None) -> dict[str, Any]:
     """The verifier's verdict on the episode the agent saw (see the module docstring)."""
-    task = load_task(ref.task_id)
-    trace = Trace(variant=task.variant(ref.variant), db=load_fixture(task.fixture))
-    for turn, (action, observation) in enumerate(zip(actions, observations, strict=False), 1):
-        if _play_turn(trace, turn, action, observation):
-            break
+    trace = _replayed(ref, actions, observations, until_submitted=True)
     trace.termination = ending
     return verify(trace)
-
-
-def _play_turn(trace: Trace, turn: int, action: str, observation: str) -> bool:
-    """Log one turn's calls; True when an accepted submission ended the episode."""
-    parsed = parse_action(action)
-    shown = _envelopes(observation)
-    for error in parsed.errors:
-        _log(trace, turn, None, {}, _next(shown, None), parse_error=error.message)
-    for call in parsed.calls[:MAX_CALLS_PER_TURN]:
-        logged = _log(trace, turn, call.name, call.arguments, _next(shown, call.name))
-        if call.name == "submit_decision" and logged["status"] == "ok":
-            return True
-    if parsed.is_final_answer:
-        trace.final_answer = parsed.text
-    return False
 
 
 def _envelopes(observation: str) -> Iterator[dict[str, Any]]:
@@ -137,7 +118,7 @@ def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Seq
         return None
     variant = task.variant(ref.variant)
     expect = variant.filled(spec.expect)
-    trace = _trace(ref, actions, observations)
+    trace = _replayed(ref, actions, observations)
     rule = decision_rule(task)
     if rule is not None:
         key, field, table = rule
@@ -163,11 +144,21 @@ def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Seq
     return "\n".join(envelopes), accepted
 
 
-def _trace(ref: FloorRef, actions: Sequence[str], observations: Sequence[str]) -> Trace:
+def _replayed(ref: FloorRef, actions: Sequence[str], observations: Sequence[str], *,
+              until_submitted: bool = False) -> Trace:
+    """The trace the real env would log had its tools shown ``observations``."""
     task = load_task(ref.task_id)
     trace = Trace(variant=task.variant(ref.variant), db=load_fixture(task.fixture))
     for turn, (action, observation) in enumerate(zip(actions, observations, strict=False), 1):
-        _play_turn(trace, turn, action, observation)
+        shown = _envelopes(observation)
+        played = play_turn(
+            trace, action,
+            lambda call, turn=turn, shown=shown: _log(trace, turn, call.name, call.arguments,
+                                                      _next(shown, call.name)),
+            lambda error, turn=turn, shown=shown: _log(trace, turn, None, {},
+                                                       _next(shown, None), error.message))
+        if played.submitted and until_submitted:
+            break
     return trace
 
 
