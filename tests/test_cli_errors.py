@@ -188,7 +188,7 @@ def test_ctrl_c_says_what_was_saved_and_the_sweep_resumes(tmp_path: Path) -> Non
         resumed = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert "(3 new runs, 2 already done)" in resumed.stdout
-    ids = [r["run_id"] for r in read_records(out)]
+    ids = [r.run_id for r in read_records(out)]
     assert len(ids) == len(set(ids)) == 5
 
 

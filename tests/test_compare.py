@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from floor_tasks.harness.compare import compare_corpora
+from floor_tasks.harness.record import RunRecord
+from tests.helpers.records import synthetic_record
 
 
-def run(task_id: str, passed: bool, model: str = "m", variant: str = "v0", repeat: int = 0) -> dict:
-    """A minimal synthetic run record (tier = the task id's letter)."""
-    return {"schema_version": 1, "model": model, "task_id": task_id, "tier": task_id[0],
-            "variant": variant, "repeat": repeat, "passed": passed,
-            "termination": "final_answer",
-            "verdict": {"passed": passed, "failure_class": None if passed else "F5"}}
+def run(task_id: str, passed: bool, model: str = "m", repeat: int = 0) -> RunRecord:
+    """A synthetic run record (tier = the task id's letter); a failed one is F5."""
+    return synthetic_record(task_id, task_id[0], passed, model, repeat)
 
 
-def corpus(failing: set[tuple[str, int]] = frozenset(), model: str = "m") -> list[dict]:
+def corpus(failing: set[tuple[str, int]] = frozenset(), model: str = "m") -> list[RunRecord]:
     """Tiers B and C, five tasks each, two repeats; ``failing`` lists (task_id, repeat)."""
     return [run(f"{tier}{i}", (f"{tier}{i}", r) not in failing, model, repeat=r)
             for tier in "BC" for i in range(1, 6) for r in range(2)]
@@ -72,7 +71,7 @@ def test_multi_model_corpora_compare_model_by_model() -> None:
 
 
 def test_missing_cases_are_noted_not_flagged() -> None:
-    new = [r for r in corpus() if r["repeat"] == 0]
+    new = [r for r in corpus() if r.repeat == 0]
     result = compare_corpora(corpus(), new)
     assert result.ok
     assert result.notes == ["10 BASE case(s) have no run in NEW"]

@@ -22,7 +22,6 @@ import pytest
 from agentworld_envs.cli import main
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.corpus_io import (
-    DIGEST_FIELD,
     CorruptCorpusError,
     NoDigestWarning,
     TruncatedLineWarning,
@@ -86,7 +85,7 @@ CORRUPTIONS: dict[str, tuple[Edit, str]] = {
         "invalid JSON: Expecting"),
     "passed flag turned into a string": (
         _replace("oracle|A1|v0|1", b'"passed": true', b'"passed": "true"'),
-        "field 'passed' must be bool, got str"),
+        "field 'passed': input should be a valid boolean, got str"),
     "turns changed, still a valid record": (
         _replace("oracle|B1|v0|1", b'"turns": ', b'"turns": 1'),
         "content digest mismatch: the record was changed after it was written"),
@@ -150,7 +149,7 @@ def test_a_cut_last_line_is_skipped_by_readers_and_rerun_by_resume(
     capsys.readouterr()
     outcome = run_sweep(CONFIG, corpus, progress=False)
     assert (outcome.written, outcome.skipped, outcome.errors) == (1, 5, [])
-    ids = [r["run_id"] for r in read_records(corpus)]
+    ids = [r.run_id for r in read_records(corpus)]
     assert len(ids) == len(set(ids)) and sorted(ids) == sorted(s.run_id for s in plan(CONFIG))
 
 
@@ -183,8 +182,7 @@ def test_a_missing_corpus_is_a_one_line_error(tmp_path: Path,
 def test_an_old_corpus_without_digests_loads_with_one_warning(clean: Path, tmp_path: Path) -> None:
     records = read_records(clean)
     old = tmp_path / "runs.jsonl"
-    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != DIGEST_FIELD}) + "\n"
-                           for r in records))
+    old.write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     with pytest.warns(NoDigestWarning, match="6 record\\(s\\) without a content digest") as seen:
         again = read_records(old)
-    assert len(seen) == 1 and [r["run_id"] for r in again] == [r["run_id"] for r in records]
+    assert len(seen) == 1 and again == records

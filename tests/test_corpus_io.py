@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 
 from floor_tasks.harness.corpus_io import CorruptCorpusError, TruncatedLineWarning, read_records
+from tests.helpers.records import record_json
 
 TIERS = {"A1": "A", "A2": "A", "A3": "A", "B2": "B"}
 
 
 def line(task_id: str, version: int = 1) -> str:
-    """A minimal valid record of ``task_id`` (model m, variant v0, repeat 0)."""
-    return json.dumps({"schema_version": version, "run_id": f"m|{task_id}|v0|0", "model": "m",
-                       "task_id": task_id, "tier": TIERS[task_id], "variant": "v0",
-                       "repeat": 0, "passed": True, "actions": []}) + "\n"
+    """A valid record of ``task_id`` (model m, variant v0, repeat 0)."""
+    return json.dumps(record_json(task_id, TIERS[task_id], True, schema_version=version)) + "\n"
 
 
 def corpus(tmp_path: Path, text: str) -> Path:
@@ -27,7 +26,7 @@ def corpus(tmp_path: Path, text: str) -> Path:
 
 def test_reads_directory_or_file(tmp_path: Path) -> None:
     folder = corpus(tmp_path, line("A1") + "\n" + line("B2"))
-    assert [r["task_id"] for r in read_records(folder)] == ["A1", "B2"]
+    assert [r.task_id for r in read_records(folder)] == ["A1", "B2"]
     assert read_records(folder / "runs.jsonl") == read_records(str(folder))
 
 
@@ -35,7 +34,7 @@ def test_truncated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     folder = corpus(tmp_path, line("A1") + line("A2") + line("A3")[:25])
     with pytest.warns(TruncatedLineWarning, match=r"runs\.jsonl:3: skipped a truncated"):
         records = read_records(folder)
-    assert [r["task_id"] for r in records] == ["A1", "A2"]
+    assert [r.task_id for r in records] == ["A1", "A2"]
 
 
 def test_only_a_line_without_its_newline_counts_as_cut(tmp_path: Path) -> None:

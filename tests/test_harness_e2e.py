@@ -15,6 +15,7 @@ from agentworld_envs.backends import BackendError
 from agentworld_envs.backends.openai_compat import OpenAIBackend, probe_tool_support
 from agentworld_envs.backends.replay import RecordingBackend, ReplayBackend
 from floor_tasks.harness.corpus_io import read_records
+from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.sweep import run_sweep
 from floor_tasks.harness.sweep_config import SweepConfig
 
@@ -29,14 +30,15 @@ def _config(name: str, backend: dict) -> SweepConfig:
         "models": [{"name": name, "backend": backend, "max_tokens": 24}]})
 
 
-def _check_records(records: list[dict], model: str) -> None:
-    assert sorted(r["task_id"] for r in records) == sorted(TASKS)
+def _check_records(records: list[RunRecord], model: str) -> None:
+    assert sorted(r.task_id for r in records) == sorted(TASKS)
     for record in records:
-        assert record["model"] == model and record["turns"] >= 1
-        assert record["usage"]["input_tokens"] > 0 and record["usage"]["output_tokens"] > 0
-        assert record["termination"] in ("final_answer", "submitted", "step_budget_exhausted")
-        assert record["verdict"]["passed"] is record["passed"]
-        assert len(record["raw_responses"]) == record["turns"]
+        steps = record.trajectory
+        assert record.model == model and steps.turns >= 1
+        assert record.usage.input_tokens > 0 and record.usage.output_tokens > 0
+        assert steps.termination in ("final_answer", "submitted", "step_budget_exhausted")
+        assert record.verdict.passed is record.passed
+        assert len(steps.raw_responses) == steps.turns
 
 
 def test_sweep_through_transformers_serve(tiny_server: tuple[str, str], tmp_path: Path,
@@ -49,7 +51,7 @@ def test_sweep_through_transformers_serve(tiny_server: tuple[str, str], tmp_path
     assert not outcome.errors, outcome.errors
     records = read_records(tmp_path)
     _check_records(records, "tiny-served")
-    assert records[0]["raw_responses"][0]["choices"]  # the server's verbatim JSON
+    assert records[0].trajectory.raw_responses[0]["choices"]  # the server's verbatim JSON
     everything = (tmp_path / "runs.jsonl").read_text() + (tmp_path / "metadata.json").read_text()
     assert "sk-secret-value" not in everything and "TINY_KEY" in everything
 
@@ -61,8 +63,8 @@ def test_same_model_in_process_with_hf(tiny_lm_dir: Path, tmp_path: Path) -> Non
     _check_records(read_records(tmp_path), "tiny-hf")
     again = run_sweep(_config("tiny-hf", backend), tmp_path / "again", progress=False)
     assert again.written == len(TASKS)
-    first = {r["run_id"]: r["actions"] for r in read_records(tmp_path)}
-    second = {r["run_id"]: r["actions"] for r in read_records(tmp_path / "again")}
+    first = {r.run_id: r.trajectory.actions for r in read_records(tmp_path)}
+    second = {r.run_id: r.trajectory.actions for r in read_records(tmp_path / "again")}
     assert first == second  # greedy decoding: identical transcripts
 
 
@@ -79,8 +81,9 @@ def test_record_then_replay_is_bit_identical(tiny_server: tuple[str, str],
                          tmp_path / "replay", progress=False,
                          make_agent=lambda _: ReplayBackend(cache, model=model))
     assert not replayed.errors
-    live = {r["run_id"]: (r["actions"], r["verdict"]) for r in read_records(tmp_path / "live")}
-    again = {r["run_id"]: (r["actions"], r["verdict"]) for r in read_records(tmp_path / "replay")}
+    live = {r.run_id: (r.trajectory.actions, r.verdict) for r in read_records(tmp_path / "live")}
+    again = {r.run_id: (r.trajectory.actions, r.verdict)
+             for r in read_records(tmp_path / "replay")}
     assert live == again
 
 

@@ -66,7 +66,7 @@ def test_episodes_advance_in_lockstep_batches() -> None:
     backend = CountingOracle()
     jobs = [Job("A1"), Job("C3"), Job("E4"), Job("A01")]
     records = list(run_jobs(jobs, backend, batch_size=3))
-    assert sorted(r["task_id"] for r in records) == ["A01", "A1", "C3", "E4"]
+    assert sorted(r.task_id for r in records) == ["A01", "A1", "C3", "E4"]
     # A1 ends after 2 turns, C3 after 3, E4 after 6, then A01 runs alone.
     assert backend.batches == [3, 3, 2, 1, 1, 1, 1]
 
@@ -114,12 +114,12 @@ def test_resume_skips_done_runs_and_drops_a_cut_line(tmp_path: Path) -> None:
     outcome = run_sweep(config, tmp_path, progress=False)
     assert (outcome.written, outcome.skipped) == (1, 2)
     records = read_records(tmp_path)
-    assert sorted(r["run_id"] for r in records) == sorted(s.run_id for s in plan(config))
+    assert sorted(r.run_id for r in records) == sorted(s.run_id for s in plan(config))
 
 
 def test_corpus_refuses_duplicates(tmp_path: Path) -> None:
     corpus = RunCorpus(tmp_path)
-    record = run_episode("A1", "oracle")
+    record = next(run_jobs([Job("A1")], "oracle"))
     corpus.append(record)
     with pytest.raises(ValueError, match="already"):
         corpus.append(record)
@@ -144,7 +144,7 @@ def test_sigkilled_sweep_resumes_without_loss_or_duplicates(tmp_path: Path) -> N
     assert 0 < before < len(planned), "the sweep should have been killed part-way"
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    ids = [r["run_id"] for r in read_records(out)]
+    ids = [r.run_id for r in read_records(out)]
     assert len(ids) == len(set(ids)) and sorted(ids) == planned
 
 
@@ -168,7 +168,7 @@ def test_cli_rejects_an_invalid_sweep_naming_the_field(tmp_path: Path) -> None:
 def test_example_smoke_sweep_runs(tmp_path: Path) -> None:
     config = load_sweep(Path(__file__).parents[1] / "examples" / "sweeps" / "smoke.yaml")
     outcome = run_sweep(config, tmp_path, progress=False)
-    assert outcome.written == 5 and all(r["passed"] for r in read_records(tmp_path))
+    assert outcome.written == 5 and all(r.passed for r in read_records(tmp_path))
 
 
 def _lazy_agent(messages: list[dict], tools: list[dict]) -> str:
@@ -192,7 +192,7 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
     result = subprocess.run(CLI + ["floor", "rescore", str(base)], capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0 and "0 changed" in result.stdout
-    tampered = read_records(base)
+    tampered = [r.to_json() for r in read_records(base)]
     tampered[0]["actions"] = ["no tools needed"]
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "runs.jsonl").write_text(  # changed as a tool would: digested again
@@ -201,7 +201,7 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=600)
     assert "1 changed" in result.stdout and tampered[0]["run_id"] in result.stdout
     rescored = read_records(tmp_path / "t" / "rescored")
-    assert not rescored[0]["passed"] and rescored[1]["passed"]
+    assert not rescored[0].passed and rescored[1].passed
 
     report = subprocess.run(CLI + ["floor", "report", str(base), str(new)], capture_output=True,
                             text=True, timeout=600)
@@ -291,7 +291,7 @@ def test_a_run_that_raises_is_logged_and_the_sweep_goes_on(tmp_path: Path,
     metadata = json.loads((tmp_path / "metadata.json").read_text())
     assert (metadata["status"], metadata["runs_planned"], metadata["runs_recorded"],
             metadata["runs_failed"], metadata["errors"]) == ("incomplete", 3, 2, 1, 1)
-    assert sorted(r["task_id"] for r in read_records(tmp_path)) == ["A1", "C1"]
+    assert sorted(r.task_id for r in read_records(tmp_path)) == ["A1", "C1"]
 
     again = run_sweep(config, tmp_path, progress=False,
                       make_agent=lambda _: PoisoningOracle(tmp_path))
@@ -300,7 +300,7 @@ def test_a_run_that_raises_is_logged_and_the_sweep_goes_on(tmp_path: Path,
 
     fixed = run_sweep(config, tmp_path, progress=False)
     assert (fixed.written, fixed.skipped, fixed.errors, fixed.status) == (1, 2, [], "finished")
-    ids = [r["run_id"] for r in read_records(tmp_path)]
+    ids = [r.run_id for r in read_records(tmp_path)]
     assert sorted(ids) == sorted(s.run_id for s in plan(config))
 
 
@@ -337,11 +337,12 @@ def test_a_reply_with_lone_surrogates_is_written_and_read_back(tmp_path: Path) -
     raw = (tmp_path / "runs.jsonl").read_bytes()
     assert raw.isascii() and b"\\ud800" in raw
     [record] = read_records(tmp_path)
-    assert record["actions"][0] == reply
-    assert any(m["role"] == "assistant" and m["content"] == reply for m in record["messages"])
+    assert record.trajectory.actions[0] == reply
+    assert any(m["role"] == "assistant" and m["content"] == reply
+               for m in record.trajectory.messages)
 
     corpus = RunCorpus(tmp_path / "direct")
-    corpus.append({**record, "extra": {"\udcff key": ["\udc80", reply]}})
-    assert RunCorpus(tmp_path / "direct").done_ids() == {record["run_id"]}
+    corpus.append(record.model_copy(update={"backend": {"\udcff key": ["\udc80", reply]}}))
+    assert RunCorpus(tmp_path / "direct").done_ids() == {record.run_id}
     stored = json.loads((tmp_path / "direct" / "runs.jsonl").read_text(encoding="ascii"))
-    assert stored["extra"] == {"\udcff key": ["\udc80", reply]}
+    assert stored["backend"] == {"\udcff key": ["\udc80", reply]}

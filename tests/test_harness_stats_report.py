@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.report import (
     OVERALL,
     build_report,
@@ -13,25 +14,25 @@ from floor_tasks.harness.report import (
 )
 from floor_tasks.harness.stats import diff_ci, equivalence_test, pass_rate_ci
 from floor_tasks.task import TIERS
+from tests.helpers.records import synthetic_record
 
 TIER_OF = {f"{tier}{i}": tier for tier in TIERS for i in range(1, 6)}  # A01.., A1.., .., E5
 
 
-def run(model: str, task_id: str, passed: bool, repeat: int = 0, tokens: int = 100) -> dict:
-    """A minimal synthetic run record."""
-    return {
-        "schema_version": 1, "run_id": f"{model}|{task_id}|v0|{repeat}", "model": model,
-        "task_id": task_id, "tier": TIER_OF[task_id], "variant": "v0", "repeat": repeat,
-        "termination": "final_answer" if passed else "step_budget_exhausted", "turns": 2,
-        "usage": {"input_tokens": tokens, "output_tokens": tokens // 2,
-                  "total_tokens": tokens + tokens // 2},
-        "latency_s": 0.5, "wall_s": 0.6, "passed": passed,
-        "verdict": {"passed": passed, "failure_class": None if passed else "F4",
-                    "failure_labels": [] if passed else ["step_budget"], "checks": {}},
-    }
+def run(model: str, task_id: str, passed: bool, repeat: int = 0, tokens: int = 100) -> RunRecord:
+    """A synthetic run record; a failed one ran out of steps (F4)."""
+    return synthetic_record(
+        task_id, TIER_OF[task_id], passed, model, repeat,
+        termination="final_answer" if passed else "step_budget_exhausted", turns=2,
+        usage={"input_tokens": tokens, "output_tokens": tokens // 2,
+               "total_tokens": tokens + tokens // 2},
+        latency_s=0.5, wall_s=0.6,
+        verdict={"passed": passed, "failure_class": None if passed else "F4",
+                 "failure_labels": [] if passed else ["step_budget"], "checks": {}})
 
 
-def corpus(model: str, pass_rate: float, repeats: int = 4, tokens: int = 100) -> list[dict]:
+def corpus(model: str, pass_rate: float, repeats: int = 4, tokens: int = 100
+           ) -> list[RunRecord]:
     """Every task × ``repeats``; in each tier the first ``pass_rate`` share of runs pass."""
     records = []
     for tier in TIERS:

@@ -51,8 +51,8 @@ def test_corpus_transitions_hold_the_real_observations(corpus: RunCorpus) -> Non
 
 
 def test_replay_mismatch_is_refused(corpus: RunCorpus) -> None:
-    record = next(r for r in corpus.records() if r["task_id"] == "C3")
-    record["call_log"][0]["status"] = "error"
+    record = next(r for r in corpus.records() if r.task_id == "C3")
+    record.trajectory.call_log[0]["status"] = "error"
     with pytest.raises(ValueError, match="replaying its actions"):
         record_transitions(record)
 

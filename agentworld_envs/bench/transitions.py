@@ -24,12 +24,15 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.world.prompting import observation_turn
+
+if TYPE_CHECKING:
+    from floor_tasks.harness.record import RunRecord
 
 __all__ = ["corpus_transitions", "record_transitions", "simulated_transitions",
            "split_by_task", "task_of"]
@@ -48,7 +51,7 @@ def _items(system: str, prompts: list[str], responses: list[list[str]],
             for k, src in enumerate(sources)]
 
 
-def record_transitions(record: dict[str, Any]) -> list[BenchItem]:
+def record_transitions(record: RunRecord) -> list[BenchItem]:
     """The world-model transitions of one AgentFloor run record (ids not yet assigned).
 
     Raises:
@@ -57,13 +60,13 @@ def record_transitions(record: dict[str, Any]) -> list[BenchItem]:
     from agentworld_envs.domains.floor.domain import DOMAIN
     from floor_tasks.env import FloorEnv
 
-    scenario = DOMAIN.resolve(f"{record['task_id']}/{record['variant']}")
-    env = FloorEnv(record["task_id"], variant=record["variant"],
-                   max_steps=max(1, len(record["actions"])))
-    env.reset(seed=record.get("seed", 0))
+    actions = record.trajectory.actions
+    scenario = DOMAIN.resolve(f"{record.task_id}/{record.variant}")
+    env = FloorEnv(record.task_id, variant=record.variant, max_steps=max(1, len(actions)))
+    env.reset(seed=record.seed)
     prompts: list[str] = []
     truths: list[str] = []
-    for action in record["actions"]:
+    for action in actions:
         observation = env.step(action)[0]
         reading = DOMAIN.interpret(action, scenario, None)
         if reading.kind == "simulate":
@@ -71,13 +74,12 @@ def record_transitions(record: dict[str, Any]) -> list[BenchItem]:
                                                reading.language, None, scenario.fictional))
             truths.append(observation_turn(observation))
     replayed = [(c["call_id"], c["status"]) for c in env.trace.calls]
-    recorded = [(c["call_id"], c["status"]) for c in record.get("call_log", [])]
+    recorded = [(c["call_id"], c["status"]) for c in record.trajectory.call_log]
     if replayed != recorded:
-        raise ValueError(f"run {record.get('run_id')!r}: replaying its actions gives calls "
+        raise ValueError(f"run {record.run_id!r}: replaying its actions gives calls "
                          f"{replayed[:4]}..., the record holds {recorded[:4]}...")
-    source = {"domain": "floor", "kind": "corpus", "task_id": record["task_id"],
-              "variant": record["variant"], "run_id": record.get("run_id"),
-              "ground_truth": "real"}
+    source = {"domain": "floor", "kind": "corpus", "task_id": record.task_id,
+              "variant": record.variant, "run_id": record.run_id, "ground_truth": "real"}
     return _items(DOMAIN.system_prompt(scenario, scenario.fictional), prompts,
                   [truths] * len(prompts), [source] * len(prompts))
 

@@ -8,10 +8,13 @@ import shlex
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld_envs.backends.registry import parse_backend_arg
 from agentworld_envs.cli_errors import UnknownNameError, on_interrupt
+
+if TYPE_CHECKING:
+    from floor_tasks.harness.record import RunRecord
 
 __all__ = ["add_commands", "backend_arg", "check_task_ids", "task_selector"]
 
@@ -89,7 +92,7 @@ def _resumable(args: argparse.Namespace, corpus: Path, sweep: Callable[[], Any])
         return sweep()
 
 
-def _finish(outcome: Any, records: list[dict[str, Any]], report_dir: Path | None,
+def _finish(outcome: Any, records: list[RunRecord], report_dir: Path | None,
             config: Any, args: argparse.Namespace) -> int:
     """Print the ladder, then two lines: what ran and what the tiers are; where it all went.
 
@@ -200,7 +203,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     out = RunCorpus(args.out or Path(args.corpus) / "rescored")
     done = out.done_ids()
     for record in rescored:
-        if record["run_id"] not in done:
+        if record.run_id not in done:
             out.append(record)
     print(f"re-scored {len(rescored)} runs into {out.dir}; {len(changed)} changed pass/fail")
     for run_id in changed:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from floor_tasks.harness.report import CaseKey, Record, by_model, case_key
+from floor_tasks.harness.record import RunRecord
+from floor_tasks.harness.report import CaseKey, by_model, case_key
 from floor_tasks.task import TIERS
 
 __all__ = ["Regression", "CompareResult", "compare_corpora"]
@@ -64,25 +65,26 @@ class CompareResult:
         return "\n".join(lines)
 
 
-def _ladder_order(records: Sequence[Record]) -> Callable[[str], tuple[int, str]]:
+def _ladder_order(records: Sequence[RunRecord]) -> Callable[[str], tuple[int, str]]:
     """Sort key for tiers and task ids: ladder order, then name."""
-    tier_of = {r["task_id"]: r["tier"] for r in records}
+    tier_of = {r.task_id: r.tier for r in records}
     rank = {tier: i for i, tier in enumerate(TIERS)}
     return lambda key: (rank.get(tier_of.get(key, key), len(rank)), key)
 
 
-def _rates(records: Sequence[Record], field_name: str) -> dict[str, tuple[int, int]]:
+def _rates(records: Sequence[RunRecord], field_name: str) -> dict[str, tuple[int, int]]:
     counts: dict[str, tuple[int, int]] = {}
     for record in records:
-        passed, n = counts.get(record[field_name], (0, 0))
-        counts[record[field_name]] = passed + bool(record["passed"]), n + 1
+        key = getattr(record, field_name)
+        passed, n = counts.get(key, (0, 0))
+        counts[key] = passed + record.passed, n + 1
     return counts
 
 
 def _rate_regressions(
     kind: Literal["tier", "task"],
-    base: Sequence[Record],
-    new: Sequence[Record],
+    base: Sequence[RunRecord],
+    new: Sequence[RunRecord],
     threshold: float,
     model: str | None,
 ) -> list[Regression]:
@@ -99,15 +101,15 @@ def _rate_regressions(
     return found
 
 
-def _cases(records: Sequence[Record]) -> dict[CaseKey, list[Record]]:
-    cases: dict[CaseKey, list[Record]] = {}
+def _cases(records: Sequence[RunRecord]) -> dict[CaseKey, list[RunRecord]]:
+    cases: dict[CaseKey, list[RunRecord]] = {}
     for record in records:
         cases.setdefault(case_key(record), []).append(record)
     return cases
 
 
 def _case_regressions(
-    base: Sequence[Record], new: Sequence[Record], model: str | None, notes: list[str]
+    base: Sequence[RunRecord], new: Sequence[RunRecord], model: str | None, notes: list[str]
 ) -> tuple[list[Regression], int]:
     before, after = _cases(base), _cases(new)
     missing = len(before.keys() - after.keys())
@@ -117,18 +119,17 @@ def _case_regressions(
     task_order = _ladder_order(base)
     found = []
     for key in sorted(before.keys() & after.keys(), key=lambda k: (task_order(k[0]), k[1:])):
-        failed = [r for r in after[key] if not r["passed"]]
-        if all(r["passed"] for r in before[key]) and failed:
-            verdict = failed[0].get("verdict") or {}
-            why = verdict.get("failure_class") or failed[0].get("termination", "failed")
+        failed = [r for r in after[key] if not r.passed]
+        if all(r.passed for r in before[key]) and failed:
+            why = failed[0].verdict.failure_class or failed[0].trajectory.termination
             detail = f"passed in BASE, fails in NEW ({why})"
             found.append(Regression("case", "/".join(map(str, key)), detail, model))
     return found, len(before.keys() & after.keys())
 
 
 def _groups(
-    base: Sequence[Record], new: Sequence[Record], notes: list[str]
-) -> list[tuple[str | None, Sequence[Record], Sequence[Record]]]:
+    base: Sequence[RunRecord], new: Sequence[RunRecord], notes: list[str]
+) -> list[tuple[str | None, Sequence[RunRecord], Sequence[RunRecord]]]:
     """Pair the records to compare: whole corpora for one model each, else model by model."""
     base_models, new_models = by_model(base), by_model(new)
     if len(base_models) <= 1 and len(new_models) <= 1:
@@ -144,7 +145,7 @@ def _groups(
 
 
 def compare_corpora(
-    base_records: Sequence[Record], new_records: Sequence[Record], threshold: float = 0.10
+    base_records: Sequence[RunRecord], new_records: Sequence[RunRecord], threshold: float = 0.10
 ) -> CompareResult:
     """Find the regressions of ``new_records`` against ``base_records``.
 

@@ -20,6 +20,7 @@ from typing import Any
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.corpus_io import RUNS_FILE, read_records, with_digest
+from floor_tasks.harness.record import RunRecord
 
 __all__ = ["RunCorpus", "METADATA_FILE", "ERRORS_FILE"]
 
@@ -71,9 +72,9 @@ class RunCorpus:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.runs_path = self.dir / RUNS_FILE
         _drop_cut_line(self.runs_path)
-        self._done = {r["run_id"] for r in self.records()}
+        self._done = {r.run_id for r in self.records()}
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[RunRecord]:
         """All records written so far (checked; the cut line was dropped on opening).
 
         Raises:
@@ -88,12 +89,13 @@ class RunCorpus:
         """Run ids already recorded."""
         return set(self._done)
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record; a run id already present is refused."""
-        if record["run_id"] in self._done:
-            raise ValueError(f"run {record['run_id']!r} is already in {self.runs_path}")
-        _append_line(self.runs_path, with_digest(record))
-        self._done.add(record["run_id"])
+    def append(self, record: RunRecord) -> None:
+        """Append one record, in its JSON form with its content digest; a run id already
+        present is refused."""
+        if record.run_id in self._done:
+            raise ValueError(f"run {record.run_id!r} is already in {self.runs_path}")
+        _append_line(self.runs_path, with_digest(record.to_json()))
+        self._done.add(record.run_id)
 
     def log_error(self, run_ids: list[str], error: str, **details: Any) -> None:
         """Record a failure that left runs unfinished (they rerun on resume)."""

@@ -1,13 +1,14 @@
 """Read run corpora, checking their integrity.
 
 A run corpus is a directory holding ``runs.jsonl`` (one run record per line) and
-``metadata.json``. Records carry a ``schema_version``; only known versions are read. Every
-reader (report, compare, rescore, resume) goes through :func:`read_records`, which refuses a
-corpus it cannot trust with a :class:`CorruptCorpusError` naming the file and line: a line that
-is not UTF-8 or not JSON (except a cut last line, see :class:`TruncatedLineWarning`), a record
-missing a field or holding one of the wrong type, an unknown task, variant or tier, a
-``run_id`` that does not match the record's own model, task, variant and repeat, and a
-``run_id`` seen twice.
+``metadata.json``. Every reader (report, compare, rescore, resume) goes through
+:func:`read_records`, which reads each line as a :class:`~floor_tasks.harness.record.RunRecord`
+and refuses a corpus it cannot trust with a :class:`CorruptCorpusError` naming the file and
+line: a line that is not UTF-8 or not JSON (except a cut last line, see
+:class:`TruncatedLineWarning`), a record that is not a run record of the known
+``schema_version`` (a field missing, unknown or of the wrong type), an unknown task, variant or
+tier, a ``run_id`` that does not match the record's own model, task, variant and repeat, a
+``run_id`` seen twice, and a record changed after it was written (its content digest).
 """
 
 from __future__ import annotations
@@ -20,25 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.errors import FieldedError
+from floor_tasks.harness.record import RecordError, RunRecord
 from floor_tasks.task import Task, load_tasks
 
-__all__ = ["SCHEMA_VERSION", "RUNS_FILE", "DIGEST_FIELD", "CorruptCorpusError",
-           "NoDigestWarning", "TruncatedLineWarning", "read_records", "runs_file", "with_digest"]
-
-SCHEMA_VERSION = 1
-"""The run-record schema version this module reads."""
+__all__ = ["RUNS_FILE", "DIGEST_FIELD", "CorruptCorpusError", "NoDigestWarning",
+           "TruncatedLineWarning", "read_records", "runs_file", "with_digest"]
 
 RUNS_FILE = "runs.jsonl"
 """The records file inside a corpus directory."""
 
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "run_id": str, "model": str, "task_id": str, "tier": str, "variant": str, "repeat": int,
-    "passed": bool, "actions": list}
 DIGEST_FIELD = "content_digest"
-"""The record field holding :func:`record_digest` of the rest of the record."""
-_OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "verdict": dict, "usage": dict, "latency_s": (int, float), "wall_s": (int, float),
-    DIGEST_FIELD: str}
+"""The field of a corpus line holding :func:`record_digest` of the rest of the line."""
 
 
 class CorruptCorpusError(FieldedError, ValueError):
@@ -103,55 +96,35 @@ def _parse_line(raw: bytes, file: Path, lineno: int) -> Any:
                                                f"(column {exc.colno})") from None
 
 
-def _type_name(types: type | tuple[type, ...]) -> str:
-    return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-
-
-def _field_problem(record: dict[str, Any]) -> str | None:
-    for name, types in (*_REQUIRED.items(), *_OPTIONAL.items()):
-        if name not in record:
-            if name in _REQUIRED:
-                return f"missing field {name!r}"
-            continue
-        value = record[name]
-        if value is None and name in _OPTIONAL:
-            continue
-        wrong_bool = isinstance(value, bool) and types is not bool
-        if wrong_bool or not isinstance(value, types):
-            return f"field {name!r} must be {_type_name(types)}, got {type(value).__name__}"
-    if not all(isinstance(action, str) for action in record["actions"]):
-        return "field 'actions' must be a list of strings"
-    return None
-
-
-def _identity_problem(record: dict[str, Any]) -> str | None:
-    task = _tasks().get(record["task_id"])
+def _identity_problem(record: RunRecord) -> str | None:
+    task = _tasks().get(record.task_id)
     if task is None:
-        return f"unknown task_id {record['task_id']!r}"
-    if record["variant"] not in task.variant_names:
-        return f"task {task.id} has no variant {record['variant']!r}"
-    if record["tier"] != task.tier:
-        return f"tier {record['tier']!r} is not task {task.id}'s tier {task.tier!r}"
-    expected = f"{record['model']}|{task.id}|{record['variant']}|{record['repeat']}"
-    if record["run_id"] != expected:
-        return f"run_id {record['run_id']!r} does not match its fields ({expected!r})"
+        return f"unknown task_id {record.task_id!r}"
+    if record.variant not in task.variant_names:
+        return f"task {task.id} has no variant {record.variant!r}"
+    if record.tier != task.tier:
+        return f"tier {record.tier!r} is not task {task.id}'s tier {task.tier!r}"
+    expected = f"{record.model}|{task.id}|{record.variant}|{record.repeat}"
+    if record.run_id != expected:
+        return f"run_id {record.run_id!r} does not match its fields ({expected!r})"
     return None
 
 
-def _record_problem(record: Any, first_line: dict[str, int]) -> str | None:
-    if not isinstance(record, dict):
-        return "a run record must be a JSON object"
-    version = record.get("schema_version")
-    if version != SCHEMA_VERSION:
-        return f"unknown schema_version {version!r} (this reader knows {SCHEMA_VERSION})"
-    problem = _field_problem(record)
-    if problem is None and record["run_id"] in first_line:
-        problem = (f"duplicate run_id {record['run_id']!r} "
-                   f"(first at line {first_line[record['run_id']]})")
-    return problem or _identity_problem(record)
+def _checked(data: Any, digest: str | None, first_line: dict[str, int]) -> RunRecord:
+    """The record of one parsed line (its digest taken out); raises :class:`RecordError`
+    naming its first fault."""
+    record = RunRecord.from_json(data)
+    problem = (f"duplicate run_id {record.run_id!r} (first at line {first_line[record.run_id]})"
+               if record.run_id in first_line else _identity_problem(record))
+    if problem:
+        raise RecordError(problem)
+    if digest is not None and digest != record_digest(data):
+        raise RecordError("content digest mismatch: the record was changed after it was "
+                          "written")
+    return record
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
+def read_records(path: str | Path) -> list[RunRecord]:
     """Read and check the run records of a corpus.
 
     Args:
@@ -169,7 +142,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         NoDigestWarning: once, when records have no content digest (an older corpus).
     """
     file = runs_file(path)
-    records: list[dict[str, Any]] = []
+    records: list[RunRecord] = []
     first_line: dict[str, int] = {}
     undigested = 0
     with file.open("rb") as handle:
@@ -177,22 +150,20 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                record = _parse_line(raw, file, lineno)
+                data = _parse_line(raw, file, lineno)
             except CorruptCorpusError as exc:
                 if raw.endswith(b"\n"):
                     raise
                 warnings.warn(f"{file}:{lineno}: skipped a truncated last line ({exc.reason})",
                               TruncatedLineWarning, stacklevel=2)
                 break
-            problem = _record_problem(record, first_line)
-            if problem:
-                raise CorruptCorpusError(file, lineno, problem)
-            if DIGEST_FIELD not in record:
-                undigested += 1
-            elif record[DIGEST_FIELD] != record_digest(record):
-                raise CorruptCorpusError(file, lineno, "content digest mismatch: the record "
-                                                       "was changed after it was written")
-            first_line[record["run_id"]] = lineno
+            digest = data.pop(DIGEST_FIELD, None) if isinstance(data, dict) else None
+            try:
+                record = _checked(data, digest, first_line)
+            except RecordError as exc:
+                raise CorruptCorpusError(file, lineno, str(exc)) from None
+            undigested += digest is None
+            first_line[record.run_id] = lineno
             records.append(record)
     if undigested:
         warnings.warn(f"{file}: {undigested} record(s) without a content digest (written before "

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.report import render_ladder_text
 from floor_tasks.harness.sweep_config import resolve_tasks
 from floor_tasks.task import load_tasks
@@ -37,12 +38,12 @@ _RESULTS = pytest.StashKey[list[tuple[str, "FloorResult"]]]()
 class FloorResult:
     """The run records of one :meth:`AgentFloor.run`, with assertions over them."""
 
-    records: list[dict[str, Any]]
+    records: list[RunRecord]
 
-    def _select(self, tier: str | None = None, task_id: str | None = None) -> list[dict[str, Any]]:
+    def _select(self, tier: str | None = None, task_id: str | None = None) -> list[RunRecord]:
         runs = [
             r for r in self.records
-            if (tier is None or r["tier"] == tier) and (task_id is None or r["task_id"] == task_id)
+            if (tier is None or r.tier == tier) and (task_id is None or r.task_id == task_id)
         ]
         if not runs:
             what = f"tier {tier}" if tier else f"task {task_id}" if task_id else "any task"
@@ -52,12 +53,12 @@ class FloorResult:
     def pass_rate(self, tier: str | None = None, task_id: str | None = None) -> float:
         """The pass rate over all runs, or those of one tier or task."""
         runs = self._select(tier, task_id)
-        return sum(bool(r["passed"]) for r in runs) / len(runs)
+        return sum(r.passed for r in runs) / len(runs)
 
     def assert_pass_rate(self, at_least: float, tier: str | None = None) -> None:
         """Assert the pass rate (over all runs, or one tier's) is at least ``at_least``."""
         runs = self._select(tier)
-        rate = sum(bool(r["passed"]) for r in runs) / len(runs)
+        rate = sum(r.passed for r in runs) / len(runs)
         if rate < at_least:
             scope = f"tier {tier}" if tier else "overall"
             raise AssertionError(
@@ -72,7 +73,7 @@ class FloorResult:
     def assert_passes(self, task_id: str) -> None:
         """Assert every run of ``task_id`` passed."""
         runs = self._select(task_id=task_id)
-        if not all(r["passed"] for r in runs):
+        if not all(r.passed for r in runs):
             raise AssertionError(f"{task_id} failed:\n" + _describe_failures(runs))
 
     def ladder(self) -> str:
@@ -80,16 +81,15 @@ class FloorResult:
         return render_ladder_text(self.records)
 
 
-def _describe_failures(runs: Sequence[Mapping[str, Any]]) -> str:
+def _describe_failures(runs: Sequence[RunRecord]) -> str:
     lines = []
     for run in runs:
-        if run["passed"]:
+        if run.passed:
             continue
-        verdict = run.get("verdict") or {}
-        labels = ", ".join(verdict.get("failure_labels") or []) or "no labels"
+        labels = ", ".join(run.verdict.failure_labels) or "no labels"
         lines.append(
-            f"  {run['task_id']}/{run['variant']}: {verdict.get('failure_class') or 'failed'} "
-            f"({labels}; termination {run.get('termination')})"
+            f"  {run.task_id}/{run.variant}: {run.verdict.failure_class or 'failed'} "
+            f"({labels}; termination {run.trajectory.termination})"
         )
     return "\n".join(lines)
 
@@ -121,7 +121,7 @@ class AgentFloor:
             TypeError: when ``agent`` is neither callable nor a dict.
             ValueError: on unknown task ids or ``repeats < 1``.
         """
-        from floor_tasks.harness.runner import run_episode
+        from floor_tasks.harness.runner import Job, run_jobs
 
         if not (callable(agent) or isinstance(agent, Mapping)):
             raise TypeError(f"agent must be a callable or a backend config dict, got {agent!r}")
@@ -131,7 +131,7 @@ class AgentFloor:
         task_ids = resolve_tasks(tasks, list(tier_of), tier_of)
         names = [variants] if isinstance(variants, str) else list(variants)
         result = FloorResult([
-            run_episode(task_id, agent, variant=variant, seed=seed + repeat)
+            next(run_jobs([Job(task_id, variant, seed=seed + repeat)], agent))
             for task_id in task_ids
             for variant in names
             for repeat in range(repeats)

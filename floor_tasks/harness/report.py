@@ -12,9 +12,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agentworld_envs.atomic_write import write_text_atomic
+from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.stats import (
     METHOD,
     DiffCI,
@@ -46,39 +46,34 @@ UNCLASSIFIED = "unclassified"
 
 Prices = Mapping[str, Mapping[str, float]]
 """model -> ``{"price_in_per_mtok": ..., "price_out_per_mtok": ...}`` (USD per million)."""
-Record = Mapping[str, Any]
 CaseKey = tuple[str, str, int]
 
 
-def by_model(records: Iterable[Record]) -> dict[str, list[Record]]:
+def by_model(records: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
     """Group records by their ``model`` slug, models sorted by name."""
-    groups: dict[str, list[Record]] = defaultdict(list)
+    groups: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
-        groups[record["model"]].append(record)
+        groups[record.model].append(record)
     return dict(sorted(groups.items()))
 
 
-def _tiers(records: Iterable[Record]) -> list[str]:
-    extra = sorted({r["tier"] for r in records} - set(TIERS))
+def _tiers(records: Iterable[RunRecord]) -> list[str]:
+    extra = sorted({r.tier for r in records} - set(TIERS))
     return [*TIERS, *extra]
 
 
-def _columns(records: Sequence[Record], tiers: Sequence[str]) -> dict[str, list[Record]]:
+def _columns(records: Sequence[RunRecord], tiers: Sequence[str]) -> dict[str, list[RunRecord]]:
     """Split one model's records by tier, plus the pooled :data:`OVERALL` column."""
-    columns: dict[str, list[Record]] = {tier: [] for tier in tiers}
+    columns: dict[str, list[RunRecord]] = {tier: [] for tier in tiers}
     for record in records:
-        columns[record["tier"]].append(record)
+        columns[record.tier].append(record)
     columns[OVERALL] = list(records)
     return columns
 
 
-def case_key(record: Record) -> CaseKey:
+def case_key(record: RunRecord) -> CaseKey:
     """The identity of a run across models: ``(task_id, variant, repeat)``."""
-    return record["task_id"], record["variant"], record["repeat"]
-
-
-def _verdict(record: Record) -> Mapping[str, Any]:
-    return record.get("verdict") or {}
+    return record.task_id, record.variant, record.repeat
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -104,10 +99,9 @@ class UsageSummary:
         return None if self.cost_per_run is None else self.cost_per_run * self.runs
 
 
-def _usage(records: Sequence[Record], prices: Mapping[str, float] | None) -> UsageSummary:
-    usage = [r.get("usage") or {} for r in records]
-    tokens_in = [u.get("input_tokens", 0) for u in usage]
-    tokens_out = [u.get("output_tokens", 0) for u in usage]
+def _usage(records: Sequence[RunRecord], prices: Mapping[str, float] | None) -> UsageSummary:
+    tokens_in = [r.usage.input_tokens for r in records]
+    tokens_out = [r.usage.output_tokens for r in records]
     cost = None
     if prices and {"price_in_per_mtok", "price_out_per_mtok"} <= prices.keys():
         cost = _mean([
@@ -118,9 +112,9 @@ def _usage(records: Sequence[Record], prices: Mapping[str, float] | None) -> Usa
         runs=len(records),
         mean_input_tokens=_mean(tokens_in),
         mean_output_tokens=_mean(tokens_out),
-        mean_total_tokens=_mean([u.get("total_tokens", 0) for u in usage]),
-        mean_latency_s=_mean([r["latency_s"] for r in records if r.get("latency_s") is not None]),
-        mean_wall_s=_mean([r["wall_s"] for r in records if r.get("wall_s") is not None]),
+        mean_total_tokens=_mean([r.usage.total_tokens for r in records]),
+        mean_latency_s=_mean([r.latency_s for r in records]),
+        mean_wall_s=_mean([r.wall_s for r in records]),
         cost_per_run=cost,
     )
 
@@ -152,19 +146,21 @@ class Route:
     """Every model equivalent to the best one (the best included), cheapest first."""
 
 
-def _outcome_pair(a: Sequence[Record], b: Sequence[Record]) -> tuple[list[bool], list[bool], bool]:
+def _outcome_pair(
+    a: Sequence[RunRecord], b: Sequence[RunRecord]
+) -> tuple[list[bool], list[bool], bool]:
     """Outcomes of two cells, aligned case by case (paired) when both hold the same cases."""
-    cases_a = {case_key(r): bool(r["passed"]) for r in a}
-    cases_b = {case_key(r): bool(r["passed"]) for r in b}
+    cases_a = {case_key(r): r.passed for r in a}
+    cases_b = {case_key(r): r.passed for r in b}
     if len(cases_a) == len(a) and len(cases_b) == len(b) and cases_a.keys() == cases_b.keys():
         keys = sorted(cases_a)
         return [cases_a[k] for k in keys], [cases_b[k] for k in keys], True
-    return [bool(r["passed"]) for r in a], [bool(r["passed"]) for r in b], False
+    return [r.passed for r in a], [r.passed for r in b], False
 
 
 def _route(
     tier: str,
-    cells: Mapping[str, Sequence[Record]],
+    cells: Mapping[str, Sequence[RunRecord]],
     cost: Mapping[str, float],
     ladder: Mapping[str, Mapping[str, RateCI]],
     margin: float,
@@ -291,7 +287,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def build_report(
-    records: Sequence[Record],
+    records: Sequence[RunRecord],
     prices: Prices | None = None,
     params: Mapping[str, float] | None = None,
     *,
@@ -314,7 +310,7 @@ def build_report(
     groups = by_model(records)
     columns = {m: _columns(rs, tiers) for m, rs in groups.items()}
     ladder = {
-        m: {c: pass_rate_ci([bool(r["passed"]) for r in rs])
+        m: {c: pass_rate_ci([r.passed for r in rs])
             for c, rs in cols.items()}
         for m, cols in columns.items()
     }
@@ -330,16 +326,14 @@ def build_report(
         tiers=tiers,
         ladder=ladder,
         failure_classes={
-            m: Counter(
-                _verdict(r).get("failure_class") or UNCLASSIFIED for r in rs if not r["passed"]
-            )
+            m: Counter(r.verdict.failure_class or UNCLASSIFIED for r in rs if not r.passed)
             for m, rs in groups.items()
         },
         failure_labels={
-            m: Counter(label for r in rs for label in _verdict(r).get("failure_labels") or [])
+            m: Counter(label for r in rs for label in r.verdict.failure_labels)
             for m, rs in groups.items()
         },
-        terminations={m: Counter(r.get("termination", "unknown") for r in rs)
+        terminations={m: Counter(r.trajectory.termination for r in rs)
                       for m, rs in groups.items()},
         usage=usage,
         cost_basis=basis,
@@ -382,7 +376,7 @@ def plot_ladder(
 
 
 def render_markdown(
-    records: Sequence[Record],
+    records: Sequence[RunRecord],
     prices: Prices | None = None,
     params: Mapping[str, float] | None = None,
     *,
@@ -394,7 +388,7 @@ def render_markdown(
     return report.markdown(image)
 
 
-def render_ladder_text(records: Sequence[Record]) -> str:
+def render_ladder_text(records: Sequence[RunRecord]) -> str:
     """Render a plain-text ladder for the console: one row per model, cells like ``5/5 100%``."""
     tiers = _tiers(records)
     head = ["model", *tiers, OVERALL]
@@ -403,7 +397,7 @@ def render_ladder_text(records: Sequence[Record]) -> str:
         cells = _columns(rs, tiers)
         row = [model]
         for column in [*tiers, OVERALL]:
-            passed, n = sum(bool(r["passed"]) for r in cells[column]), len(cells[column])
+            passed, n = sum(r.passed for r in cells[column]), len(cells[column])
             row.append(f"{passed}/{n} {passed / n:.0%}" if n else "-")
         rows.append(row)
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
@@ -414,7 +408,7 @@ def render_ladder_text(records: Sequence[Record]) -> str:
 
 
 def write_report(
-    records: Sequence[Record],
+    records: Sequence[RunRecord],
     out_dir: str | Path,
     prices: Prices | None = None,
     params: Mapping[str, float] | None = None,

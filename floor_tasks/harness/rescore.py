@@ -7,33 +7,37 @@ from typing import Any
 
 import gymnasium as gym
 
+from floor_tasks.harness.record import RunRecord, Verdict
+
 __all__ = ["rescore_record", "rescore"]
 
 
-def rescore_record(record: dict[str, Any]) -> dict[str, Any]:
+def rescore_record(record: RunRecord) -> RunRecord:
     """Replay a record's actions in a fresh env and return the record with a new verdict."""
-    budget = record.get("settings", {}).get("max_steps")
-    env = gym.make(f"AgentFloor/{record['task_id']}-v0",
+    budget = record.settings.max_steps
+    env = gym.make(f"AgentFloor/{record.task_id}-v0",
                    **({"max_episode_steps": budget} if budget else {}))
-    env.reset(seed=record.get("seed", 0), options={"variant": record["variant"]})
+    env.reset(seed=record.seed, options={"variant": record.variant})
     info: dict[str, Any] = {}
-    for action in record["actions"]:
+    for action in record.trajectory.actions:
         _, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
     env.close()
     if "verdict" not in info:
-        raise ValueError(f"run {record['run_id']}: its actions do not finish the episode")
-    return {**record, "verdict": info["verdict"], "passed": info["verdict"]["passed"],
-            "termination": info["termination"]}
+        raise ValueError(f"run {record.run_id}: its actions do not finish the episode")
+    trajectory = record.trajectory.model_copy(update={"termination": info["termination"]})
+    return record.model_copy(update={
+        "verdict": Verdict.model_validate(info["verdict"]), "passed": info["verdict"]["passed"],
+        "trajectory": trajectory})
 
 
-def rescore(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def rescore(records: Iterable[RunRecord]) -> tuple[list[RunRecord], list[str]]:
     """Re-score every record; also return the run ids whose pass/fail changed."""
     rescored, changed = [], []
     for record in records:
         new = rescore_record(record)
-        if new["passed"] != record.get("passed"):
-            changed.append(record["run_id"])
+        if new.passed != record.passed:
+            changed.append(record.run_id)
         rescored.append(new)
     return rescored, changed

@@ -22,7 +22,7 @@ import gymnasium as gym
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
 from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.agents import AgentFn, as_backend
-from floor_tasks.harness.corpus_io import SCHEMA_VERSION
+from floor_tasks.harness.record import RunRecord, Trajectory
 from floor_tasks.task import load_task
 
 __all__ = ["SYSTEM_PROMPT", "Job", "RunErrorHandler", "RunSettings", "run_jobs", "run_episode"]
@@ -143,29 +143,28 @@ class _Episode:
                        if i < len(envelopes) else '{"status": "skipped"}')
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
-    def record(self, backend: Backend, settings: RunSettings) -> dict[str, Any]:
+    def record(self, backend: Backend, settings: RunSettings) -> RunRecord:
         """The run record of the finished episode (closes its env)."""
         try:
             return self._record(backend, settings)
         finally:
             self.env.close()
 
-    def _record(self, backend: Backend, settings: RunSettings) -> dict[str, Any]:
+    def _record(self, backend: Backend, settings: RunSettings) -> RunRecord:
         trace = self.env.unwrapped.trace
         verdict = self.final["verdict"]
-        return {
-            "schema_version": SCHEMA_VERSION, "run_id": self.job.run_id,
-            "model": self.job.model, "backend": redact(backend.describe()),
-            "task_id": self.job.task_id, "tier": self.tier, "variant": self.job.variant,
-            "repeat": self.job.repeat, "seed": self.job.seed, "settings": settings.to_dict(),
-            "messages": self.messages, "actions": self.actions, "call_log": trace.calls,
-            "raw_responses": redact(self.raw),
-            "termination": trace.termination, "final_text": trace.final_answer,
-            "turns": self.turns, "usage": self.usage, "latency_s": round(self.latency_s, 6),
-            "wall_s": round(time.perf_counter() - self.started, 6),
-            "passed": verdict["passed"], "verdict": verdict,
-            "timestamp_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        }
+        trajectory = Trajectory(
+            messages=self.messages, actions=self.actions, call_log=trace.calls,
+            raw_responses=redact(self.raw), termination=trace.termination,
+            final_text=trace.final_answer, turns=self.turns)
+        return RunRecord(
+            run_id=self.job.run_id, model=self.job.model, backend=redact(backend.describe()),
+            task_id=self.job.task_id, tier=self.tier, variant=self.job.variant,
+            repeat=self.job.repeat, seed=self.job.seed, settings=settings.to_dict(),
+            trajectory=trajectory, usage=self.usage, latency_s=round(self.latency_s, 6),
+            wall_s=round(time.perf_counter() - self.started, 6), passed=verdict["passed"],
+            verdict=verdict,
+            timestamp_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
 RunErrorHandler = Callable[[Job, Exception], None]
@@ -193,7 +192,7 @@ def _confined(job: Job, on_error: RunErrorHandler | None, call: Callable[..., An
 
 def run_jobs(jobs: Sequence[Job], agent: Backend | Mapping[str, Any] | str | AgentFn,
              settings: RunSettings | None = None, *, batch_size: int = 16,
-             on_error: RunErrorHandler | None = None) -> Iterator[dict]:
+             on_error: RunErrorHandler | None = None) -> Iterator[RunRecord]:
     """Run episodes, ``batch_size`` at a time in lockstep, yielding each record when it ends.
 
     Args:
@@ -225,7 +224,7 @@ def run_jobs(jobs: Sequence[Job], agent: Backend | Mapping[str, Any] | str | Age
 def run_episode(task_id: str, agent: Backend | Mapping[str, Any] | str | AgentFn, *,
                 variant: str = "v0", seed: int = 0, repeat: int = 0, model: str = "agent",
                 settings: RunSettings | None = None) -> dict[str, Any]:
-    """Run one episode and return its run record.
+    """Run one episode and return its run record in JSON form (:meth:`RunRecord.to_json`).
 
     Example:
         >>> record = run_episode("C3", "oracle")
@@ -233,4 +232,4 @@ def run_episode(task_id: str, agent: Backend | Mapping[str, Any] | str | AgentFn
         (True, 'submitted')
     """
     job = Job(task_id=task_id, variant=variant, repeat=repeat, seed=seed, model=model)
-    return next(run_jobs([job], agent, settings))
+    return next(run_jobs([job], agent, settings)).to_json()

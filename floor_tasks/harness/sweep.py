@@ -144,7 +144,7 @@ class _Arm:
         for record in run_jobs(list(self.jobs.values()), TalliedBackend(backend,
                                                                         self.outcome.faults),
                                settings, batch_size=batch_size, on_error=self.run_failed):
-            job = self.jobs[record["run_id"]]
+            job = self.jobs[record.run_id]
             try:
                 self.corpus.append(record)
             except (TypeError, ValueError) as exc:  # a record that cannot be written

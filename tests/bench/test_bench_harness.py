@@ -13,6 +13,7 @@ import pytest
 from agentworld_envs.backends import SamplingParams
 from agentworld_envs.backends.openai_compat import OpenAIBackend
 from agentworld_envs.backends.replay import RecordingBackend, ReplayBackend
+from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
 
 pytestmark = pytest.mark.benchmark
@@ -22,8 +23,8 @@ SETTINGS = RunSettings(sampling=SamplingParams(max_tokens=24))
 RESULTS: dict[str, float] = {}
 
 
-def _steps(records: list[dict]) -> int:
-    return sum(r["turns"] for r in records)
+def _steps(records: list[RunRecord]) -> int:
+    return sum(r.trajectory.turns for r in records)
 
 
 def _served(tiny_server: tuple[str, str], concurrency: int = 8) -> OpenAIBackend:
