@@ -8,13 +8,15 @@ Every rule is vectorised over a batch of episodes with numpy: the PettingZoo env
 :class:`SymbolicBatch` of one episode, and trainers roll out thousands of episodes at once with
 the same :class:`SymbolicBatch`, so both paths share one implementation of the task.
 
-Families:
+Families, each in the module of its env:
 
-* :class:`RelayTask`: ``agent_0`` sees a secret; the last agent must say it.
-* :class:`ReferentialTask`: ``agent_0`` sees a target object; the last agent sees shuffled
-  candidates and must name the target's position.
-* :class:`CompositionalTask`: every agent holds a private number and a role (``add``, ``sub`` or
-  ``relay``); the last agent must say the result of folding all roles over the numbers.
+* :class:`~team_envs.symbolic.relay.RelayTask`: ``agent_0`` sees a secret; the last agent must
+  say it.
+* :class:`~team_envs.symbolic.referential.ReferentialTask`: ``agent_0`` sees a target object;
+  the last agent sees shuffled candidates and must name the target's position.
+* :class:`~team_envs.symbolic.compositional.CompositionalTask`: every agent holds a private
+  number and a role (``add``, ``sub`` or ``relay``); the last agent must say the result of
+  folding all roles over the numbers.
 
 Relay and compositional chains are :class:`ChainTask` s: every agent has a correct message (the
 secret, or the running total). With ``credit="final"`` only the last message is scored; with
@@ -26,7 +28,7 @@ agents before it say.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,9 +43,6 @@ __all__ = [
     "SymbolicBatch",
     "SymbolicEpisode",
     "ChainTask",
-    "RelayTask",
-    "ReferentialTask",
-    "CompositionalTask",
 ]
 
 SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
@@ -322,161 +321,3 @@ class ChainTask(SymbolicTask):
         if self.credit == "final":
             return correct[:, -1].sum(axis=1) / self.message_length
         return correct.sum(axis=(1, 2)) / (self.n_agents * self.message_length)
-
-
-class RelayTask(ChainTask):
-    """A whisper chain: ``agent_0`` sees a secret message and the last agent must repeat it.
-
-    The reward is the fraction of the secret's symbols the last agent gets right (or, with
-    ``credit="steps"``, that all agents get right).
-    """
-
-    family = "relay"
-
-    def private_nvec(self, agent: int) -> tuple[int, ...]:
-        """Only the sender has an input: the secret."""
-        return (self.vocab_size,) * self.message_length if agent == 0 else ()
-
-    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
-        """A uniform secret for the sender."""
-        secret = rng.integers(self.vocab_size, size=(size, self.message_length))
-        return [secret] + [np.zeros((size, 0), dtype=np.int64)] * (self.n_agents - 1)
-
-    def targets(self, private: Sequence[np.ndarray]) -> np.ndarray:
-        """Every agent should pass the secret on."""
-        return np.repeat(private[0][:, None, :], self.n_agents, axis=1)
-
-    def describe_private(self, agent: int, private: np.ndarray) -> str:
-        """``secret: c a`` for the sender, ``-`` otherwise."""
-        return f"secret: {self.symbols(private)}" if private.size else "-"
-
-
-_OPS: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]] = {
-    "add": lambda total, x, v: (total + x) % v,
-    "sub": lambda total, x, v: (total - x) % v,
-    "relay": lambda total, x, v: total,
-}
-
-
-class CompositionalTask(ChainTask):
-    """A running computation: agent ``i`` applies its role to the total so far and its number.
-
-    Starting from 0, the roles fold left over the agents' private numbers (per message position,
-    modulo ``vocab_size``): ``add`` adds, ``sub`` subtracts, ``relay`` has no number and passes
-    the total on. Each agent should say the total so far; the reward is the fraction of positions
-    where the last message (or, with ``credit="steps"``, every message) holds its total.
-
-    Args:
-        roles: One role per agent (``add``, ``sub`` or ``relay``); ``n_agents`` ``add`` by default.
-        **kwargs: See :class:`SymbolicTask`.
-    """
-
-    family = "compositional"
-
-    def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
-                 **kwargs: Any) -> None:
-        if roles is not None:
-            roles = tuple(roles)
-            unknown = sorted(set(roles) - set(_OPS))
-            if unknown:
-                raise ValueError(f"unknown compositional roles {unknown}; use {sorted(_OPS)}")
-            if n_agents is not None and n_agents != len(roles):
-                raise ValueError(f"n_agents={n_agents} but {len(roles)} roles were given")
-        self._given_roles = roles
-        super().__init__(n_agents=len(roles) if roles else (n_agents or 3), **kwargs)
-
-    def _roles(self, n_agents: int) -> tuple[str, ...]:
-        return self._given_roles or ("add",) * n_agents
-
-    def private_nvec(self, agent: int) -> tuple[int, ...]:
-        """A number per message position, except for ``relay`` agents."""
-        return () if self.roles[agent] == "relay" else (self.vocab_size,) * self.message_length
-
-    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
-        """Uniform private numbers."""
-        return [rng.integers(self.vocab_size, size=(size, len(self.private_nvec(agent))))
-                for agent in range(self.n_agents)]
-
-    def targets(self, private: Sequence[np.ndarray]) -> np.ndarray:
-        """The running total after each agent: ``(size, n, length)``."""
-        total = np.zeros((private[0].shape[0], self.message_length), dtype=np.int64)
-        totals = []
-        for role, numbers in zip(self.roles, private, strict=True):
-            total = _OPS[role](total, numbers, self.vocab_size)
-            totals.append(total)
-        return np.stack(totals, axis=1)
-
-    def describe_private(self, agent: int, private: np.ndarray) -> str:
-        """``add c`` style: the role and its number."""
-        role = self.roles[agent]
-        return role if role == "relay" else f"{role} {self.symbols(private)}"
-
-
-class ReferentialTask(SymbolicTask):
-    """A referential chain: the last agent must pick, among candidates, the object ``agent_0`` saw.
-
-    Objects have ``attributes`` attributes with ``values`` values each. ``agent_0`` (speaker) sees
-    the target; the last agent (listener) sees ``candidates`` distinct objects in random order,
-    one of them the target, and answers with the symbol of the target's position (``a`` for 0).
-
-    Args:
-        attributes: Attributes per object.
-        values: Values per attribute.
-        candidates: Objects the listener chooses from (at most ``vocab_size``).
-        message_length: Symbols per message (2 by default, enough for 9 objects with 4 symbols).
-        **kwargs: See :class:`SymbolicTask`.
-    """
-
-    family = "referential"
-
-    def __init__(self, attributes: int = 2, values: int = 3, candidates: int = 3,
-                 message_length: int = 2, **kwargs: Any) -> None:
-        super().__init__(message_length=message_length, **kwargs)
-        self.attributes = check_int("attributes", attributes, 1, 4)
-        self.values = check_int("values", values, 2, 10)
-        self.candidates = check_int("candidates", candidates, 2, self.vocab_size)
-        if self.candidates > self.values ** self.attributes:
-            raise ValueError(f"candidates={candidates} exceeds the {self.values ** attributes} "
-                             "distinct objects")
-        self._powers = self.values ** np.arange(self.attributes - 1, -1, -1)
-
-    def _roles(self, n_agents: int) -> tuple[str, ...]:
-        return ("speaker",) + ("relay",) * (n_agents - 2) + ("listener",)
-
-    def private_nvec(self, agent: int) -> tuple[int, ...]:
-        """The speaker's target and the listener's candidates, attribute by attribute."""
-        if agent == 0:
-            return (self.values,) * self.attributes
-        if agent == self.n_agents - 1:
-            return (self.values,) * (self.attributes * self.candidates)
-        return ()
-
-    def _digits(self, objects: np.ndarray) -> np.ndarray:
-        return (objects[..., None] // self._powers) % self.values
-
-    def sample_private(self, rng: np.random.Generator, size: int) -> list[np.ndarray]:
-        """Distinct candidates in random order and a uniformly chosen target among them."""
-        n_objects = self.values ** self.attributes
-        objects = rng.random((size, n_objects)).argsort(axis=1)[:, :self.candidates]
-        position = rng.integers(self.candidates, size=size)
-        digits = self._digits(objects)
-        empty = [np.zeros((size, 0), dtype=np.int64)] * (self.n_agents - 2)
-        return [digits[np.arange(size), position], *empty, digits.reshape(size, -1)]
-
-    def target_position(self, private: Sequence[np.ndarray]) -> np.ndarray:
-        """Where the target sits among each episode's candidates."""
-        candidates = private[-1].reshape(-1, self.candidates, self.attributes)
-        return (candidates == private[0][:, None, :]).all(axis=2).argmax(axis=1)
-
-    def score(self, private: Sequence[np.ndarray], messages: np.ndarray) -> np.ndarray:
-        """1 when the listener's first symbol is the target's position."""
-        return (messages[:, -1, 0] == self.target_position(private)).astype(np.float64)
-
-    def describe_private(self, agent: int, private: np.ndarray) -> str:
-        """``target: 12`` for the speaker, ``candidates: a=12 b=20 c=01`` for the listener."""
-        if not private.size:
-            return "-"
-        objects = ["".join(map(str, obj)) for obj in private.reshape(-1, self.attributes).tolist()]
-        if agent == 0:
-            return f"target: {objects[0]}"
-        return "candidates: " + " ".join(f"{SYMBOLS[k]}={obj}" for k, obj in enumerate(objects))

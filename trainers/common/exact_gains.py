@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from team_envs.symbolic.tasks import CompositionalTask, RelayTask, SymbolicTask
+from team_envs.symbolic import CompositionalTask, RelayTask, SymbolicTask
 from trainers.policies.symbolic import SymbolicAgent
 
 __all__ = ["exact_supported", "exact_team_reward", "ExactGainProbe", "expert_probs",
