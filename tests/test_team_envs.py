@@ -1,4 +1,9 @@
-"""PettingZoo conformance of every registered team env: api, parallel, seed tests and more."""
+"""PettingZoo conformance of every registered team env: api, parallel, seed tests and more.
+
+This file is the one place PettingZoo's ``api_test``, ``parallel_api_test``, ``seed_test`` and
+``parallel_seed_test`` run: over every ``team_envs/`` id in PettingZoo's registries, with its
+defaults and with the variants below.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import warnings
 import numpy as np
 import pettingzoo
 import pytest
+from pettingzoo.env_registry.registration import aec_registry, parallel_registry
 from pettingzoo.test import (
     api_test,
     parallel_api_test,
@@ -21,6 +27,9 @@ from pettingzoo.test import (
 
 import team_envs
 
+REGISTERED = sorted({env_id for env_id in (*aec_registry, *parallel_registry)
+                     if env_id.startswith("team_envs/")})
+"""Every team env id in PettingZoo's registries (an env registered later joins the tests)."""
 # Registered env id -> extra kwargs to also test (beyond the defaults).
 VARIANTS = {
     "team_envs/relay-v0": [{"n_agents": 2}, {"n_agents": 8, "message_length": 3}],
@@ -32,13 +41,13 @@ VARIANTS = {
     "team_envs/floor_team-v0": [{"tasks": ["A1", "C3"]}],
     "team_envs/reasoning-v0": [{"task": "chain_sum", "n_agents": 2, "handoff": "router"}],
 }
-CASES = [(env_id, {}) for env_id in team_envs.ENV_IDS] + [
+CASES = [(env_id, {}) for env_id in REGISTERED] + [
     (env_id, kwargs) for env_id, variants in VARIANTS.items() for kwargs in variants]
 IDS = [f"{env_id.split('/')[1]}-{i}" for i, (env_id, _) in enumerate(CASES)]
 
 
 def test_every_env_has_a_variant_case() -> None:
-    assert set(VARIANTS) == set(team_envs.ENV_IDS)
+    assert set(VARIANTS) == set(team_envs.ENV_IDS) == set(REGISTERED)
 
 
 @pytest.fixture(autouse=True)
