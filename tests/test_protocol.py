@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from agentworld_envs.protocol import format_tool_call, parse_action
 from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.protocol.tool_calls import MAX_ERRORS, MAX_NAME_LENGTH
 from agentworld_envs.protocol.tools import (
     ToolArgumentError,
     Toolkit,
@@ -106,12 +107,46 @@ def test_non_string_action_is_an_error_not_an_exception() -> None:
         assert parsed.errors and "must be a string" in parsed.errors[0].message
 
 
+# Pieces of the protocol's syntax, so that the fuzzed text holds tags, fences, brackets, keys and
+# numbers out of bounds in every arrangement, not only the plain prose a random string is.
+FRAGMENTS = ["{", "}", "[", "]", '"', ":", ",", "\\", "\n", " ", "```", "```json\n",
+             "```tool\n", "<tool_call>", "</tool_call>", '"name"', '"arguments"', '"function"',
+             '"parameters"', '"type"', '"id"', '"f"', '"{}"', "null", "1", "1e999", "NaN", "{}",
+             "[]", '{"name": "f", "arguments": {}}', '{"name": " ", "arguments": {}}']
+NOISE = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=8), max_size=30).map("".join)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**30, 10**30) | st.text(max_size=6)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+NAMES = st.text(min_size=1, max_size=40).map(str.strip).filter(bool)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_parser_never_raises(text: str) -> None:
-    parsed = parse_action(text)
-    assert all(call.name and isinstance(call.arguments, dict) for call in parsed.calls)
+@given(noise=NOISE | st.text(), after=NOISE, name=NAMES,
+       arguments=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=3))
+def test_parser_never_raises(noise: str, after: str, name: str, arguments: dict) -> None:
+    """On any text the parser returns (never raises) and keeps its promises: a final answer is
+    the whole text, every call it reads is well formed and reads back the same once written,
+    errors are capped; and a well-formed tagged call in the noise is still found."""
+    parsed = parse_action(noise)
     assert all(error.message for error in parsed.errors)
+    assert len(parsed.errors) <= MAX_ERRORS + 1  # the rest are counted in one more error
+    if parsed.is_final_answer:
+        assert parsed.text == noise.strip()  # no text of a final answer is lost
+    if "<tool_call>" not in noise and "```" not in noise and noise.strip()[:1] not in "{[":
+        assert parsed.is_final_answer
+    for call in parsed.calls:
+        assert call.name == call.name.strip() and 0 < len(call.name) <= MAX_NAME_LENGTH
+        assert isinstance(call.arguments, dict)
+        for style in ("json", "hermes"):
+            again = parse_action(format_tool_call(call.name, call.arguments, style))
+            assert [c.to_dict() for c in again.calls] == [call.to_dict()] and not again.errors
+    if "<tool_call>" not in noise:  # an unclosed tag before it would swallow the call
+        embedded = f"{noise}\n{format_tool_call(name, arguments, 'hermes')}\n{after}"
+        found = [c.to_dict() for c in parse_action(embedded).calls]
+        assert {"name": name, "arguments": arguments} in found
 
 
 @settings(max_examples=200, deadline=None)
