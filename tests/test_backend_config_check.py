@@ -17,6 +17,7 @@ from agentworld_envs.backends.registry import (
     check_backend_config,
 )
 from agentworld_envs.cli_errors import UnknownNameError
+from tests.helpers.examples import HANG_GUARD_S
 
 TYPOS = {
     "openai": ({"model": "m", "baseurl": "http://127.0.0.1:9/v1"}, "baseurl", "base_url"),
@@ -43,7 +44,7 @@ def test_the_embedded_backend_takes_every_key_of_hf_and_nothing_heavy_loads() ->
              "'batch_size': 4, 'greedy_memo': 0}); "
              "print(sorted({'torch', 'transformers'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
-                          timeout=600, check=True)
+                          timeout=HANG_GUARD_S, check=True)
     assert done.stdout.split() == ["[]"], done.stdout
 
 

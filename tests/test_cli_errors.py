@@ -16,6 +16,7 @@ import pytest
 from agentworld_envs.cli import main
 from agentworld_envs.cli_errors import UsageError
 from floor_tasks.harness.corpus_io import read_records
+from tests.helpers.examples import HANG_GUARD_S
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, free_port
 
 CLI = [sys.executable, "-m", "agentworld_envs.cli"]
@@ -130,7 +131,7 @@ def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match="unknown task id 'C33'"):
         main(["--debug", "floor", "run", "--tasks", "C33"])
     result = subprocess.run(CLI + ["--debug", "sim", "scenarios", "wbe"], capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=HANG_GUARD_S)
     assert result.returncode != 0 and "Traceback" in result.stderr
     assert "did you mean 'web'" in result.stderr
 
@@ -151,7 +152,7 @@ def test_a_broken_pipe_is_quiet(command: str, tmp_path: Path) -> None:
     err = tmp_path / "stderr"
     python = " ".join(CLI)
     result = subprocess.run(f"{python} {command} 2>{err} | head -1", shell=True,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.stdout.count("\n") == 1
     assert err.read_text() == ""
 
@@ -176,7 +177,7 @@ def test_ctrl_c_says_what_was_saved_and_the_sweep_resumes(tmp_path: Path) -> Non
             time.sleep(0.05)
         assert server.hits >= 3, "the sweep should be waiting on the slow reply"
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=600)
+        _, err = proc.communicate(timeout=HANG_GUARD_S)
         assert proc.returncode == 130
         assert err.count("\n") == 1, err
         assert err.startswith(f"agentworld: interrupted: finished runs are saved in {out}; "
@@ -185,7 +186,7 @@ def test_ctrl_c_says_what_was_saved_and_the_sweep_resumes(tmp_path: Path) -> Non
         assert len(read_records(out)) == 2
 
         slow["on"] = False
-        resumed = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=600)
+        resumed = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert resumed.returncode == 0, resumed.stderr
     assert "(3 new runs, 2 already done)" in resumed.stdout
     ids = [r.run_id for r in read_records(out)]
@@ -226,7 +227,7 @@ def test_the_llm_agent_example_reports_a_dead_server_in_one_line() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     done = subprocess.run(
         [sys.executable, "examples/llm_agent_floor.py", "--base-url", url, "--model", "m",
-         "--tasks", "A1"], capture_output=True, text=True, timeout=600,
+         "--tasks", "A1"], capture_output=True, text=True, timeout=HANG_GUARD_S,
         cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()

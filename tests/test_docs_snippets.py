@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.helpers.examples import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*snippet:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
-TIMEOUT_S = 900
-"""A guard against a hung snippet, not a speed check."""
 
 
 class Snippet(NamedTuple):
@@ -65,7 +65,7 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", snippet.code], cwd=tmp_path, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1"},
-        timeout=TIMEOUT_S)
+        timeout=HANG_GUARD_S)
     assert done.returncode == 0, (
         f"{snippet.doc.name}:{snippet.line} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
 
@@ -89,7 +89,7 @@ def test_the_vector_snippet_sends_one_batched_call_per_step(tmp_path: Path) -> N
                                  "keep_requests=True)") + "import json\n" + COUNT)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          timeout=TIMEOUT_S)
+                          timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr[-4000:]
     envs = int(re.search(r"num_envs=(\d+)", snippet.code)[1])
     assert json.loads(done.stdout.splitlines()[-1]) == [1, envs, ["placeholder"]]

@@ -24,6 +24,7 @@ from floor_tasks.harness.runner import Job, RunSettings, run_episode, run_jobs
 from floor_tasks.harness.sweep import plan, run_sweep, single_model_config
 from floor_tasks.harness.sweep_config import load_sweep
 from floor_tasks.task import load_task
+from tests.helpers.examples import HANG_GUARD_S
 
 CLI = [sys.executable, "-m", "agentworld_envs.cli"]
 
@@ -142,7 +143,7 @@ def test_sigkilled_sweep_resumes_without_loss_or_duplicates(tmp_path: Path) -> N
     planned = sorted(s.run_id for s in plan(config))
     before = len(RunCorpus(out).records())
     assert 0 < before < len(planned), "the sweep should have been killed part-way"
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(args, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr
     ids = [r.run_id for r in read_records(out)]
     assert len(ids) == len(set(ids)) and sorted(ids) == planned
@@ -151,7 +152,7 @@ def test_sigkilled_sweep_resumes_without_loss_or_duplicates(tmp_path: Path) -> N
 def test_cli_run_prints_the_ladder(tmp_path: Path) -> None:
     result = subprocess.run(CLI + ["floor", "run", "--tasks", "tier:A0,E", "--out",
                                    str(tmp_path), "--no-progress"],
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0, result.stderr
     assert "oracle" in result.stdout and "5/5 100%" in result.stdout
     assert "10 new runs" in result.stdout
@@ -161,7 +162,7 @@ def test_cli_rejects_an_invalid_sweep_naming_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("sweep_name: s\nmodels:\n  - name: m\n    backend: {}\n")
     result = subprocess.run(CLI + ["floor", "sweep", str(bad)], capture_output=True, text=True,
-                            timeout=600)
+                            timeout=HANG_GUARD_S)
     assert result.returncode == 2 and "models.0.backend.name" in result.stderr
 
 
@@ -183,14 +184,14 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
     lazy = single_model_config({"name": "oracle"}, name="agent", tasks="tier:A,B")
     run_sweep(lazy, new, progress=False, make_agent=lambda _: _as(_lazy_agent))
     same = subprocess.run(CLI + ["floor", "compare", str(base), str(base)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert same.returncode == 0, same.stdout
     worse = subprocess.run(CLI + ["floor", "compare", str(base), str(new)],
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert worse.returncode == 1 and "A1" in worse.stdout
 
     result = subprocess.run(CLI + ["floor", "rescore", str(base)], capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=HANG_GUARD_S)
     assert result.returncode == 0 and "0 changed" in result.stdout
     tampered = [r.to_json() for r in read_records(base)]
     tampered[0]["actions"] = ["no tools needed"]
@@ -198,13 +199,13 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
     (tmp_path / "t" / "runs.jsonl").write_text(  # changed as a tool would: digested again
         "".join(json.dumps(with_digest(r)) + "\n" for r in tampered))
     result = subprocess.run(CLI + ["floor", "rescore", str(tmp_path / "t")],
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert "1 changed" in result.stdout and tampered[0]["run_id"] in result.stdout
     rescored = read_records(tmp_path / "t" / "rescored")
     assert not rescored[0].passed and rescored[1].passed
 
     report = subprocess.run(CLI + ["floor", "report", str(base), str(new)], capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=HANG_GUARD_S)
     assert report.returncode == 0, report.stderr
     assert (base / "report" / "report.md").read_text().count("|") > 10
     assert (base / "report" / "ladder.png").read_bytes()[:4] == b"\x89PNG"

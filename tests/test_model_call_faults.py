@@ -21,6 +21,7 @@ from agentworld_envs.backends import faults as faults_module
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.backends.openai_compat import OpenAIBackend
 from agentworld_envs.cli import main
+from tests.helpers.examples import HANG_GUARD_S
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +120,7 @@ def test_simulated_rl_stops_with_one_line() -> None:
         done = subprocess.run(
             [sys.executable, "examples/simulated_rl.py", "--base-url", server.base_url,
              "--model", "m", "--num-envs", "4", "--updates", "1", "--max-faults", "0"],
-            capture_output=True, text=True, timeout=600, cwd=ROOT)
+            capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=ROOT)
     assert done.returncode == 1 and "mean reward" not in done.stdout
     [last] = [line for line in done.stderr.splitlines() if "model calls" in line]
     assert "Warning" not in done.stderr, done.stderr

@@ -24,6 +24,7 @@ from websockets.sync.client import connect  # noqa: E402
 import floor_tasks  # noqa: E402
 from agentworld_envs.cli import main  # noqa: E402
 from agentworld_envs.serve.served_env import resolve_env_ids  # noqa: E402
+from tests.helpers.examples import HANG_GUARD_S  # noqa: E402
 from tests.helpers.openenv_server import serve, stats  # noqa: E402
 
 SLOW_RULES = json.dumps({"name": "scripted", "rules": [
@@ -257,8 +258,8 @@ def test_sigterm_shuts_down_and_reports_the_running_step():
         player.start()
         _wait(lambda: stats(url)["running"] >= 1, "the slow step started")
         process.send_signal(signal.SIGTERM)
-        player.join(timeout=600)
-        assert process.wait(timeout=600) in (0, -signal.SIGTERM)  # uvicorn re-raises it
+        player.join(timeout=HANG_GUARD_S)
+        assert process.wait(timeout=HANG_GUARD_S) in (0, -signal.SIGTERM)  # uvicorn re-raises it
         assert not player.is_alive()
         if "result" in outcome:  # the step finished before the socket closed
             assert outcome["result"].observation["text"] == "late"
@@ -292,7 +293,7 @@ def test_the_trl_example_trains_on_a_served_env(tmp_path):
 @pytest.mark.slow
 def test_openenv_validate_accepts_the_server(floor_all):
     exe = [sys.executable, "-m", "openenv.cli", "validate", "--url", floor_all]
-    done = subprocess.run(exe, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(exe, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Verdict: PASS" in done.stdout
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.helpers.examples import HANG_GUARD_S
 from tests.helpers.server import free_port, stop
 
 __all__ = ["serve", "stats"]
@@ -27,7 +28,7 @@ def _command() -> list[str]:
 
 
 @contextlib.contextmanager
-def serve(env_id: str, *args: str, startup_timeout_s: float = 600.0) -> Iterator[
+def serve(env_id: str, *args: str, startup_timeout_s: float = HANG_GUARD_S) -> Iterator[
         tuple[str, subprocess.Popen]]:
     """Run ``agentworld serve ENV_ID ARGS`` on a free loopback port until the block ends.
 

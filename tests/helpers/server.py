@@ -24,6 +24,8 @@ from typing import Any
 
 import httpx
 
+from tests.helpers.examples import HANG_GUARD_S
+
 __all__ = [
     "FakeOpenAIServer",
     "Reply",
@@ -48,7 +50,7 @@ def _serve_command() -> list[str]:
 
 @contextlib.contextmanager
 def start_transformers_serve(
-    model_dir: str | Path, startup_timeout_s: float = 120.0
+    model_dir: str | Path, startup_timeout_s: float = HANG_GUARD_S
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Serve ``model_dir`` with ``transformers serve`` pinned to that model.
 
