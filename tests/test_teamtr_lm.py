@@ -56,6 +56,7 @@ def test_log_probs_cover_only_the_agents_own_message_tokens(policies, batch) -> 
     assert samples.mask.sum(dim=1).tolist() == [len(r) for r in messages.response_ids]
     logp = policy.token_logprobs(samples)
     assert torch.equal(logp * (1 - samples.mask), torch.zeros_like(logp))
+    assert messages.logprobs is not None  # the old log-probs are the sampling pass's own
     assert torch.allclose(logp, samples.old_logp, atol=1e-5)
     for row, (prompt, response) in enumerate(zip(messages.prompt_ids, messages.response_ids,
                                                  strict=True)):

@@ -22,6 +22,7 @@ import torch
 import team_envs  # noqa: F401
 from trainers import stale_sequential, teamtr
 from trainers.common.team import build_team
+from trainers.policies.lm import CausalLMPolicy
 
 pytestmark = pytest.mark.benchmark
 EPISODES = 1024
@@ -167,3 +168,39 @@ def test_lm_team_stage(benchmark, model: str, tiny_lm_dir) -> None:
     print(f"{model}: stage {stage['time/stage_s']:.1f} s, {stage['charts/tokens_per_s']:.1f} "
           f"tokens/s, {len(held)} parameter storages ({len(base)} base once + {adapters} "
           "adapter)")
+
+
+@pytest.mark.parametrize("model", ["tiny", "smollm2"])
+def test_lm_rollout_old_logprobs_from_sampling(benchmark, model: str, tiny_lm_dir,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3-agent LoRA team's rollout (4 episodes) with the old log-probs taken from the
+    sampling pass, against the same rollout re-scoring them in a second forward pass (the
+    earlier way), timed alternately in this run; ``speedup`` is the ratio of the medians."""
+    pytest.importorskip("peft")
+    args = _lm_stage(str(tiny_lm_dir) if model == "tiny" else _smollm2(),
+                     8 if model == "tiny" else 32)
+    team = build_team(args)
+    generated = CausalLMPolicy._generated
+
+    def rescored(self, prompts, greedy, seed):  # the earlier way: no log-probs kept
+        return generated(self, prompts, greedy, seed)[0], None
+
+    def rollout(rescore: bool) -> float:
+        with monkeypatch.context() as patch:
+            if rescore:
+                patch.setattr(CausalLMPolicy, "_generated", rescored)
+            start = time.process_time()
+            team.collect(2, 2)
+            return time.process_time() - start
+
+    rollout(False)  # warm-up
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(3):
+        for rescore in (False, True):
+            seconds[rescore].append(rollout(rescore))
+    benchmark.pedantic(team.collect, args=(2, 2), rounds=1)
+    kept, scored = (float(np.median(seconds[key])) for key in (False, True))
+    benchmark.extra_info.update(recorded_cpu_s=round(kept, 2), rescored_cpu_s=round(scored, 2),
+                                speedup=round(scored / kept, 2))
+    print(f"{model}: rollout {kept:.1f} CPU s with the sampling pass's log-probs, {scored:.1f} "
+          f"re-scoring them ({scored / kept:.2f}x)")

@@ -130,13 +130,18 @@ class TextRollouts:
     def _samples(agent: int, policy: CausalLMPolicy,
                  chunks: list[tuple[list[int], TextMessages]]) -> Samples:
         episodes = [k for ks, _ in chunks for k in ks]
+        recorded = all(m.logprobs is not None for _, m in chunks)
         messages = TextMessages(
             [p for _, m in chunks for p in m.prompt_ids],
             [r for _, m in chunks for r in m.response_ids],
-            [t for _, m in chunks for t in m.texts], policy.source)
+            [t for _, m in chunks for t in m.texts], policy.source,
+            [lp for _, m in chunks for lp in m.logprobs] if recorded else None)
         mask = policy.response_mask(messages)
         samples = Samples(agent, np.asarray(episodes, dtype=np.int64), messages, mask,
                           torch.zeros_like(mask))
-        if len(messages):
+        if messages.logprobs is not None and len(messages):  # from the sampling pass itself
+            for row, logprobs in enumerate(messages.logprobs):
+                samples.old_logp[row, :len(logprobs)] = torch.tensor(logprobs)
+        elif len(messages):
             samples.old_logp = policy.token_logprobs(samples)
         return samples

@@ -50,6 +50,9 @@ class TextMessages:
     texts: list[str]
     source: str
     """Fingerprint of the vocabulary the ids belong to."""
+    logprobs: list[list[float]] | None = None
+    """Each response token's log-prob under the tempered full distribution of the policy that
+    sampled it, taken from the sampling pass itself (None: not recorded, score them)."""
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -58,7 +61,8 @@ class TextMessages:
         """The messages at ``index``."""
         return TextMessages([self.prompt_ids[i] for i in index],
                             [self.response_ids[i] for i in index],
-                            [self.texts[i] for i in index], self.source)
+                            [self.texts[i] for i in index], self.source,
+                            None if self.logprobs is None else [self.logprobs[i] for i in index])
 
 
 def chat_messages(observation: dict[str, Any]) -> tuple[list[dict[str, str]], list | None]:
@@ -295,17 +299,22 @@ class CausalLMPolicy:
         """
         prompts = [self.encode_prompt(obs) for obs in observations]
         seed = int(torch.randint(2**62, (1,), generator=generator))
-        rows = (self.engine.generate(self, prompts, greedy, seed) if self.engine is not None
-                else self._generated(prompts, greedy, seed))
+        rows, logprobs = ((self.engine.generate(self, prompts, greedy, seed), None)
+                          if self.engine is not None else self._generated(prompts, greedy, seed))
         decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
         responses = [cut_at_stop(row, self._eos, self.stop, decode) for row in rows]
         texts = [decode(r) for r in responses]
         for stop in self.stop:
             texts = [text.split(stop, 1)[0] for text in texts]
-        return TextMessages(prompts, responses, texts, self.source)
+        kept = None if logprobs is None else [row[:len(r)] for row, r in zip(
+            logprobs, responses, strict=True)]
+        return TextMessages(prompts, responses, texts, self.source, kept)
 
-    def _generated(self, prompts: list[list[int]], greedy: bool, seed: int) -> list[list[int]]:
-        """The token ids ``generate`` appends to each prompt (padding after eos included)."""
+    def _generated(self, prompts: list[list[int]], greedy: bool,
+                   seed: int) -> tuple[list[list[int]], list[list[float]] | None]:
+        """The token ids ``generate`` appends to each prompt (padding after eos included) and,
+        when sampling, each one's log-prob under the tempered full distribution, from the
+        sampling pass's own logits (so the old log-probs need no second forward pass)."""
         width = max(len(p) for p in prompts)
         ids, attention = self._padded([(p, ()) for p in prompts], width, width)
         self.activate()
@@ -314,8 +323,14 @@ class CausalLMPolicy:
             torch.manual_seed(seed)
             output = self.module.generate(
                 input_ids=ids, attention_mask=attention,
-                generation_config=self._generation_config(greedy), tokenizer=self.tokenizer)
-        return output[:, width:].cpu().tolist()
+                generation_config=self._generation_config(greedy), tokenizer=self.tokenizer,
+                return_dict_in_generate=True, output_logits=not greedy)
+        tokens = output.sequences[:, width:]
+        if greedy:
+            return tokens.cpu().tolist(), None
+        logits = torch.stack(output.logits, dim=1).float() / self.temperature
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1))
+        return tokens.cpu().tolist(), logprobs.squeeze(-1).cpu().tolist()
 
     def token_logprobs(self, samples: Samples) -> torch.Tensor:
         """Per-token log-probs ``(M, T)`` of the agent's message tokens (0 elsewhere), under
