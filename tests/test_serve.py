@@ -43,7 +43,9 @@ def _wait(predicate, what: str, limit_s: float = 600.0) -> None:
 
 
 def _ws(url: str):
-    return connect(url.replace("http", "ws", 1) + "/ws", open_timeout=600)
+    """A websocket to the server, without keepalive pings: on a loaded machine a pong can come
+    later than the client's 20 s default, and the test must not depend on the machine's speed."""
+    return connect(url.replace("http", "ws", 1) + "/ws", open_timeout=600, ping_interval=None)
 
 
 def _ask(ws, message: dict) -> dict:
