@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.common.args import parse_args
+from trainers.common.flags import parse_args
 
 
 @dataclass

@@ -17,7 +17,7 @@ import pettingzoo
 
 import team_envs  # noqa: F401  (registers team_envs/... in PettingZoo)
 from trainers import teamtr
-from trainers.common.args import parse_args
+from trainers.common.flags import parse_args
 
 DEFAULTS = ["--env-id", "team_envs/relay-v0", "--n-agents", "3", "--env-kwargs",
             '{"vocab_size": 4, "credit": "steps"}', "--total-episodes", "20000",

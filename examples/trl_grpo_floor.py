@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.common.args import parse_args
+from trainers.common.flags import parse_args
 
 
 @dataclass

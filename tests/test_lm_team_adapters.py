@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from trainers import teamtr
-from trainers.common.args import ConfigError, parse_args
+from trainers.common.args import ConfigError
+from trainers.common.flags import parse_args
 from trainers.common.team import build_team
 from trainers.common.updates import UpdateSettings, policy_update
 

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from trainers.cli import add_commands
-from trainers.common.args import TeamArgs, field_docs, parse_args
+from trainers.common.args import TeamArgs
 from trainers.common.batch import RolloutBatch
+from trainers.common.flags import field_docs, parse_args
 from trainers.common.objectives import (
     group_advantages,
     kl_summary,
@@ -178,7 +179,7 @@ def test_evidence_script_quick_run_writes_its_run_directory_not_docs(tmp_path) -
 
     from trainers.experiments import teamtr_evidence as evidence
 
-    defaults = evidence.build_parser().parse_args([])
+    defaults = parse_args(evidence.Args, [])
     assert defaults.docs is None and defaults.out == Path("runs/teamtr_evidence")
     out, docs = tmp_path / "run", tmp_path / "docs"
     assert evidence.main(["--quick", "--workers", "0", "--out", str(out),

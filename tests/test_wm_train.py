@@ -19,7 +19,7 @@ from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.bench.items import write_items
 from agentworld_envs.bench.sample import load_sample
 from agentworld_envs.cli import main
-from trainers.world_model.args import add_dataclass_args, dataclass_from_args
+from trainers.common.flags import add_dataclass_args, dataclass_from_args
 from trainers.world_model.examples import target_text
 from trainers.world_model.rewards import (
     UNCLOSED_CAP,

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from trainers.common.args import TeamArgs, parse_args
+from trainers.common.args import TeamArgs
+from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import kl_summary
 from trainers.common.team import Team, build_team

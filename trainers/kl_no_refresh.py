@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.common.args import TrustRegionArgs, parse_args
+from trainers.common.args import TrustRegionArgs
+from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import message_advantages
 from trainers.common.team import Team, agent_order, build_team

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainers import joint
-from trainers.common.args import TeamArgs, parse_args
+from trainers.common.args import TeamArgs
+from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult
 from trainers.common.team import Team, build_team
 

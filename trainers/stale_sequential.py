@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from trainers.common.args import TeamArgs, parse_args
+from trainers.common.args import TeamArgs
+from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import kl_summary, message_advantages
 from trainers.common.team import Team, agent_order, build_team

@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.common.args import ConfigError, TrustRegionArgs, parse_args
+from trainers.common.args import ConfigError, TrustRegionArgs
 from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.exact_gains import ExactGainProbe, exact_supported
+from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import message_advantages, surrogate_gain
 from trainers.common.team import (

@@ -1,28 +1,22 @@
-"""Trainer settings: the shared :class:`TeamArgs`, its validation, and a command-line parser.
+"""Trainer settings: the shared :class:`TeamArgs` and its validation.
 
 Each trainer declares ``Args(TeamArgs)`` with a docstring under every field (as CleanRL does);
-:func:`parse_args` turns those docstrings into ``--help``. Invalid settings raise
-:class:`ConfigError`, whose message starts with the offending field's name.
+:func:`trainers.common.flags.parse_args` turns those docstrings into ``--help``. Invalid
+settings raise :class:`ConfigError`, whose message starts with the offending field's name.
 """
 
 from __future__ import annotations
 
-import argparse
-import ast
 import dataclasses
-import inspect
-import json
 import math
-import textwrap
 import types
 import typing
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
-__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "parse_args", "field_docs"]
+__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs"]
 
 A = TypeVar("A", bound="TeamArgs")
 
@@ -231,58 +225,3 @@ def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(hint)))
     return getattr(hint, "__name__", str(hint))
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field of ``cls`` and its bases."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
-        for statement, following in zip(body, body[1:], strict=False):
-            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                    and isinstance(following, ast.Expr)
-                    and isinstance(following.value, ast.Constant)
-                    and isinstance(following.value.value, str)):
-                docs[statement.target.id] = " ".join(following.value.value.split())
-    return docs
-
-
-def _converter(hint: Any) -> tuple[Any, dict[str, Any]]:
-    """An argparse ``type`` for a field, and extra ``add_argument`` keywords."""
-    options = [h for h in typing.get_args(hint) if h is not type(None)]
-    optional = type(None) in typing.get_args(hint)
-    base = options[0] if optional and len(options) == 1 else hint
-    if typing.get_origin(base) is Literal:
-        return type(typing.get_args(base)[0]), {"choices": typing.get_args(base)}
-    if typing.get_origin(base) is dict:
-        return json.loads, {}
-    if typing.get_origin(base) is list:
-        item = typing.get_args(base)[0]
-        return (lambda text: [item(part) for part in text.split(",")]), {}
-    if optional:
-        return (lambda text: None if text.lower() == "none" else base(text)), {}
-    return base, {}
-
-
-def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
-    """Build ``cls`` from command-line options named after its fields (``--total-episodes``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls),
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    hints = typing.get_type_hints(cls)
-    docs = field_docs(cls)
-    for item in dataclasses.fields(cls):
-        flag = "--" + item.name.replace("_", "-")
-        default = item.default if item.default is not dataclasses.MISSING else (
-            item.default_factory())
-        hint = hints[item.name]
-        if hint is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
-                                help=docs.get(item.name, ""))
-            continue
-        convert, extra = _converter(hint)
-        parser.add_argument(flag, type=convert, default=default, help=docs.get(item.name, ""),
-                            metavar=item.name.upper(), **extra)
-    namespace = parser.parse_args(argv)
-    return cls(**{item.name: getattr(namespace, item.name) for item in dataclasses.fields(cls)})

@@ -103,7 +103,7 @@ from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
-from trainers.common.args import parse_args
+from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
 
 ARMS = ("untrained", "sim", "sim-garbage", "sim-fixture", "sim-constant", "sim-inverted", "real",

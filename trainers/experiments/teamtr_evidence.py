@@ -29,7 +29,6 @@ Run: ``python examples/teamtr_evidence.py`` writes
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import math
@@ -38,11 +37,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
+
+from trainers.common.flags import parse_args
 
 TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)
@@ -518,26 +520,30 @@ RESULTS_NAME = "teamtr_evidence_results.json"
 """The results file written to ``--docs``: runs, settings, runtime and summary."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line: results go to ``--out``; ``docs/`` is written only with ``--docs``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=8, help="seeds of the training runs")
-    parser.add_argument("--shift-seeds", type=int, default=16,
-                        help="seeds of the stale-bias measurement (first stage only)")
-    parser.add_argument("--budget", type=int, default=16_384,
-                        help="matched rollout budget per run, in episodes")
-    parser.add_argument("--workers", type=int, default=2, help="processes; 0 runs in this one")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny version that checks the script")
-    parser.add_argument("--out", type=Path, default=Path("runs/teamtr_evidence"))
-    parser.add_argument("--docs", type=Path, default=None,
-                        help=f"also write the plots and {RESULTS_NAME} here (e.g. docs)")
-    parser.add_argument("--resume", action="store_true",
-                        help="keep the runs already in --out/runs.jsonl and run only the rest")
-    parser.add_argument("--replot", type=Path, default=None, metavar="RESULTS",
-                        help="report a results file already written (e.g. "
-                             f"docs/{RESULTS_NAME}) instead of running")
-    return parser
+@dataclass
+class Args:
+    """TeamTR's compounding shift on relay teams: results go to ``--out``; ``docs/`` is written
+    only with ``--docs``."""
+
+    seeds: int = 8
+    """seeds of the training runs"""
+    shift_seeds: int = 16
+    """seeds of the stale-bias measurement (first stage only)"""
+    budget: int = 16_384
+    """matched rollout budget per run, in episodes"""
+    workers: int = 2
+    """processes; 0 runs in this one"""
+    quick: bool = False
+    """a tiny version that checks the script"""
+    out: Path = Path("runs/teamtr_evidence")
+    """where results.json, report.md, runs.jsonl and the plots go"""
+    docs: Path | None = None
+    """also write the plots and the results file here (e.g. docs)"""
+    resume: bool = False
+    """keep the runs already in --out/runs.jsonl and run only the rest"""
+    replot: Path | None = None
+    """report a results file already written (e.g. docs/teamtr_evidence_results.json) instead
+    of running"""
 
 
 def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
@@ -564,7 +570,7 @@ def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the jobs in worker processes (or in this one with ``--workers 0``) and report."""
     given = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(given)
+    args = parse_args(Args, given, prog="teamtr_evidence.py")
     scale = {"prompts": 64, "budget": args.budget, "eval_episodes": 256, "warm_steps": 100,
              "epochs": 4}
     if args.quick:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from trainers.common.args import parse_args
+from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
 from trainers.common.team import EVAL_SEED_OFFSET, Team, build_team
 

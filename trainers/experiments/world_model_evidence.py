@@ -38,13 +38,13 @@ Quick check (the data step only, seconds): ``python examples/world_model_evidenc
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -66,6 +66,7 @@ from agentworld_envs.bench.transitions import (
 from floor_tasks import load_tasks
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
+from trainers.common.flags import parse_args
 from trainers.world_model.explore import explore_corpus, mistaken
 from trainers.world_model.sft import SFTArgs, train_sft
 
@@ -222,34 +223,54 @@ def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_token
                                                                 default=str))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", choices=["data", "train", "eval"])
-    parser.add_argument("--out", type=Path, default=Path("runs/wm13"))
-    parser.add_argument("--domain", choices=["floor", "mcp"], default="floor",
-                        help="the domain scored by eval")
-    parser.add_argument("--minutes", type=float, default=30.0, help="training time budget")
-    parser.add_argument("--explore-repeats", type=int, default=4)
-    parser.add_argument("--mcp-episodes", type=int, default=240)
-    parser.add_argument("--mcp-val-family", default="tickets")
-    parser.add_argument("--items", type=int, default=64, help="held-out items scored (0: all)")
-    parser.add_argument("--floor-wm", default=None, help="folder of the old floor_wm model")
-    parser.add_argument("--base-items", type=int, default=24,
-                        help="the base reads the long built-in prompt: only the first N (0: all)")
-    parser.add_argument("--max-tokens", type=int, default=400,
-                        help="new tokens per prediction (the longest held-out answer is 295)")
-    args = parser.parse_args()
-    if args.step == "data":
-        make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
-    elif args.step == "train":
-        train(args.out, args.minutes)
-    else:
-        evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
-                 args.base_items)
+STEPS = ("data", "train", "eval")
+
+
+@dataclass
+class Args:
+    """The settings of one step (``data``, ``train`` or ``eval``, given first)."""
+
+    out: Path = Path("runs/wm13")
+    """where the data, the trained model and the scores go"""
+    domain: Literal["floor", "mcp"] = "floor"
+    """the domain scored by eval"""
+    minutes: float = 30.0
+    """training time budget"""
+    explore_repeats: int = 4
+    """data: how many times each floor variant is explored"""
+    mcp_episodes: int = 240
+    """data: MCP episodes played on generated servers"""
+    mcp_val_family: str = "tickets"
+    """data: the MCP family held out for validation"""
+    items: int = 64
+    """held-out items scored (0: all)"""
+    floor_wm: str | None = None
+    """folder of the old floor_wm model"""
+    base_items: int = 24
+    """the base reads the long built-in prompt: only the first N (0: all)"""
+    max_tokens: int = 400
+    """new tokens per prediction (the longest held-out answer is 295)"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run one step: ``world_model_evidence.py data|train|eval [--flags]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    step = argv[0] if argv else ""
+    if step not in STEPS:
+        raise SystemExit(f"usage: world_model_evidence.py {{{','.join(STEPS)}}} [flags] "
+                         "(a step's flags: world_model_evidence.py <step> --help)")
+    args = parse_args(Args, argv[1:], prog=f"world_model_evidence.py {step}")
+    try:
+        if step == "data":
+            make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
+        elif step == "train":
+            train(args.out, args.minutes)
+        else:
+            evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
+                     args.base_items)
+    except TooManyFaultsError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except TooManyFaultsError as exc:
-        sys.exit(f"error: {exc}")
+    main()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainers.world_model.args import add_dataclass_args, dataclass_from_args
+from trainers.common.flags import add_dataclass_args, dataclass_from_args
 from trainers.world_model.rl import RLArgs
 from trainers.world_model.sft import SFTArgs
 
