@@ -28,7 +28,7 @@ from agentworld_envs.backends import (
     parse_backend_arg,
 )
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
-from agentworld_envs.bench.progress import WatchedBackend
+from agentworld_envs.backends.progress import WatchedBackend
 from agentworld_envs.cli_errors import UsageError
 
 __all__ = ["add_commands"]

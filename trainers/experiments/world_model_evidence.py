@@ -54,8 +54,8 @@ import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import SamplingParams, make_backend
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_backend
 from agentworld_envs.backends.faults import TooManyFaultsError
+from agentworld_envs.backends.progress import WatchedBackend
 from agentworld_envs.bench.items import BenchItem, load_items, write_items
-from agentworld_envs.bench.progress import WatchedBackend
 from agentworld_envs.bench.run import predict, score_fidelity
 from agentworld_envs.bench.transitions import (
     corpus_transitions,
