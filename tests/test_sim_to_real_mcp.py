@@ -3,16 +3,25 @@ tasks that a policy blind to observations cannot solve."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from agentworld_envs.domains.mcp.servers import mcp_server_scenario
 from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.world.controls import control_text
+from agentworld_envs.world.scenario import Control
 from trainers.experiments import sim_to_real
+from trainers.experiments.mcp_record_controls import (
+    ASKED_FIELDS,
+    MCP_CONTROLS,
+    McpRecordSimulator,
+    shown_records,
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +101,109 @@ def test_real_training_beats_the_blind_bound_on_held_out_servers(s2r, tmp_path: 
         agent.update(real=True)
     assert s2r.balanced(task, s2r.evaluate(task, agent)) > 1 / 3  # one of three, drawn blind
     agent.close()
+
+
+def _play(backend, scenario, actions: list[str], twin: bool = False) -> list[dict]:
+    """Each step's info (and ``observation``) of ``actions`` in the simulated env on
+    ``backend``; ``twin``: with the twin played alongside, its observation in the info."""
+    env = gym.make("AgentWorld/MCP-v0", backend=backend, real_counterpart=twin,
+                   reveal_reference=twin, scenarios=[scenario], max_steps=len(actions) + 1)
+    env.reset(seed=0)
+    infos = []
+    for action in actions:
+        observation, *_, info = env.step(action)
+        assert info["observation_source"] == "world_model"
+        infos.append({**info, "observation": observation})
+    env.close()
+    return infos
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 5, 14])  # inventory, fleet, tickets, crm, calendar
+def test_the_fixture_control_answers_as_the_twin(seed: int) -> None:
+    """Every call, a write and a refused one included, gets the twin's observation for the
+    same actions under the same fired controls, stateful across the episode."""
+    scenario = mcp_server_scenario(seed)
+    scenario = scenario.model_copy(update={"controls": [  # its own, and some that surely fire
+        *scenario.controls, Control(kind="tool_error", turns=[2]),
+        Control(kind="stale_data", turns=[4, 5, 6]), Control(kind="empty_results", turns=[5])]})
+    calls = [c for c in scenario.candidate_actions if c.startswith("{")]
+    skus = [r.get("sku") for r in scenario.mcp.records]
+    extra = [{"name": "update_stock", "arguments": {"sku": skus[0], "delta": 7}},
+             {"name": "update_stock", "arguments": {"sku": skus[1], "delta": -10_000}},
+             {"name": "get_item", "arguments": {"sku": "SKU-1"}}
+             ] if scenario.mcp.family == "inventory" else []
+    actions = [*calls, *map(json.dumps, extra), *calls, calls[0], calls[-1]]
+    backend = McpRecordSimulator([mcp_server_scenario(12), scenario], "sim-fixture")
+    steps = _play(backend, scenario, actions, twin=True)
+    assert [s["observation"] for s in steps] == [s["real_observation"] for s in steps]
+    assert all(steps[turn - 1]["controls"] for turn in (2, 4, 5, 6))  # the replay read them
+    assert len({s["observation"] for s in steps}) > len(set(actions))  # state and controls
+
+
+@pytest.mark.parametrize("family_seed", [0, 1, 2, 5, 14])
+def test_wrong_controls_show_every_field_true_but_the_asked_one(family_seed: int) -> None:
+    scenario = mcp_server_scenario(family_seed)
+    field = ASKED_FIELDS[scenario.mcp.family]
+    right = scenario.reference_answer
+    assert any(str(r.get(field)) == right for r in scenario.mcp.records)  # the asked field
+    true = scenario.mcp.records
+    for control in ("sim-constant", "sim-shuffled"):
+        shown = shown_records(scenario, control, seed=0)
+        assert shown == shown_records(scenario, control, seed=0)  # deterministic
+        assert [{k: v for k, v in r.items() if k != field} for r in shown] == [
+            {k: v for k, v in r.items() if k != field} for r in true]
+        pairs = [(s[field], t[field]) for s, t in zip(shown, true, strict=True) if field in t]
+        if control == "sim-constant":
+            assert len({s for s, _ in pairs}) == 1 and pairs[0][0] == pairs[0][1]
+            assert all(s != t for s, t in pairs[1:] if t != pairs[0][1])
+        else:
+            assert all(s != t for s, t in pairs)
+            assert sorted(str(s) for s, _ in pairs) == sorted(str(t) for _, t in pairs)
+    assert shown_records(scenario, "sim-fixture") == true
+
+
+def test_a_wrong_control_is_the_twin_on_wrong_records_in_the_twins_format() -> None:
+    scenario = mcp_server_scenario(0)  # inventory
+    target = next(r for r in scenario.mcp.records
+                  if str(r["in_stock"]) == scenario.reference_answer)
+    lookup = json.dumps({"name": "get_item", "arguments": {"sku": target["sku"]}})
+    for control in ("sim-constant", "sim-shuffled"):
+        step, = _play(McpRecordSimulator([scenario], control), scenario, [lookup])
+        observation = step["observation"]
+        assert not step["controls"]
+        shown = next(r for r in shown_records(scenario, control) if r["sku"] == target["sku"])
+        assert observation == json.dumps(shown, ensure_ascii=False)
+        assert json.loads(observation) == {**target, "in_stock": shown["in_stock"]}
+    assert shown["in_stock"] != target["in_stock"]  # shuffled: never its own count
+
+
+def test_the_mcp_controls_are_arms_of_an_mcp_task_and_are_not_recorded(s2r, tmp_path: Path
+                                                                       ) -> None:
+    args, task = _task(s2r, tmp_path, mcp_train=2, mcp_eval=2)
+    arms = s2r.task_arms(task)
+    assert set(MCP_CONTROLS) <= set(arms) and "sim-inverted" not in arms
+    assert "sim-shuffled" not in s2r.task_arms(s2r.make_task(s2r.Args(out=tmp_path)))
+    backend = s2r.sim_backend("sim-shuffled", "scripted", task)
+    assert isinstance(backend, McpRecordSimulator) and backend.control == "sim-shuffled"
+    assert s2r.record_path(args, backend) is None
+
+
+def test_readable_controls_pass_the_held_out_servers_whatever_their_facts(s2r,
+                                                                         tmp_path: Path) -> None:
+    """What the MCP record controls show (inventory, a tiny run): on held-out servers a policy
+    trained on wrong counts, one for every item or shuffled, scores as one trained on the true
+    counts, above the blind 1/3; only the unreadable placeholder stays below it. The simulated
+    reward pays only the server's true count, and only once a simulated observation has shown
+    it, so every readable simulator rewards answering a count that was read, and reading is
+    what carries over to new servers. On this task these controls cannot fail (see
+    docs/sim_to_real.md)."""
+    args, task = _task(s2r, tmp_path, mcp_train=4, mcp_eval=8, batch=32, updates=6)
+    scores = {}
+    for arm in (*MCP_CONTROLS, "sim-garbage"):
+        agent = s2r.LinearAgent(args, task, arm, seed=0, world_model="scripted")
+        for _ in range(args.updates):
+            agent.update(real=False)
+        scores[arm] = s2r.balanced(task, s2r.evaluate(task, agent))
+        agent.close()
+    assert scores["sim-constant"] == scores["sim-shuffled"] == scores["sim-fixture"] > 1 / 3
+    assert scores["sim-garbage"] < 1 / 3

@@ -23,9 +23,14 @@ episodes (only the capped arms stop early, by design):
 ``sim``             ``AgentWorld/Floor-v0`` (or ``MCP-v0``) with ``--world-model`` (the
                     embedded fine-tuned one by default) and the simulated reward;
 ``sim-garbage``     the same with the ``scripted`` placeholder (nothing readable is shown);
-``sim-fixture``     floor only: a rule-based simulator that shows the fixture's records;
-``sim-constant``    floor only: the same with one status for every record (readable, wrong);
+``sim-fixture``     a rule-based simulator that shows the true records (floor: the
+                    fixture's; MCP: the server's, answered exactly as its twin would);
+``sim-constant``    the same with one value of the decision field (floor: the status; MCP:
+                    the asked field, e.g. inventory's stock count) for every record
+                    (readable, wrong);
 ``sim-inverted``    floor only: the same with the other status (readable, wrong);
+``sim-shuffled``    MCP only: the same with the asked field's values permuted among the
+                    records, so that no record shows its own (readable, wrong);
 ``real``            the real ``AgentFloor`` env (or the MCP twin) for every update;
 ``real-capped``     the real env for the first ``--real-updates`` updates only;
 ``real-capped+sim`` those real updates, then simulated ones up to ``--updates``.
@@ -34,8 +39,11 @@ A simulated episode touches nothing real (``real_counterpart=False``): no real e
 and its reward, submissions included, is the simulated episode's alone. A floor submission
 is accepted by the task's rule over the status the simulator showed
 (:func:`agentworld_envs.domains.floor.verdict.decided_observation`), so a simulator that
-shows the status inverted teaches the inverted branch. The real env is played only by the
-real arms and by scoring.
+shows the status inverted teaches the inverted branch. An MCP control answers every call as
+the server's twin would on its records as the control shows them
+(:mod:`trainers.experiments.mcp_record_controls`); the simulated reward, as for every MCP
+arm, checks the scenario's true answer, shown in some observation. The real env is played
+only by the real arms and by scoring.
 
 Every arm is scored on the real env (the task's own step budget) on held-out variants
 (``--eval-variants``: records and names never trained on, each in every prompt wording),
@@ -65,6 +73,9 @@ world-model answers are copied into its ``--out``; see ``docs/sim_to_real.md``):
 The MCP run (linear agent; the twin is the real env)::
 
     python examples/sim_to_real.py --task mcp:inventory --out runs/sim_to_real_mcp
+
+Its record controls alone (no world model; minutes): the same with
+``--arms sim-fixture,sim-constant,sim-shuffled``.
 """
 
 from __future__ import annotations
@@ -105,13 +116,16 @@ from floor_tasks.env import FloorEnv
 from floor_tasks.task_sets import branching_tasks, decisions
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
+from trainers.experiments.mcp_record_controls import MCP_CONTROLS, McpRecordSimulator
 
 ARMS = ("untrained", "sim", "sim-garbage", "sim-fixture", "sim-constant", "sim-inverted", "real",
-        "real-capped", "real-capped+sim")
+        "real-capped", "real-capped+sim", "sim-shuffled")
+"""Every arm (an arm's index seeds its agent's draws: new arms go last)."""
 CONTROLS = ("sim-fixture", "sim-constant", "sim-inverted")
 """Rule-based simulators of a floor task's records (:func:`record_simulator`): the true
 records, then two that are readable but wrong (one status for every record; the inverted
-status), every other field true."""
+status), every other field true. An MCP family's are
+:data:`~trainers.experiments.mcp_record_controls.MCP_CONTROLS`."""
 _WORD = re.compile(r"[a-z0-9_\-]+")
 
 
@@ -152,7 +166,8 @@ class Args:
     eval_every: int = 4
     """Updates between scores on the held-out real variants."""
     arms: list[str] = field(default_factory=list)
-    """The arms to run (default: every arm; on MCP, every arm but the floor record controls)."""
+    """The arms to run (default: every arm of the task: the floor record controls on a floor
+    task, the MCP ones on an MCP family)."""
     agent: str = "linear"
     """``linear`` (hashed features, REINFORCE) or ``ppo`` (SB3 PPO over token ids)."""
     ppo_envs: int = 8
@@ -184,7 +199,7 @@ class Args:
     fine-tuned default), any backend name registered with
     ``agentworld_envs.backends.register_backend`` (``scripted``: the placeholder, for quick
     checks), or a JSON backend spec such as ``{"name": "openai", "base_url": ...}``.
-    ``sim-garbage`` always uses the placeholder, the floor controls their own rules."""
+    ``sim-garbage`` always uses the placeholder, the record controls their own rules."""
     out: Path = Path("runs/sim_to_real")
     """Where results, curves and the world model's recorded answers go."""
     max_faults: int = DEFAULT_MAX_FAULTS
@@ -491,12 +506,23 @@ def record_path(args: Args, backend: Any) -> str | None:
     """Where the world model's answers are recorded and served again: for ``--world-model``
     only (the placeholder and the rule-based controls are not recorded, so no simulator is
     ever served another's answers)."""
+    if isinstance(backend, McpRecordSimulator):
+        return None
     name = backend.get("name") if isinstance(backend, dict) else backend
     return None if name == "scripted" else str(args.out / "world_model_calls.jsonl")
 
 
+def task_arms(task: FloorTask | McpTask) -> tuple[str, ...]:
+    """The arms a task has: the floor record controls, or an MCP family's."""
+    other = MCP_CONTROLS if isinstance(task, FloorTask) else CONTROLS
+    own = CONTROLS if isinstance(task, FloorTask) else MCP_CONTROLS
+    return tuple(a for a in ARMS if a in own or a not in other)
+
+
 def sim_backend(arm: str, world_model: Any, task: FloorTask | McpTask) -> Any:
     """The simulator an arm trains in: none for the real-only arms."""
+    if isinstance(task, McpTask) and arm in MCP_CONTROLS:
+        return McpRecordSimulator([task.scenario(v) for v in task.train], arm)
     if arm in CONTROLS:
         return record_simulator(task.task, arm)
     return {"sim": world_model, "real-capped+sim": world_model,
@@ -745,10 +771,11 @@ def main() -> None:
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
     floor = isinstance(task, FloorTask)
-    args.arms = args.arms or [a for a in ARMS if floor or a not in CONTROLS]
-    if unknown := [a for a in args.arms if a not in ARMS or (a in CONTROLS and not floor)]:
-        raise SystemExit(f"unknown arms {unknown} for {args.task}; choose from {ARMS} (the "
-                         f"record controls {CONTROLS} are for floor tasks)")
+    args.arms = args.arms or list(task_arms(task))
+    if unknown := [a for a in args.arms if a not in task_arms(task)]:
+        raise SystemExit(f"unknown arms {unknown} for {args.task}; choose from {task_arms(task)} "
+                         f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
+                         "an MCP family)")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared
