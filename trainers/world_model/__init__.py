@@ -3,6 +3,6 @@
 Modules: :mod:`.examples` (bench items to training targets), :mod:`.scratch` (a tokenizer and a
 small Qwen2 built from scratch), :mod:`.sft` (TRL ``SFTTrainer``), :mod:`.budget` (its step-or-
 time schedule), :mod:`.rewards` (rule + rubric reward functions), :mod:`.rl` (TRL
-``GRPOTrainer``), :mod:`.args` (dataclass args as CLI flags) and :mod:`.cli` (``agentworld wm
-sft`` / ``rl``). torch, transformers and TRL load only inside the functions that train.
+``GRPOTrainer``) and :mod:`.cli` (``agentworld wm sft`` / ``rl``, flags from
+:mod:`trainers.common.flags`). torch, transformers and TRL load only inside the functions that train.
 """

@@ -16,7 +16,7 @@ view (:mod:`agentworld_envs.models.compact_view`).
 The world model sees the tools' database, never the rule that accepts a submission: whether a
 ``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
 the agent sees the real answer. With ``real_counterpart=False`` no real env is built and the
-task's rule decides it over what the simulation showed (:mod:`.floor_verdict`). Candidate
+task's rule decides it over what the simulation showed (:mod:`.verdict`). Candidate
 actions are the task's gold steps among the distractors of
 :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 """
@@ -165,7 +165,7 @@ class FloorDomain(ToolDomain):
         return RealStep(observation, accepted, SUBMITTED if accepted else None, None)
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any]:
-        """The AgentFloor verifier over the simulated episode (:mod:`.floor_verdict`)."""
+        """The AgentFloor verifier over the simulated episode (:mod:`.verdict`)."""
         return simulated_verdict(_floor_ref(scenario), log.actions, log.observations,
                                  log.ending)
 
