@@ -36,6 +36,13 @@ def test_every_example_has_a_smoke_test() -> None:
         quick_check(name)
 
 
+@pytest.mark.parametrize("name", ["teamtr_evidence.py", "teamtr_reasoning.py"])
+def test_an_experiments_entry_point_reaches_its_flags(name: str, tmp_path: Path) -> None:
+    """The thin entry points whose experiment is tested through the package still run."""
+    output = run_example(name, "--help", cwd=tmp_path)
+    assert output.startswith(f"usage: {name}") and "--out" in output
+
+
 @pytest.mark.parametrize("name", sorted(QUICK_ONLY))
 def test_example_quick_check_shows_its_result(name: str, tmp_path: Path) -> None:
     output = run_example(name, *quick_check(name), cwd=tmp_path)
