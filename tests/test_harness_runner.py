@@ -20,9 +20,9 @@ from floor_tasks.harness.cli import add_commands  # noqa: F401 - the CLI must im
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.corpus_io import read_records, with_digest
 from floor_tasks.harness.pytest_plugin import AgentFloor
-from floor_tasks.harness.runner import Job, RunSettings, run_episode, run_jobs
+from floor_tasks.harness.runner import Job, run_episode, run_jobs
 from floor_tasks.harness.sweep import plan, run_sweep, single_model_config
-from floor_tasks.harness.sweep_config import load_sweep
+from floor_tasks.harness.sweep_config import InterventionFields, load_sweep
 from floor_tasks.task import load_task
 from tests.helpers.examples import HANG_GUARD_S
 
@@ -80,8 +80,8 @@ def test_callable_agent_and_settings() -> None:
         assert messages[0]["content"].endswith("Be brief.")
         return '{"name": "lookup_record", "arguments": {"record_id": "P104"}}'
 
-    settings = RunSettings.from_dict({"system_prompt_suffix": "Be brief.",
-                                      "max_steps_override": 5})
+    settings = InterventionFields(system_prompt_suffix="Be brief.",
+                                  max_steps_override=5).run_settings()
     record = run_episode("A1", agent, settings=settings)
     assert record["turns"] == 5 and record["termination"] == "step_budget_exhausted"
     assert record["verdict"]["failure_class"] == "F4" and seen == [1] * 5
@@ -89,7 +89,7 @@ def test_callable_agent_and_settings() -> None:
 
 
 def test_thinking_intervention_reaches_the_request() -> None:
-    settings = RunSettings.from_dict({"thinking": False, "extra": {"top_k": 1}})
+    settings = InterventionFields(thinking=False, extra={"top_k": 1}).run_settings()
     assert settings.sampling.extra == {"top_k": 1, "chat_template_kwargs": {
         "enable_thinking": False}}
 

@@ -42,7 +42,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert (config.tasks, config.variants, config.repeats) == ("all", ["v0"], 1)
     runs = expand(config, TASK_IDS, TIER_OF, VARIANTS_OF)
     assert [r.task_id for r in runs] == list(TASK_IDS)
-    assert runs[0].settings["temperature"] == 0.0 and runs[0].settings["seed"] == 0
+    assert runs[0].settings.temperature == 0.0 and runs[0].settings.seed == 0
     assert runs[0].run_id == "m|A01|v0|0"
 
 
@@ -143,13 +143,15 @@ def test_interventions_multiply_models(tmp_path: Path) -> None:
     by_slug = {r.model_slug: r for r in runs}
     assert list(by_slug) == ["small+think", "small+plain", "big+think", "big+plain"]
     think = by_slug["small+think"].settings
-    assert think["max_tokens"] == 2048 and think["thinking"] is True
-    assert think["extra"] == {
+    assert think.max_tokens == 2048 and think.thinking is True
+    assert think.run_settings().sampling.extra == {
         "top_k": 50, "chat_template_kwargs": {"foo": 1, "enable_thinking": True}}
     plain = by_slug["small+plain"].settings
-    assert plain["max_tokens"] == 512
-    assert plain["extra"] == {"top_k": 20, "chat_template_kwargs": {"foo": 1}}
-    assert by_slug["big+think"].settings["system_prompt_suffix"] == " /no_think"
+    assert plain.max_tokens == 512
+    assert plain.run_settings().sampling.extra == {"top_k": 20,
+                                                   "chat_template_kwargs": {"foo": 1}}
+    assert by_slug["big+think"].settings.system_prompt_suffix == " /no_think"
+    assert by_slug["big+think"].settings.run_settings().system_prompt.endswith("\n /no_think")
     assert by_slug["big+plain"].backend == {"name": "openai", "model": "b",
                                             "base_url": "http://127.0.0.1:8000/v1"}
     assert config.price_table() == {
@@ -162,8 +164,8 @@ def test_interventions_multiply_models(tmp_path: Path) -> None:
 def test_run_specs_do_not_share_mutable_settings(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + "tasks: [A1, A2]\n")
     first, second = expand(config, TASK_IDS, TIER_OF, VARIANTS_OF)
-    first.settings["extra"]["x"] = 1
-    assert second.settings["extra"] == {}
+    first.settings.extra["x"] = 1
+    assert second.settings.extra == {}
 
 
 def test_example_sweeps_load_and_expand() -> None:
@@ -175,8 +177,8 @@ def test_example_sweeps_load_and_expand() -> None:
     runs = expand(local, TASK_IDS, TIER_OF, VARIANTS_OF)
     assert len(runs) == 4 * 30 * 3
     assert all(r.backend["base_url"].startswith("http://127.0.0.1:") for r in runs)
-    assert {r.settings["extra"]["chat_template_kwargs"]["enable_thinking"] for r in runs} == {
-        True, False}
+    assert {r.settings.run_settings().sampling.extra["chat_template_kwargs"]["enable_thinking"]
+            for r in runs} == {True, False}
 
 
 def _laughs(indent: str, levels: int = 9) -> str:
@@ -232,4 +234,4 @@ def test_a_hostile_sweep_file_is_one_line_exit_2_and_nothing_written(
 def test_aliases_within_the_bound_still_work(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + "    extra: &shared {top_k: 5, stop: [x]}\n"
                        "interventions:\n  - {name: i, extra: *shared}\n")
-    assert config.arms()[0].settings["extra"] == {"top_k": 5, "stop": ["x"]}
+    assert config.arms()[0].settings.extra == {"top_k": 5, "stop": ["x"]}

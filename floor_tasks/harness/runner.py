@@ -47,21 +47,6 @@ class RunSettings:
     max_steps: int | None = None
     """Step budget override; None keeps each task's budget."""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunSettings:
-        """Build from a sweep arm's settings (``system_prompt_suffix``/``_override``, etc.)."""
-        prompt = data.get("system_prompt_override") or SYSTEM_PROMPT
-        if data.get("system_prompt_suffix"):
-            prompt = f"{prompt}\n{data['system_prompt_suffix']}"
-        extra = dict(data.get("extra") or {})
-        if data.get("thinking") is not None:
-            extra.setdefault("chat_template_kwargs", {})["enable_thinking"] = data["thinking"]
-        sampling = SamplingParams(
-            temperature=data.get("temperature", 0.0), max_tokens=data.get("max_tokens") or 512,
-            seed=data.get("seed", 0), extra=extra)
-        return cls(system_prompt=prompt, sampling=sampling,
-                   max_steps=data.get("max_steps_override"))
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form for records; the prompt itself goes to ``metadata.json``."""
         digest = hashlib.sha256(self.system_prompt.encode("utf-8", "surrogatepass")).hexdigest()

@@ -75,7 +75,7 @@ def plan(config: SweepConfig) -> list[RunSpec]:
 
 def run_seed(spec: RunSpec) -> int:
     """The seed of one run (env reset and sampling): the arm's seed plus the repeat index."""
-    return spec.settings.get("seed", 0) + spec.repeat
+    return spec.settings.seed + spec.repeat
 
 
 def _probe(backend: Backend) -> str:
@@ -207,7 +207,7 @@ def _run_arm(arm: _Arm, config: SweepConfig, arms: dict[str, Any],
              make_agent: Callable[[dict[str, Any]], Backend], batch_size: int) -> None:
     """Make the arm's backend, probe it if asked and run the arm; a failure is logged."""
     try:
-        settings = RunSettings.from_dict(arm.spec.settings)
+        settings = arm.spec.settings.run_settings()
         backend = make_agent(arm.spec.backend)
     except Exception as exc:
         arm.arm_failed(exc)

@@ -30,7 +30,9 @@ from pydantic import (
     model_validator,
 )
 
+from agentworld_envs.backends import SamplingParams
 from agentworld_envs.backends.registry import check_backend_config
+from floor_tasks.harness.runner import SYSTEM_PROMPT, RunSettings
 from floor_tasks.harness.yaml_limits import YAMLLimitError, load_yaml
 from floor_tasks.task import TIERS
 
@@ -77,6 +79,21 @@ class InterventionFields(_Strict):
     seed: int = 0
     extra: dict[str, Any] = Field(default_factory=dict)
     """Merged into the API request parameters."""
+
+    def run_settings(self) -> RunSettings:
+        """How a run with these fields is played: its system prompt, sampling and step budget
+        (``thinking`` goes to ``chat_template_kwargs.enable_thinking``; 512 tokens unless
+        ``max_tokens`` says otherwise)."""
+        prompt = self.system_prompt_override or SYSTEM_PROMPT
+        if self.system_prompt_suffix:
+            prompt = f"{prompt}\n{self.system_prompt_suffix}"
+        extra = copy.deepcopy(self.extra)
+        if self.thinking is not None:
+            extra = _deep_merge(extra, {"chat_template_kwargs": {"enable_thinking": self.thinking}})
+        sampling = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens or 512,
+                                  seed=self.seed, extra=extra)
+        return RunSettings(system_prompt=prompt, sampling=sampling,
+                           max_steps=self.max_steps_override)
 
 
 class Intervention(InterventionFields):
@@ -213,7 +230,7 @@ class Arm:
 
     slug: str
     backend: dict[str, Any]
-    settings: dict[str, Any]
+    settings: InterventionFields
     params_b: float | None
     prices: dict[str, float]
 
@@ -227,15 +244,13 @@ class Arm:
             override = intervention.model_dump(include=_SETTINGS, exclude_unset=True)
             extra = _deep_merge(settings["extra"], override.pop("extra", {}))
             settings.update(override, extra=extra)
-        if settings["thinking"] is not None:
-            thinking = {"chat_template_kwargs": {"enable_thinking": settings["thinking"]}}
-            settings["extra"] = _deep_merge(settings["extra"], thinking)
         prices = {
             key: getattr(model, key)
             for key in ("price_in_per_mtok", "price_out_per_mtok")
             if getattr(model, key) is not None
         }
-        return cls(slug, model.backend.model_dump(), settings, model.params_b, prices)
+        return cls(slug, model.backend.model_dump(), InterventionFields.model_validate(settings),
+                   model.params_b, prices)
 
 
 @dataclass(frozen=True)
@@ -244,7 +259,7 @@ class RunSpec:
 
     model_slug: str
     backend: dict[str, Any]
-    settings: dict[str, Any]
+    settings: InterventionFields
     task_id: str
     variant: str
     repeat: int
@@ -350,7 +365,7 @@ def expand(
             )
         per_task = {t: [v for v in config.variants if v in variants_of.get(t, ())] for t in tasks}
     return [
-        RunSpec(arm.slug, copy.deepcopy(arm.backend), copy.deepcopy(arm.settings), t, v, r)
+        RunSpec(arm.slug, copy.deepcopy(arm.backend), arm.settings.model_copy(deep=True), t, v, r)
         for arm in config.arms()
         for t in tasks
         for v in per_task[t]
