@@ -73,7 +73,6 @@ def _dumps(envelope: dict[str, Any]) -> str:
                                "message": f"the result cannot be encoded as JSON: {exc}"}})
 
 
-
 _INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
 
 

@@ -131,5 +131,6 @@ def test_defaults_fill_only_the_keys_a_backend_takes_and_leaves_out(
     monkeypatch.setattr(registry, "_REGISTRY", {**registry._REGISTRY, "timed": timed})
     make_backend("timed", {"timeout_s": 5.0})
     make_backend({"name": "timed", "timeout_s": 7.0}, {"timeout_s": 5.0})
-    assert built == [5.0, 7.0]
+    make_backend("timed", {"timeout_s": None})  # no default: the backend's own
+    assert built == [5.0, 7.0, 120.0]
     assert isinstance(make_backend("scripted", {"timeout_s": 5.0}), ScriptedBackend)

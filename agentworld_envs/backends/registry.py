@@ -155,7 +155,8 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
 def make_backend(config: str | dict[str, Any] | Backend,
                  defaults: dict[str, Any] | None = None) -> Backend:
     """Build a backend from its name or a config dict whose ``name`` picks the backend, with
-    ``defaults`` for the keys it takes that the config leaves out (an env's ``timeout_s``).
+    ``defaults`` for the keys it takes that the config leaves out (an env's ``timeout_s``; a
+    default of None is no default).
 
     A live :class:`Backend` is returned as is.
 
@@ -169,8 +170,8 @@ def make_backend(config: str | dict[str, Any] | Backend,
     name, factory, options = _parsed(config)
     _fit(name, factory, options)
     keys = _keys(name, factory) or ()
-    return factory(**{**{key: value for key, value in (defaults or {}).items() if key in keys},
-                      **options})
+    return factory(**{**{key: value for key, value in (defaults or {}).items()
+                         if key in keys and value is not None}, **options})
 
 
 def _known(name: object) -> str:

@@ -121,7 +121,7 @@ class ServedEnv:
 
     def _shared(self, spec: str | dict[str, Any] | Backend, record_path: str | None,
                 timeout_s: float | None) -> BatchingBackend:
-        inner = make_backend(spec, None if timeout_s is None else {"timeout_s": timeout_s})
+        inner = make_backend(spec, {"timeout_s": timeout_s})
         if record_path:  # one recorder for every session: one writer of the file
             inner = RecordingBackend(inner, record_path)
         return BatchingBackend(inner, self.settings.batch_window_s)

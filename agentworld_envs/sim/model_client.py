@@ -38,12 +38,17 @@ def model_identity(description: dict[str, Any]) -> dict[str, Any]:
     """``{"backend", "model"}`` of a backend description (and ``adapter``, the adapter's folder
     name or None, and ``draft``, for backends that take them), seen through a recording
     wrapper."""
-    inner = description.get("inner", description)
+    inner = _unwrapped(description)
     adapter = ({"adapter": Path(inner["adapter"]).name if inner["adapter"] else None}
                if "adapter" in inner else {})
     draft = {"draft": inner["draft"]} if "draft" in inner else {}
     return {"backend": inner.get("name"), "model": inner.get("model"), **adapter, **draft,
             **({"recorded_to": description["path"]} if "inner" in description else {})}
+
+
+def _unwrapped(description: dict[str, Any]) -> dict[str, Any]:
+    """The description of the backend a recording wrapper holds (or ``description`` itself)."""
+    return description.get("inner", description)
 
 
 def _backend_fault(exc: BaseException) -> Fault:
@@ -131,7 +136,7 @@ class ModelClient:
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
                  timeout_s: float | None = None) -> None:
         self._owned = not isinstance(backend, Backend)
-        self._inner = make_backend(backend, None if timeout_s is None else {"timeout_s": timeout_s})
+        self._inner = make_backend(backend, {"timeout_s": timeout_s})
         self._recording = RecordingBackend(self._inner, record_path) if record_path else None
         self.backend: Backend = self._recording or self._inner
         self.timeout_s = timeout_s
@@ -149,8 +154,7 @@ class ModelClient:
     def answers_with_placeholders(self) -> bool:
         """Whether the backend says its answers are placeholders, not a model's
         (``"placeholder": true`` in its description, as the scripted backend's)."""
-        description = self.describe()
-        return bool(description.get("inner", description).get("placeholder"))
+        return bool(_unwrapped(self.describe()).get("placeholder"))
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion | Fault]:
         """One batched backend call; each failed request, or all on a timeout, yields a fault."""
