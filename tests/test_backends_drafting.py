@@ -3,7 +3,6 @@ tiny model: the decoder against the ragged one, and the ``hf`` backend's ``draft
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from agentworld_envs.backends import ChatRequest, SamplingParams
 from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup
 from agentworld_envs.backends.hf import HFBackend
 from agentworld_envs.backends.ragged import RaggedDecoder, ragged_decoder
+from tests.helpers.decoding import VOCAB, greedy, token_prompts
 
 
 @pytest.fixture(scope="module")
@@ -35,35 +35,6 @@ def drafted(ragged: RaggedDecoder, **kwargs: Any) -> DraftedDecoder:
     import torch
 
     return DraftedDecoder(torch, ragged, pad_id=0, **kwargs)
-
-
-def greedy(ragged: RaggedDecoder, prompts: list[list[int]], max_new_tokens: int,
-           eos_ids: set[int] = frozenset()) -> list[list[int]]:
-    """Plain greedy decoding, one token per forward pass (the reference)."""
-    return ragged.decode(prompts, max_new_tokens, set(eos_ids),
-                         lambda rows, scores: scores.float().argmax(dim=-1))
-
-
-VOCAB = 400
-"""Token ids drawn here stay below this (the tiny model has about 500)."""
-
-
-def token_prompts(seed: int, count: int) -> list[list[int]]:
-    """Prompts of 1 to 300 tokens: random ones, ones repeating a phrase (so n-grams match),
-    and runs of distinct tokens (so none does)."""
-    rng = random.Random(seed)
-    prompts = []
-    for i in range(count):
-        length = rng.choice([1, 3, 12, 40, 120, 300])
-        if i % 3 == 0:
-            prompts.append([rng.randrange(3, VOCAB) for _ in range(length)])
-        elif i % 3 == 1:
-            phrase = [rng.randrange(3, VOCAB) for _ in range(rng.randint(2, 9))]
-            prompts.append((phrase * (length // len(phrase) + 1))[:length])
-        else:
-            start = rng.randrange(3, VOCAB - length)
-            prompts.append(list(range(start, start + length)))
-    return prompts
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -181,7 +152,8 @@ def test_hf_drafted_answers_are_the_plain_answers(tiny_lm_dir: Path, plain: HFBa
         assert [c.raw["token_ids"] for c in out] == [c.raw["token_ids"] for c in reference]
         assert [(c.text, c.finish_reason, c.usage) for c in out] == [
             (c.text, c.finish_reason, c.usage) for c in reference]
-        assert all(set(c.raw["draft"]) == {"forwards", "proposed", "accepted"} for c in out)
+        assert all(set(c.raw["draft"]) == {"forwards", "proposed", "accepted", "reused"}
+                   for c in out)
     assert all("draft" not in c.raw for c in reference)
 
 

