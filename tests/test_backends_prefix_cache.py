@@ -150,13 +150,17 @@ def test_drafted_decoding_from_kept_prefixes_gives_the_same_tokens(
     assert first == greedy(scratch, prompts, 20)
     assert [s.reused for s in first_stats] == [0] * len(prompts)
     follow = conversation(prompts, first, 5)
-    # a row that shares only part of a kept prompt, and one that repeats a kept prompt
+    # a row that shares only part of a kept prompt, one that repeats a kept prompt, and one
+    # that shares nothing (run alone while the others' rests run in one batch)
     follow[0] = prompts[4][: len(prompts[4]) // 2] + [7, 8, 9]
     follow[1] = list(prompts[2])
+    follow.append([VOCAB + 1] + prompts[3])
     out, stats = decoder.decode(follow, 20, set())
     assert out == greedy(scratch, follow, 20)
+    assert len(prompts[4]) // 2 > 0
     assert stats[0].reused == len(prompts[4]) // 2 and stats[1].reused == len(prompts[2]) - 1
-    assert [s.reused for s in stats[2:]] == [len(p) for p in prompts[2:]]
+    assert [s.reused for s in stats[2:-1]] == [len(p) for p in prompts[2:]]
+    assert stats[-1].reused == 0
 
 
 def test_a_small_budget_keeps_the_tokens_and_reuses_less(model: Any,

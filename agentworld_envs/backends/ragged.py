@@ -8,7 +8,8 @@ decode in a cache that grows in place (:mod:`~agentworld_envs.backends.growing_c
 row leaves the batch when it ends. Greedy tokens are those of ``generate``;
 sampled rows draw from their own generators exactly as there. With a
 :class:`~agentworld_envs.backends.prefix_cache.PrefixCache`, a prompt is prefilled only from
-where it parts from the longest kept prompt it starts with, and is kept in turn.
+where it parts from the longest kept prompt it starts with (the rests of a batch's prompts in
+one forward pass), and is kept in turn.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def ragged_decoder(torch: Any, model: Any, prefixes: PrefixCache | None = None
         return None
     keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else (
         "past_key_values")
-    return RaggedDecoder(torch, model, DynamicCache, GrowingCache.joined, keyword, prefixes)
+    return RaggedDecoder(torch, model, GrowingCache.joined, keyword, prefixes)
 
 
 def _cache_of(output: Any) -> Any:
@@ -66,11 +67,10 @@ def _cache_of(output: Any) -> Any:
 class RaggedDecoder:
     """Decodes token-id prompts of different lengths in one batch (see the module docstring)."""
 
-    def __init__(self, torch: Any, model: Any, cache_type: type, joined: Callable[..., Any],
-                 cache_keyword: str, prefixes: PrefixCache | None = None) -> None:
+    def __init__(self, torch: Any, model: Any, joined: Callable[..., Any], cache_keyword: str,
+                 prefixes: PrefixCache | None = None) -> None:
         self._torch = torch
         self._model = model
-        self._cache_type = cache_type
         self._joined = joined
         self._cache_keyword = cache_keyword
         self.prefixes = prefixes
@@ -87,23 +87,30 @@ class RaggedDecoder:
             return self._loop(cache, mask, positions, scores, max_new_tokens, eos_ids, pick)
 
     def prefill(self, prompts: Sequence[list[int]]) -> Prefilled:
-        """Each prompt run alone at its own length (from its kept prefix), the caches joined.
-        Call under ``inference_mode``."""
+        """Each prompt run alone at its own length, or, for the prompts that start with a kept
+        one, the rest of them in one batch; the caches joined. Call under
+        ``inference_mode``."""
         torch = self._torch
         device = self._model.device
         longest = max(len(p) for p in prompts)
         # every lookup before any prompt is kept, so no row's prefix is dropped for another's
         kept = [self.prefixes.longest(p) if self.prefixes else (0, None) for p in prompts]
-        rows, last = [], []
-        for prompt, (reused, past) in zip(prompts, kept, strict=True):
-            output = self._model(input_ids=torch.tensor([prompt[reused:]], device=device),
-                                 use_cache=True, logits_to_keep=1,
-                                 **self._past(reused, past))
-            layers = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
+        rows: list[Any] = [None] * len(prompts)
+        last: list[Any] = [None] * len(prompts)
+        resumed = [row for row, (reused, _) in enumerate(kept) if reused]
+        if resumed:
+            for row, layers, scores in zip(resumed, *self._rests(
+                    [prompts[row] for row in resumed], [kept[row] for row in resumed]),
+                    strict=True):
+                rows[row], last[row] = layers, scores
+        for row, prompt in enumerate(prompts):
+            if rows[row] is None:
+                output = self._model(input_ids=torch.tensor([prompt], device=device),
+                                     use_cache=True, logits_to_keep=1)
+                rows[row] = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
+                last[row] = output.logits[0, -1]
             if self.prefixes:
-                self.prefixes.put(prompt, layers)
-            rows.append(layers)
-            last.append(output.logits[0, -1])
+                self.prefixes.put(prompt, rows[row])
         cache = self._joined(rows)
         mask = torch.zeros((len(prompts), longest), dtype=torch.long, device=device)
         for row, prompt in enumerate(prompts):
@@ -111,15 +118,36 @@ class RaggedDecoder:
         positions = torch.tensor([len(p) for p in prompts], device=device)
         return Prefilled(cache, mask, positions, torch.stack(last), [n for n, _ in kept])
 
-    def _past(self, reused: int, layers: Any) -> dict[str, Any]:
-        """The model's cache argument holding the first ``reused`` positions of a kept
-        prompt's ``layers``; none when nothing is reused."""
-        if not reused:
-            return {}
-        cache = self._cache_type()
-        for index, (keys, values) in enumerate(layers):
-            cache.update(keys[..., :reused, :], values[..., :reused, :], index)
-        return {self._cache_keyword: cache}
+    def _rests(self, prompts: Sequence[list[int]], kept: Sequence[tuple[int, Any]]
+               ) -> tuple[list[Any], list[Any]]:
+        """Each prompt's keys and values and last scores, running only what follows its kept
+        prefix, all rows in one forward pass: the kept prefixes joined left-padded, the rests
+        after them right-padded, the padding masked, so each row's own positions stay
+        contiguous."""
+        torch = self._torch
+        device = self._model.device
+        past = max(reused for reused, _ in kept)
+        rests = [len(p) - reused for p, (reused, _) in zip(prompts, kept, strict=True)]
+        cache = self._joined([[(keys[..., :reused, :], values[..., :reused, :])
+                               for keys, values in layers] for reused, layers in kept],
+                             room=max(rests))
+        tokens = torch.zeros((len(prompts), max(rests)), dtype=torch.long, device=device)
+        mask = torch.zeros((len(prompts), past + max(rests)), dtype=torch.long, device=device)
+        for row, (prompt, (reused, _), rest) in enumerate(zip(prompts, kept, rests,
+                                                               strict=True)):
+            tokens[row, :rest] = torch.tensor(prompt[reused:], device=device)
+            mask[row, past - reused : past + rest] = 1
+        positions = (torch.tensor([reused for reused, _ in kept], device=device)[:, None]
+                     + torch.arange(max(rests), device=device))
+        ends = sorted(set(rest - 1 for rest in rests))
+        logits = self._model(input_ids=tokens, attention_mask=mask, position_ids=positions,
+                             use_cache=True, logits_to_keep=torch.tensor(ends, device=device),
+                             **{self._cache_keyword: cache}).logits
+        layers = [[(layer.keys[row : row + 1, :, past - reused : past + rest].clone(),
+                    layer.values[row : row + 1, :, past - reused : past + rest].clone())
+                   for layer in cache.layers]
+                  for row, ((reused, _), rest) in enumerate(zip(kept, rests, strict=True))]
+        return layers, [logits[row, ends.index(rest - 1)] for row, rest in enumerate(rests)]
 
     def forward(self, tokens: Any, mask: Any, positions: Any, cache: Any) -> Any:
         """The scores of ``tokens`` (rows by columns) at ``positions`` (the same shape),
