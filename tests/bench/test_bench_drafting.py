@@ -162,3 +162,59 @@ def test_env_episode(benchmark: Any, backend: HFBackend, domain: str, num_envs: 
                            cpu_plain_over_this=round(plain_cpu / sum(cpu[0]), 2))
     benchmark.extra_info.update(figures)
     print(f"\n[{domain} x{num_envs} {setting}] {figures}")
+
+
+@pytest.mark.parametrize("domain", ["floor", "mcp"])
+def test_prefill_from_kept_prefixes(benchmark: Any, backend: HFBackend, domain: str) -> None:
+    """The prefill of a vector of 16's second-step prompts, from scratch and from the first
+    step's kept prompts, timed alternately (3 rounds each) in one run: the prefix cache's own
+    share of a step, without the decoding's noise."""
+    import torch
+
+    from agentworld_envs.backends.prefix_cache import PrefixCache
+
+    _use(backend, "plain")
+    prompts: list[list[list[int]]] = []
+    generate = backend._generate
+
+    def spy(requests: Any, texts: list[str], hints: Any = None) -> Any:
+        prompts.append(backend._token_ids(texts))
+        return generate(requests, texts, hints)
+
+    backend._generate = spy  # type: ignore[method-assign]
+    env = _env(domain, 16, backend)
+    try:
+        _, info = env.reset(seed=0)
+        calls = _calls(info, 16)
+        env.step(calls)
+        env.step(calls)
+    finally:
+        del backend._generate
+        env.close()
+    first, second = prompts[0], prompts[1]
+    decoder = backend._decoder
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    reused = 0
+
+    def rounds() -> None:
+        nonlocal reused
+        for _ in range(3):
+            for kept in (False, True):
+                decoder.prefixes = PrefixCache(EMBEDDED_PREFIX_CACHE) if kept else None
+                with torch.inference_mode():
+                    if kept:
+                        decoder.prefill(first)
+                    start = time.process_time()
+                    filled = decoder.prefill(second)
+                    cpu[kept].append(time.process_time() - start)
+                if kept:
+                    reused = sum(filled.reused)
+        decoder.prefixes = None
+
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    figures = {"prompt_tokens": sum(map(len, second)), "reused": reused,
+               "cpu_s_from_scratch": round(min(cpu[False]), 2),
+               "cpu_s_from_kept": round(min(cpu[True]), 2),
+               "scratch_over_kept": round(min(cpu[False]) / min(cpu[True]), 2)}
+    benchmark.extra_info.update(figures)
+    print(f"\n[{domain} x16 prefill, step 2] {figures}")
