@@ -11,24 +11,13 @@ import pytest
 from agentworld_envs.backends import ChatRequest, SamplingParams
 from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup
 from agentworld_envs.backends.hf import HFBackend
-from agentworld_envs.backends.ragged import RaggedDecoder, ragged_decoder
+from agentworld_envs.backends.ragged import RaggedDecoder
 from tests.helpers.decoding import VOCAB, greedy, token_prompts
 
 
-@pytest.fixture(scope="module")
-def model(tiny_lm_dir: Path) -> Any:
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval()
-
-
-@pytest.fixture(scope="module")
-def ragged(model: Any) -> RaggedDecoder:
-    import torch
-
-    decoder = ragged_decoder(torch, model)
-    assert decoder is not None
-    return decoder
+@pytest.fixture
+def ragged(tiny_ragged: RaggedDecoder) -> RaggedDecoder:
+    return tiny_ragged
 
 
 def drafted(ragged: RaggedDecoder, **kwargs: Any) -> DraftedDecoder:

@@ -86,20 +86,14 @@ def test_a_bad_budget_is_refused(bad: Any) -> None:
 # Decoding from kept prefixes.
 
 
-@pytest.fixture(scope="module")
-def model(tiny_lm_dir: Path) -> Any:
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval()
+@pytest.fixture
+def model(tiny_lm_model: Any) -> Any:
+    return tiny_lm_model
 
 
-@pytest.fixture(scope="module")
-def scratch(model: Any) -> RaggedDecoder:
-    import torch
-
-    decoder = ragged_decoder(torch, model)
-    assert decoder is not None
-    return decoder
+@pytest.fixture
+def scratch(tiny_ragged: RaggedDecoder) -> RaggedDecoder:
+    return tiny_ragged
 
 
 def cached(model: Any, tokens: int = 100_000) -> RaggedDecoder:

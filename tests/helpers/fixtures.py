@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,26 @@ def hf_offline() -> Iterator[None]:
 def tiny_lm_dir(hf_offline: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-weight chat model saved to a temporary directory."""
     return build_tiny_lm(tmp_path_factory.mktemp("tiny_lm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_model(tiny_lm_dir: Path) -> Any:
+    """The tiny model, loaded for inference."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_ragged(tiny_lm_model: Any) -> Any:
+    """A ragged decoder on the tiny model, with no prefix cache (it holds no state)."""
+    import torch
+
+    from agentworld_envs.backends.ragged import ragged_decoder
+
+    decoder = ragged_decoder(torch, tiny_lm_model)
+    assert decoder is not None
+    return decoder
 
 
 @pytest.fixture(scope="session")
