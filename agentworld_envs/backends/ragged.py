@@ -140,20 +140,21 @@ class RaggedDecoder:
         positions = (torch.tensor([reused for reused, _ in kept], device=device)[:, None]
                      + torch.arange(max(rests), device=device))
         ends = sorted(set(rest - 1 for rest in rests))
-        logits = self._model(input_ids=tokens, attention_mask=mask, position_ids=positions,
-                             use_cache=True, logits_to_keep=torch.tensor(ends, device=device),
-                             **{self._cache_keyword: cache}).logits
+        logits = self.forward(tokens, mask, positions, cache,
+                              keep=torch.tensor(ends, device=device))
         layers = [[(layer.keys[row : row + 1, :, past - reused : past + rest].clone(),
                     layer.values[row : row + 1, :, past - reused : past + rest].clone())
                    for layer in cache.layers]
                   for row, ((reused, _), rest) in enumerate(zip(kept, rests, strict=True))]
         return layers, [logits[row, ends.index(rest - 1)] for row, rest in enumerate(rests)]
 
-    def forward(self, tokens: Any, mask: Any, positions: Any, cache: Any) -> Any:
+    def forward(self, tokens: Any, mask: Any, positions: Any, cache: Any, keep: Any = 0) -> Any:
         """The scores of ``tokens`` (rows by columns) at ``positions`` (the same shape),
-        appended to ``cache``, whose columns and the new ones ``mask`` covers."""
+        appended to ``cache``, whose columns and the new ones ``mask`` covers; only at the
+        columns ``keep`` (a tensor of indices) when given."""
         return self._model(input_ids=tokens, attention_mask=mask, position_ids=positions,
-                           use_cache=True, **{self._cache_keyword: cache}).logits
+                           use_cache=True, logits_to_keep=keep,
+                           **{self._cache_keyword: cache}).logits
 
     def _loop(self, cache: Any, mask: Any, positions: Any, scores: Any, max_new_tokens: int,
               eos_ids: set[int], pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
