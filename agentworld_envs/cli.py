@@ -105,7 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "takes_config_flags", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra  # a library config's own flags (``agentworld wm sft``)
         args.argv = argv  # for commands that print how to resume them
         status = int(args.handler(args) or 0)
         sys.stdout.flush()  # a broken pipe shows here, not at exit

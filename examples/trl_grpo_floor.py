@@ -25,12 +25,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.common.flags import parse_args
+from trainers.common.flags import parse_with_config
 
 
 @dataclass
 class Args:
-    """Command-line settings (CleanRL style: one flat dataclass)."""
+    """Our settings (CleanRL style: one flat dataclass); TRL's ``GRPOConfig`` takes the rest
+    (``--max_steps``, ``--num_generations``, ``--learning_rate``, ...; see ``--help``)."""
 
     model: str | None = None
     """A local model directory; by default a tiny model is built and warm-started."""
@@ -40,21 +41,22 @@ class Args:
     """Comma-separated variants per task (rows of the dataset)."""
     adapter: str = "turns"
     """``turns`` (TurnRollout, our semantics) or ``tools`` (environment_factory tool loop)."""
-    max_steps: int = 2
-    """GRPO optimiser steps."""
-    num_generations: int = 8
-    """Completions per prompt (the GRPO group)."""
-    per_device_batch: int = 16
-    """Completions per device per step (a multiple of num_generations)."""
-    max_completion_length: int = 160
-    """Tokens of a whole episode (all turns and tool results)."""
-    temperature: float = 0.5
-    learning_rate: float = 1e-3
-    loss_type: str = "grpo"
-    importance_sampling_level: str = "token"
-    """``sequence`` with loss_type ``grpo`` is GSPO."""
-    output_dir: str = "runs/trl_grpo_floor"
-    seed: int = 0
+
+
+def grpo_config() -> tuple[type, dict]:
+    """TRL's ``GRPOConfig`` and where this script starts it: 2 steps of 16 rollouts in groups
+    of 8, 160 tokens a whole episode (all turns and tool results), token-level GRPO
+    (``--importance_sampling_level sequence`` is GSPO), on CPU unless CUDA is there."""
+    import torch
+    from trl import GRPOConfig
+
+    cuda = torch.cuda.is_available()
+    return GRPOConfig, {
+        "output_dir": "runs/trl_grpo_floor", "max_steps": 2, "num_generations": 8,
+        "per_device_train_batch_size": 16, "max_completion_length": 160, "temperature": 0.5,
+        "learning_rate": 1e-3, "loss_type": "grpo", "importance_sampling_level": "token",
+        "scale_rewards": "group", "report_to": [], "logging_steps": 1, "save_strategy": "no",
+        "seed": 0, "disable_tqdm": True, "bf16": cuda, "use_cpu": not cuda}
 
 
 def tiny_model(rows: list[dict], directory: Path, *, tool_methods: bool) -> str:
@@ -87,12 +89,12 @@ def tiny_model(rows: list[dict], directory: Path, *, tool_methods: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(Args, argv, prog=Path(__file__).name)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    args, config = parse_with_config(Args, grpo_config, argv, prog=Path(__file__).name)
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from agentworld_envs.trl import (
         TurnRollout,
@@ -104,20 +106,12 @@ def main(argv: list[str] | None = None) -> None:
 
     tasks, variants = args.tasks.split(","), args.variants.split(",")
     rows = floor_rows(tasks, variants, system_prompt=None if args.model else
-                      "Use the tools, then answer.", seed=args.seed)
+                      "Use the tools, then answer.", seed=config.seed)
     turns = args.adapter == "turns"
     model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")),
                                      tool_methods=not turns)
     make = turn_environment_class if turns else environment_class
     factory = {t: make(f"AgentFloor/{t}-v0") for t in tasks}
-    config = GRPOConfig(
-        output_dir=args.output_dir, max_steps=args.max_steps,
-        per_device_train_batch_size=args.per_device_batch, num_generations=args.num_generations,
-        max_completion_length=args.max_completion_length, temperature=args.temperature,
-        learning_rate=args.learning_rate, loss_type=args.loss_type,
-        importance_sampling_level=args.importance_sampling_level, scale_rewards="group",
-        report_to=[], logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
-        bf16=bool(args.model) and _cuda(), use_cpu=not _cuda())
     trainer = GRPOTrainer(
         model=model, args=config, processing_class=AutoTokenizer.from_pretrained(model),
         train_dataset=Dataset.from_list(rows), reward_funcs=[environment_reward],
@@ -135,14 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"step {step} trained nothing: grad_norm 0 (GRPO learns only from groups "
                   f"whose rewards differ: {1 - entry['frac_reward_zero_std']:.0%} here)")
     tokens = trainer.state.num_input_tokens_seen
-    print(f"{args.max_steps} steps in {seconds:.1f} s: {args.max_steps / seconds:.3f} steps/s, "
+    print(f"{config.max_steps} steps in {seconds:.1f} s: {config.max_steps / seconds:.3f} steps/s, "
           f"{tokens / seconds:.0f} tokens/s")
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 if __name__ == "__main__":

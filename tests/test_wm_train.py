@@ -179,10 +179,11 @@ def test_wm_sft_loss_falls_logs_to_tensorboard_and_checkpoints(tiny_lm_dir: Path
                                                                train_file: Path,
                                                                tmp_path: Path) -> None:
     out = tmp_path / "sft"
-    assert main(["wm", "sft", "--train", str(train_file), "--out", str(out), "--model",
-                 str(tiny_lm_dir), "--steps", "12", "--batch-size", "4", "--lr", "1e-2",
-                 "--warmup", "2", "--max-length", "384", "--log-every", "1", "--threads", "1",
-                 "--save-every", "6"]) == 0
+    assert main(["wm", "sft", "--train", str(train_file), "--model", str(tiny_lm_dir),
+                 "--threads", "1", "--output_dir", str(out), "--max_steps", "12",
+                 "--per_device_train_batch_size", "4", "--learning-rate", "1e-2",
+                 "--warmup_steps", "2", "--max_length", "384", "--logging_steps", "1",
+                 "--save_strategy", "steps", "--save_steps", "6"]) == 0
     saved = json.loads((out / "training_args.json").read_text())
     losses = [loss for _, loss in saved["losses"]]
     assert saved["steps_done"] == 12 and len(losses) == 12
@@ -199,10 +200,11 @@ def test_sft_loss_is_taken_on_the_target_tokens_only(tiny_lm_dir: Path, tmp_path
     from trainers.world_model.sft import SFTArgs, encode, load_model, sft_config, sft_dataset
 
     items = [i for i in load_sample() if i.task == "floor"][:3]
-    args = SFTArgs(train="", out=str(tmp_path / "o"), model=str(tiny_lm_dir), max_length=300)
+    args = SFTArgs(train="", model=str(tiny_lm_dir))
     model, tokenizer = load_model(args.model)
-    trainer = SFTTrainer(model=model, args=sft_config(args), processing_class=tokenizer,
-                         train_dataset=sft_dataset(tokenizer, items, args))
+    config = sft_config(output_dir=str(tmp_path / "o"), max_length=300)
+    trainer = SFTTrainer(model=model, args=config, processing_class=tokenizer,
+                         train_dataset=sft_dataset(tokenizer, items, args, config.max_length))
     rows = trainer.train_dataset
     assert len(rows) == 3 and max(len(ids) for ids in rows["input_ids"]) == 300  # one was cut
     for item, ids, labels in zip(items, rows["input_ids"], rows["labels"], strict=True):
@@ -235,10 +237,11 @@ def test_sft_from_scratch_builds_a_sectioned_chat(train_file: Path, tmp_path: Pa
 
     from trainers.world_model.sft import encode
 
-    assert main(["wm", "sft", "--train", str(train_file), "--out", str(tmp_path / "scratch"),
-                 "--steps", "2", "--batch-size", "2", "--vocab-size", "400", "--hidden-size",
-                 "32", "--layers", "1", "--heads", "2", "--intermediate-size", "64",
-                 "--max-length", "512", "--threads", "1", "--seed", "3"]) == 0
+    assert main(["wm", "sft", "--train", str(train_file), "--vocab-size", "400",
+                 "--hidden-size", "32", "--layers", "1", "--heads", "2", "--intermediate-size",
+                 "64", "--threads", "1", "--output_dir", str(tmp_path / "scratch"),
+                 "--max_steps", "2", "--per_device_train_batch_size", "2", "--max_length", "512",
+                 "--seed", "3"]) == 0
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "scratch")
     item = load_sample()[0]
     prompt = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
@@ -263,20 +266,26 @@ def test_chat_template_without_the_marker_shows_the_whole_system_prompt() -> Non
 
 # --- RL ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("algorithm, level", [("gspo", "sequence"), ("grpo", "token")])
-def test_gspo_and_grpo_map_to_grpo_config(algorithm: str, level: str) -> None:
-    from trainers.world_model.rl import RLArgs, grpo_config
+def test_grpo_config_starts_as_gspo_and_takes_trl_flags() -> None:
+    from trl import GRPOConfig
 
-    config = grpo_config(RLArgs(train="t", model="m", out="o", algorithm=algorithm,
-                                prompts_per_step=3, group_size=4, epochs=2, clip=0.1,
-                                judge='{"name": "x"}', judge_weight=0.3))
-    assert (config.importance_sampling_level, config.loss_type) == (level, "grpo")
-    assert config.scale_rewards == "group" and config.beta == 0.0
-    assert (config.num_generations, config.per_device_train_batch_size) == (4, 12)
-    assert (config.num_iterations, config.epsilon) == (2, 0.1)
-    assert config.reward_weights == pytest.approx([0.7, 0.3])
-    assert config.report_to == ["tensorboard"]
-    assert grpo_config(RLArgs(train="t", model="m", out="o")).reward_weights == [1.0]
+    from trainers.common.flags import parse_config
+    from trainers.world_model.rl import GRPO_DEFAULTS, RLArgs, grpo_config
+
+    config = grpo_config()
+    assert (config.importance_sampling_level, config.loss_type) == ("sequence", "grpo")
+    assert config.scale_rewards == "group" and config.beta == 0.0 and not config.bf16
+    assert (config.num_generations, config.per_device_train_batch_size) == (4, 16)
+    assert config.report_to == ["tensorboard"] and config.reward_weights is None
+    grpo = parse_config(GRPOConfig, ["--importance_sampling_level", "token", "--epsilon", "0.1",
+                                     "--num-generations", "3", "--per_device_train_batch_size",
+                                     "12"], {**GRPO_DEFAULTS, "bf16": False})
+    assert (grpo.importance_sampling_level, grpo.epsilon, grpo.num_generations) == (
+        "token", 0.1, 3)
+    assert (grpo.per_device_train_batch_size, grpo.num_iterations, grpo.max_steps) == (12, 2, 20)
+    assert RLArgs(train="t", model="m", judge='{"name": "x"}',
+                  judge_weight=0.3).reward_weights() == pytest.approx([0.7, 0.3])
+    assert RLArgs(train="t", model="m", judge_weight=0.3).reward_weights() == [1.0]
 
 
 def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
@@ -286,11 +295,12 @@ def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
     out = tmp_path / "rl"
     judge = json.dumps({"name": "wm_test_cycling_judge", "scores": [1, 2]})  # unequal in a group
     assert main(["wm", "rl", "--train", str(train_file), "--model", str(tiny_lm_dir),
-                 "--out", str(out), "--algorithm", "grpo", "--steps", "2",
-                 "--prompts-per-step", "2", "--group-size", "2", "--epochs", "1",
-                 "--max-new-tokens", "8", "--max-length", "256", "--lr", "1e-2",
-                 "--judge", judge, "--judge-weight", "0.5", "--threads", "1",
-                 "--save-every", "1"]) == 0
+                 "--max-prompt-length", "256", "--judge", judge, "--judge-weight", "0.5",
+                 "--threads", "1", "--output_dir", str(out), "--importance_sampling_level",
+                 "token", "--max_steps", "2", "--per_device_train_batch_size", "4",
+                 "--num_generations", "2", "--num_iterations", "1",
+                 "--max_completion_length", "8", "--learning_rate", "1e-2",
+                 "--save_strategy", "steps", "--save_steps", "1"]) == 0
     history = json.loads((out / "rl_args.json").read_text())["history"]
     assert len(history) == 2
     for step in history:
@@ -307,19 +317,51 @@ def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
     assert all(isinstance(o, str) for o in generate_with_hf_backend(out / "checkpoint-1"))
 
 
-def test_dataclass_flags_round_trip() -> None:
+def test_our_flags_round_trip_beside_trl_flags() -> None:
     from trainers.world_model.rl import RLArgs
 
     parser = argparse.ArgumentParser()
     add_dataclass_args(parser, RLArgs)
-    args = parser.parse_args(["--train", "t", "--model", "m", "--out", "o", "--steps", "3",
-                              "--algorithm", "grpo"])
+    args, rest = parser.parse_known_args(["--train", "t", "--model", "m", "--max_steps", "3",
+                                          "--max_prompt_length", "64"])
     built = dataclass_from_args(RLArgs, args)
-    assert (built.steps, built.algorithm, built.clip, built.judge) == (3, "grpo", 0.2, "")
+    assert (built.max_prompt_length, built.judge, built.judge_weight) == (64, "", 0.3)
+    assert rest == ["--max_steps", "3"]  # TRL's, for parse_config
     with pytest.raises(SystemExit):
-        parser.parse_args(["--model", "m", "--out", "o"])
+        parser.parse_args(["--model", "m"])
+
+
+def test_trl_config_flags_start_from_our_defaults_and_fail_in_one_line() -> None:
+    from trl import SFTConfig
+
+    from trainers.common.args import ConfigError
+    from trainers.common.flags import config_help, parse_config
+    from trainers.world_model.sft import SFT_DEFAULTS
+
+    defaults = {**SFT_DEFAULTS, "bf16": False}
+    config = parse_config(SFTConfig, ["--max-steps", "7", "--learning_rate=0.5"], defaults)
+    assert (config.max_steps, config.learning_rate, config.max_length) == (7, 0.5, 2048)
+    # A default the flag's own parser could not read back ("non_padding" is not a boolean).
+    assert config.include_num_input_tokens_seen == "non_padding"
+    assert parse_config(SFTConfig, [], defaults).to_dict() == SFTConfig(**defaults).to_dict()
+    for argv, message in ((["--learnig_rate", "1"], "did you mean --learning_rate"),
+                          (["--max_steps", "x"], "invalid int value: 'x'"),
+                          (["--bf16", "true"], "use_cpu")):
+        with pytest.raises(ConfigError, match=message) as error:
+            parse_config(SFTConfig, argv, defaults)
+        assert "\n" not in str(error.value) and str(error.value).startswith("SFTConfig: ")
+    listed = config_help(SFTConfig, defaults)
+    assert "--learning_rate" in listed and "(default: 0.002)" in listed
+
+
+def test_wm_sft_help_lists_trl_flags_and_other_commands_refuse_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        parser.parse_args(["--train", "t", "--model", "m", "--out", "o", "--algorithm", "ppo"])
+        main(["wm", "sft", "--help"])
+    text = capsys.readouterr().out
+    assert "--lora-rank" in text and "SFTConfig flags" in text and "--max_steps" in text
+    assert main(["floor", "list", "--max_steps", "3"]) == 2
+    assert "unrecognized arguments: --max_steps 3" in capsys.readouterr().err
 
 
 def test_hf_backend_serves_as_world_model_and_judge(tiny_lm_dir: Path) -> None:
@@ -349,16 +391,14 @@ def test_all_turns_labels_every_observation_once_per_trajectory(tiny_lm_dir: Pat
     finals = final_turns(items)
     assert len({(i.source["run_id"]) for i in items}) == len(finals)
     last = max(finals, key=lambda i: i.turn_idx)
-    ids, labels = sft_example(tokenizer, last,
-                              SFTArgs(train="", out="", all_turns=True, max_length=10**6))
+    ids, labels = sft_example(tokenizer, last, SFTArgs(train="", all_turns=True), 10**6)
     learned = tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label >= 0])
     for _, observation in last.history():
         assert observation.split("\n", 1)[1].strip() in learned
     assert "**Environment Observation:**" not in learned
     assert learned.endswith(target_text(last, False) + "<|im_end|>")
     assert "### Turn" not in learned and last.system_str[:40] not in learned
-    only = SFTArgs(train="", out="", all_turns=False, max_length=10**6)
-    ids, labels = sft_example(tokenizer, last, only)
+    ids, labels = sft_example(tokenizer, last, SFTArgs(train="", all_turns=False), 10**6)
     assert tokenizer.decode([t for t, lab in zip(ids, labels, strict=True) if lab >= 0]) == \
         target_text(last, False) + "<|im_end|>"
 

@@ -4,7 +4,8 @@ Each field becomes ``--field-name`` (a field without a default is a required fla
 the docstring under the field (CleanRL's style) or, failing that, its entry in the class
 docstring's ``Attributes:`` section, with the default. Booleans become ``--flag/--no-flag``,
 ``Literal`` fields take their choices, ``dict`` fields JSON, ``list`` fields comma-separated
-items, and an optional field also ``none``.
+items, and an optional field also ``none``. A Transformers or TRL config object (``SFTConfig``,
+``GRPOConfig``) is read from its own flags by :func:`parse_config`, with the library's parser.
 
 Example:
     >>> from dataclasses import dataclass
@@ -23,15 +24,19 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import difflib
 import inspect
 import json
 import re
 import textwrap
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
-__all__ = ["add_dataclass_args", "dataclass_from_args", "field_docs", "parse_args"]
+from trainers.common.args import ConfigError
+
+__all__ = ["ConfigHelp", "add_dataclass_args", "config_help", "dataclass_from_args", "field_docs",
+           "parse_args", "parse_config", "parse_with_config"]
 
 T = TypeVar("T")
 
@@ -99,18 +104,19 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     for item in dataclasses.fields(cls):
-        flag = "--" + item.name.replace("_", "-")
+        flags = ["--" + item.name.replace("_", "-")] + (["--" + item.name] if "_" in item.name
+                                                        else [])
         required = (item.default is dataclasses.MISSING
                     and item.default_factory is dataclasses.MISSING)
         default = None if required else (item.default if item.default is not dataclasses.MISSING
                                          else item.default_factory())
         text = docs.get(item.name, "") + ("" if required else f" (default: {default})")
         if hints[item.name] is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=default,
                                 required=required, help=text)
             continue
         convert, extra = _converter(hints[item.name])
-        parser.add_argument(flag, type=convert, default=default, required=required, help=text,
+        parser.add_argument(*flags, type=convert, default=default, required=required, help=text,
                             metavar=item.name.upper(), **extra)
 
 
@@ -124,3 +130,85 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None, prog: str | None
     parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls))
     add_dataclass_args(parser, cls)
     return dataclass_from_args(cls, parser.parse_args(argv))
+
+
+def _config_parser(config_cls: type, defaults: dict[str, Any], prog: str | None) -> Any:
+    """Transformers' ``HfArgumentParser`` for ``config_cls``, whose errors raise
+    :class:`~trainers.common.args.ConfigError` instead of exiting, and whose flags default to
+    ``defaults`` (shown in ``--help``) and to nothing else (a flag not given is left out)."""
+    from transformers import HfArgumentParser
+
+    class Parser(HfArgumentParser):
+        def error(self, message: str) -> typing.NoReturn:
+            raise ConfigError(config_cls.__name__, message)
+
+    parser = Parser(config_cls, prog=prog, allow_abbrev=False, add_help=False)
+    for action in parser._actions:
+        if action.dest != "help":  # argparse would run a string default through the flag's type
+            action.default = defaults.get(action.dest, argparse.SUPPRESS)
+    return parser
+
+
+def parse_config(config_cls: type[T], argv: Sequence[str], defaults: dict[str, Any] | None = None,
+                 prog: str | None = None) -> T:
+    """A Transformers or TRL config object (``SFTConfig``, ``GRPOConfig``) from the library's
+    own flags (``--learning_rate`` or ``--learning-rate``, as ``HfArgumentParser`` reads them),
+    starting from ``defaults`` instead of the library's.
+
+    Raises:
+        ConfigError: an unknown flag (naming the nearest known ones), a bad value, or settings
+            the config itself refuses, in one line.
+    """
+    parser = _config_parser(config_cls, {}, prog)
+    given, unused = parser.parse_known_args(list(argv))
+    if unused:
+        known = [o for action in parser._actions for o in action.option_strings]
+        flag = next((u for u in unused if u.startswith("-")), unused[0])
+        close = difflib.get_close_matches(flag.split("=")[0], known, n=2, cutoff=0.7)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise ConfigError(config_cls.__name__, f"unrecognized arguments: {' '.join(unused)}{hint}")
+    try:
+        return config_cls(**{**(defaults or {}), **vars(given)})
+    except ValueError as exc:  # the config's own checks (a setting this machine cannot run)
+        raise ConfigError(config_cls.__name__, " ".join(str(exc).split())) from exc
+
+
+def config_help(config_cls: type, defaults: dict[str, Any] | None = None) -> str:
+    """The flags of ``config_cls`` as ``--help`` lists them, with ``defaults`` shown."""
+    text = _config_parser(config_cls, defaults or {}, None).format_help()
+    options = text.split("options:", 1)[-1]
+    return f"{config_cls.__name__} flags (TRL and Transformers settings):{options}"
+
+
+ConfigSource = Callable[[], tuple[type, dict[str, Any]]]
+"""Loads a library's config class and returns it with our defaults for it (imported only when
+a command runs or shows its help)."""
+
+
+class ConfigHelp(argparse.Action):
+    """``-h``/``--help``: the parser's own flags, then those of a library config."""
+
+    def __init__(self, option_strings: list[str], dest: str, config: ConfigSource,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show this help, and the flags of the library's config, then exit")
+        self.config = config
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.print_help()
+        print("\n" + config_help(*self.config()))
+        parser.exit()
+
+
+def parse_with_config(cls: type[T], config: ConfigSource, argv: Sequence[str] | None = None,
+                      prog: str | None = None) -> tuple[T, Any]:
+    """``cls`` from its flags and the library config from the rest (as TRL's scripts read
+    ``(ScriptArguments, GRPOConfig)``); ``--help`` lists both."""
+    parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls), add_help=False,
+                                     allow_abbrev=False)
+    parser.add_argument("-h", "--help", action=ConfigHelp, config=config)
+    add_dataclass_args(parser, cls)
+    namespace, rest = parser.parse_known_args(argv)
+    config_cls, defaults = config()
+    return dataclass_from_args(cls, namespace), parse_config(config_cls, rest, defaults, prog)

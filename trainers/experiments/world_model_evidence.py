@@ -68,7 +68,7 @@ from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
 from trainers.common.flags import parse_args
 from trainers.world_model.explore import explore_corpus, mistaken
-from trainers.world_model.sft import SFTArgs, train_sft
+from trainers.world_model.sft import SFTArgs, sft_config, train_sft
 
 _FAMILY = re.compile(r"MCP server \S+-(\w+) \(")
 
@@ -146,13 +146,14 @@ def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: st
 
 def train(out: Path, minutes: float) -> None:
     """The LoRA adapter, on the training splits."""
-    args = SFTArgs(train=str(out / "train"), out=str(out / "adapter"),
-                   model="smollm2", lora_rank=8, lora_alpha=16, lora_layers=15, view="compact",
-                   steps=100000, max_minutes=minutes, batch_size=2, max_length=1024,
-                   drop_overlong=True, lr=1e-3,
-                   warmup=5, threads=2, log_every=5)
-    result = train_sft(args, log=lambda step, loss: print(f"step {step} loss {loss:.3f}",
-                                                          flush=True))
+    args = SFTArgs(train=str(out / "train"), model="smollm2", lora_rank=8, lora_alpha=16,
+                   lora_layers=15, view="compact", max_minutes=minutes, drop_overlong=True,
+                   threads=2)
+    config = sft_config(output_dir=str(out / "adapter"), max_steps=100000,
+                        per_device_train_batch_size=2, max_length=1024, learning_rate=1e-3,
+                        warmup_steps=5, logging_steps=5)
+    result = train_sft(args, config,
+                       log=lambda step, loss: print(f"step {step} loss {loss:.3f}", flush=True))
     (out / "evidence_train.json").write_text(json.dumps({
         "steps": result.steps, "train_seconds": round(result.train_seconds, 1),
         "tokens": result.tokens, "tokens_per_second": round(result.tokens_per_second, 1),

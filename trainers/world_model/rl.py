@@ -1,91 +1,83 @@
 """RL for a world model on TRL's ``GRPOTrainer``: GSPO (or GRPO) with the hybrid reward.
 
-Each step TRL samples ``group_size`` outputs for each of ``prompts_per_step`` training items,
-rewards them with :func:`~trainers.world_model.rewards.rule_reward` (and, with a judge,
+A run has our :class:`RLArgs` (data, model, judge, prompt length) and TRL's ``GRPOConfig``,
+built by :func:`grpo_config` from :data:`GRPO_DEFAULTS`. Each step TRL samples
+``num_generations`` outputs for each training item of the batch, rewards them with
+:func:`~trainers.world_model.rewards.rule_reward` (and, with a judge,
 :func:`~trainers.world_model.rewards.make_judge_reward`, weighted ``[1 - w, w]``), normalises
-the rewards within each group (``scale_rewards="group"``) and makes ``epochs`` clipped updates
-on the samples (``num_iterations``). GSPO clips the length-normalised *sequence* importance ratio
-(``importance_sampling_level="sequence"``); GRPO clips each token's ratio and averages over the
-output's tokens (``"token"``); both with ``loss_type="grpo"`` and no KL term. The reward, each
-reward function and each rule check are logged to the console and TensorBoard (``out/runs``).
+the rewards within each group (``scale_rewards="group"``) and makes ``num_iterations`` clipped
+updates on the samples. GSPO, the default, clips the length-normalised *sequence* importance
+ratio (``importance_sampling_level="sequence"``); GRPO clips each token's ratio and averages
+over the output's tokens (``"token"``); both with ``loss_type="grpo"`` and no KL term. The
+reward, each reward function and each rule check are logged to the console and TensorBoard
+(``output_dir/runs``).
 
-Example (CLI)::
+Example (CLI: our flags, then any of ``GRPOConfig``'s)::
 
-    agentworld wm rl --train data/train.jsonl --model runs/wm --out runs/wm_rl --steps 50
+    agentworld wm rl --train data/train.jsonl --model runs/wm --output_dir runs/wm_rl \
+        --max_steps 50 --importance_sampling_level token   # GRPO
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
 from agentworld_envs.bench.items import BenchItem, load_items
 from trainers.world_model.rewards import make_judge_reward, rule_reward
-from trainers.world_model.sft import load_model, require_trl
+from trainers.world_model.sft import accelerated, load_model, require_trl
 
-__all__ = ["IMPORTANCE_SAMPLING", "RLArgs", "RLResult", "grpo_config", "prompt_text",
-           "rl_dataset", "train_rl"]
+__all__ = ["GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config", "prompt_text", "rl_dataset",
+           "train_rl"]
 
-IMPORTANCE_SAMPLING = {"gspo": "sequence", "grpo": "token"}
-"""Our algorithm name -> TRL's ``importance_sampling_level`` (with ``loss_type="grpo"``)."""
+GRPO_DEFAULTS: dict[str, Any] = {
+    "output_dir": "runs/wm_rl", "max_steps": 20, "per_device_train_batch_size": 16,
+    "num_generations": 4, "num_iterations": 2, "loss_type": "grpo",
+    "importance_sampling_level": "sequence", "scale_rewards": "group", "beta": 0.0,
+    "epsilon": 0.2, "learning_rate": 1e-4, "lr_scheduler_type": "constant",
+    "max_grad_norm": 1.0, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
+    "max_completion_length": 256, "seed": 0, "logging_steps": 1,
+    "report_to": ["tensorboard"], "save_strategy": "no", "activation_checkpointing": False}
+"""Where our ``GRPOConfig`` starts, in place of TRL's defaults: GSPO (sequence-level ratio,
+the GRPO loss, group-scaled rewards, no KL), 4 samples for each of 4 items a step, 2 updates
+on each batch, a constant learning rate, plain sampling, a log line and TensorBoard point per
+step, no checkpoints unless asked, and bf16 only on an accelerator."""
 
 
 @dataclass
 class RLArgs:
-    """Settings of one RL run.
+    """Our settings of one RL run (TRL's ``GRPOConfig`` holds the rest).
 
     Attributes:
         train: Training items (AgentWorldBench JSONL file or directory).
         model: The world model to improve (a local causal LM, e.g. an SFT output).
-        out: Where the improved model is saved.
-        algorithm: gspo (sequence-level ratio) or grpo (token-level ratio).
-        steps: Sampling-and-update rounds (TRL max_steps).
-        prompts_per_step: Items per round.
-        group_size: Outputs sampled per item (TRL num_generations).
-        epochs: Gradient updates per round on the same samples (TRL num_iterations).
-        lr: Learning rate (constant).
-        clip: Ratio clip range: 1 +/- clip (TRL epsilon).
-        temperature: Sampling temperature.
-        max_new_tokens: Longest output (TRL max_completion_length).
-        max_length: Longest prompt in tokens (oldest tokens dropped).
+        max_prompt_length: Longest prompt in tokens (oldest tokens dropped; TRL's
+            ``GRPOConfig`` has no prompt cap).
         judge: Judge backend as JSON (empty: rule reward only).
-        judge_weight: The rubric's share of the reward when a judge is given.
+        judge_weight: The rubric's share of the reward when a judge is given
+            (``reward_weights`` = [1 - w, w]; without a judge, [1]).
         max_faults: Samples left without a judge's verdict (a failed call or an unreadable
             verdict) to go on after; one more stops the run (-1: never stop). A run that
             ends with any such sample saves the model and then exits non-zero, saying so.
-        grad_clip: Gradient-norm clip (TRL max_grad_norm).
-        seed: Seeds item draws and sampling.
         threads: torch CPU threads (0: torch's default).
-        save_every: Also save a checkpoint to out/checkpoint-N every this many steps (0: only
-            the final model).
-        device: cpu, or an accelerator (TRL places the model; bf16 mixed precision there).
     """
 
     train: str
     model: str
-    out: str
-    algorithm: Literal["gspo", "grpo"] = "gspo"
-    steps: int = 20
-    prompts_per_step: int = 4
-    group_size: int = 4
-    epochs: int = 2
-    lr: float = 1e-4
-    clip: float = 0.2
-    temperature: float = 1.0
-    max_new_tokens: int = 256
-    max_length: int = 1024
+    max_prompt_length: int = 1024
     judge: str = ""
     judge_weight: float = 0.3
     max_faults: int = DEFAULT_MAX_FAULTS
-    grad_clip: float = 1.0
-    seed: int = 0
     threads: int = 0
-    save_every: int = 0
-    device: str = "cpu"
+
+    def reward_weights(self) -> list[float]:
+        """The rule reward's and (with a judge) the rubric's weights."""
+        return [1 - self.judge_weight, self.judge_weight] if self.judge else [1.0]
 
 
 @dataclass
@@ -96,26 +88,13 @@ class RLResult:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def grpo_config(args: RLArgs) -> Any:
-    """TRL's ``GRPOConfig`` for ``args`` (one log line and TensorBoard point per step)."""
+def grpo_config(**overrides: Any) -> Any:
+    """TRL's ``GRPOConfig`` from :data:`GRPO_DEFAULTS`, with ``overrides`` (any of its
+    fields)."""
+    require_trl()
     from trl import GRPOConfig
 
-    if args.algorithm not in IMPORTANCE_SAMPLING:
-        raise ValueError(f"unknown algorithm {args.algorithm!r}: use gspo or grpo")
-    on_cpu = args.device == "cpu"
-    return GRPOConfig(
-        output_dir=args.out, max_steps=args.steps,
-        per_device_train_batch_size=args.prompts_per_step * args.group_size,
-        num_generations=args.group_size, num_iterations=args.epochs,
-        loss_type="grpo", importance_sampling_level=IMPORTANCE_SAMPLING[args.algorithm],
-        scale_rewards="group", beta=0.0, epsilon=args.clip,
-        reward_weights=[1 - args.judge_weight, args.judge_weight] if args.judge else [1.0],
-        learning_rate=args.lr, lr_scheduler_type="constant", max_grad_norm=args.grad_clip,
-        temperature=args.temperature, top_p=1.0, top_k=0,
-        max_completion_length=args.max_new_tokens, seed=args.seed, data_seed=args.seed,
-        logging_steps=1, report_to=["tensorboard"],
-        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every,
-        use_cpu=on_cpu, bf16=not on_cpu, activation_checkpointing=False)
+    return GRPOConfig(**{**GRPO_DEFAULTS, "bf16": accelerated(), **overrides})
 
 
 def prompt_text(tokenizer: Any, item: BenchItem, max_length: int) -> str:
@@ -136,28 +115,34 @@ def rl_dataset(tokenizer: Any, items: Sequence[BenchItem], max_length: int) -> A
          "item_index": index} for index, item in enumerate(items)])
 
 
-def train_rl(args: RLArgs) -> RLResult:
-    """Run TRL's GRPO trainer, save the model to ``args.out`` and return the logged history."""
+def train_rl(args: RLArgs, config: Any = None) -> RLResult:
+    """Run TRL's GRPO trainer, save the model to ``config.output_dir`` and return the logged
+    history. ``config``: TRL's ``GRPOConfig`` (default: :func:`grpo_config`); its
+    ``reward_weights`` are :meth:`RLArgs.reward_weights`."""
     torch = require_trl()
     from trl import GRPOTrainer
 
+    config = config if config is not None else grpo_config()
+    config = copy.copy(config)  # replace() would redo the config's derived settings
+    config.reward_weights = args.reward_weights()
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(config.seed)
     items = load_items(args.train)
-    model, tokenizer = load_model(args.model, args.device)
+    model, tokenizer = load_model(args.model)
     judged = FaultTally(args.max_faults, "judge verdicts")
     rewards = [rule_reward] + ([make_judge_reward(json.loads(args.judge), items, judged)]
                                if args.judge else [])
-    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_config(args),
-                          train_dataset=rl_dataset(tokenizer, items, args.max_length),
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config,
+                          train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length),
                           processing_class=tokenizer)
     trainer.train()
-    trainer.save_model(args.out)
-    result = RLResult(out=args.out, history=[e for e in trainer.state.log_history
-                                             if "reward" in e])
-    Path(args.out, "rl_args.json").write_text(json.dumps(
-        {"rl": asdict(args), "history": result.history}, indent=2), encoding="utf-8")
-    judged.check(f"the model is saved in {args.out}, but those samples were rewarded by the "
-                 "rule checks alone")
+    trainer.save_model(config.output_dir)
+    result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history
+                                                      if "reward" in e])
+    Path(config.output_dir, "rl_args.json").write_text(json.dumps(
+        {"rl": asdict(args), "trl": json.loads(config.to_json_string()),
+         "history": result.history}, indent=2), encoding="utf-8")
+    judged.check(f"the model is saved in {config.output_dir}, but those samples were "
+                 "rewarded by the rule checks alone")
     return result

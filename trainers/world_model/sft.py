@@ -1,18 +1,21 @@
 """Supervised next-observation training of a world model, on TRL's ``SFTTrainer``.
 
-Each bench item becomes one tokenised prompt-completion row: ``input_ids`` and a
-``completion_mask`` over the target tokens; ``completion_only_loss`` makes TRL turn the mask into
-labels, so the loss is next-token cross-entropy on the target only (the prompt is masked). The
-rows are tokenised here rather than by TRL so that a too-long pair keeps its target and the
-prompt's *end* (TRL truncates from the end, which would cut the target off), and so that
-``all_turns`` can mark every observation of a trajectory. The model is a local pretrained
-causal LM (``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a
-tokenizer trained on the training items. TensorBoard logs go to ``out/runs``; checkpoints (with
-``save_every``) to ``out/checkpoint-N``. Deterministic for a given seed on a given machine.
+A run has two settings objects, as TRL's own scripts do: :class:`SFTArgs` (what is ours: the
+data, the model, the view, LoRA, a time budget) and TRL's ``SFTConfig`` (the optimiser, steps,
+batch size, sequence length, logging, checkpoints, precision), built by :func:`sft_config` from
+:data:`SFT_DEFAULTS`. Each bench item becomes one tokenised prompt-completion row: ``input_ids``
+and a ``completion_mask`` over the target tokens; ``completion_only_loss`` makes TRL turn the
+mask into labels, so the loss is next-token cross-entropy on the target only. The rows are
+tokenised here rather than by TRL so that a too-long pair keeps its target and the prompt's
+*end* (TRL truncates from the end, which would cut the target off), and so that ``all_turns``
+can mark every observation of a trajectory. The model is a local pretrained causal LM
+(``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
+trained on the training items. Deterministic for a given seed on a given machine.
 
-Example (CLI)::
+Example (CLI: our flags, then any of ``SFTConfig``'s)::
 
-    agentworld wm sft --train data/train.jsonl --out runs/wm --steps 400 --max-minutes 9
+    agentworld wm sft --train data/train.jsonl --max-minutes 9 --output_dir runs/wm \
+        --max_steps 400 --learning_rate 1e-3
 """
 
 from __future__ import annotations
@@ -31,40 +34,44 @@ from agentworld_envs.world.parsing import clean_response_marker
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
 
-__all__ = ["SFTArgs", "SFTResult", "chat", "encode", "final_turns", "load_model", "lora_config",
-           "prepare_model", "require_trl", "sft_config", "sft_dataset", "sft_example", "train_sft"]
+__all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "encode",
+           "final_turns", "load_model", "lora_config", "prepare_model", "require_trl",
+           "sft_config", "sft_dataset", "sft_example", "train_sft"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
+
+SFT_DEFAULTS: dict[str, Any] = {
+    "output_dir": "runs/wm", "max_steps": 300, "per_device_train_batch_size": 8,
+    "learning_rate": 2e-3, "warmup_steps": 20, "weight_decay": 0.01, "max_grad_norm": 1.0,
+    "lr_scheduler_type": "cosine_with_min_lr", "lr_scheduler_kwargs": {"min_lr_rate": 0.1},
+    "max_length": 2048, "completion_only_loss": True,
+    "train_sampling_strategy": "group_by_length", "seed": 0, "logging_steps": 10,
+    "report_to": ["tensorboard"], "save_strategy": "no",
+    "include_num_input_tokens_seen": "non_padding", "activation_checkpointing": False}
+"""Where our ``SFTConfig`` starts, in place of TRL's defaults: a small model's learning rate
+with warm-up and a cosine decay to a tenth, a step budget, TensorBoard logs in
+``output_dir/runs``, no checkpoints unless asked (``--save_strategy steps --save_steps N``),
+and bf16 only on an accelerator (:func:`accelerated`)."""
 
 
 @dataclass
 class SFTArgs:
-    """Settings of one SFT run.
+    """Our settings of one SFT run (TRL's ``SFTConfig`` holds the rest).
 
     Attributes:
         train: Training items (AgentWorldBench JSONL file or directory).
-        out: Where the trained model and tokenizer are saved.
         model: A local causal LM to fine-tune; empty builds one from scratch.
         reasoning: Put each item's reasoning (where it has one) before the observation.
         all_turns: Also learn the earlier observations of each chat (one sequence per
             trajectory, its last item, with a loss on every assistant turn); otherwise only
             each item's own target.
-        steps: Optimiser steps (TRL max_steps).
-        batch_size: Sequences per step (TRL per_device_train_batch_size).
-        lr: Peak learning rate (linear warm-up, then cosine decay to a tenth over the step or
-            time budget, whichever runs out first).
-        warmup: Warm-up steps.
-        weight_decay: AdamW weight decay.
-        grad_clip: Gradient-norm clip (TRL max_grad_norm).
-        max_length: Longest sequence in tokens; longer prompts lose their oldest tokens
-            (or, with ``drop_overlong``, the pair is left out).
-        drop_overlong: Leave out pairs longer than ``max_length`` instead of cutting them.
-        max_minutes: Stop early after this much training time (0: no limit).
-        seed: Seeds the model, the data order and torch.
+        drop_overlong: Leave out pairs longer than ``max_length`` instead of cutting them
+            (a cut pair keeps its target and the prompt's end).
+        max_minutes: Also stop after this many minutes of training (0: no limit). The learning
+            rate then warms up over ``warmup_steps`` and decays along a cosine to a tenth over
+            the step or time budget, whichever runs out first, in place of
+            ``lr_scheduler_type``.
         threads: torch CPU threads (0: torch's default).
-        log_every: Log the loss (console and TensorBoard) every this many steps.
-        save_every: Also save a checkpoint to out/checkpoint-N every this many steps (0: only
-            the final model).
         vocab_size: From scratch: BPE vocabulary size.
         hidden_size: From scratch: model width.
         layers: From scratch: transformer blocks.
@@ -72,7 +79,6 @@ class SFTArgs:
         intermediate_size: From scratch: MLP width.
         section_start: From scratch: where the model's view of the system prompt starts.
         section_end: From scratch: where that view ends.
-        device: cpu, or an accelerator (TRL places the model; bf16 mixed precision there).
         lora_rank: Train a LoRA adapter of this rank on every linear layer of ``model`` (0:
             train all the weights); only the adapter is saved.
         lora_alpha: LoRA scaling numerator.
@@ -83,23 +89,12 @@ class SFTArgs:
     """
 
     train: str
-    out: str
     model: str = ""
     reasoning: bool = False
     all_turns: bool = False
-    steps: int = 300
-    batch_size: int = 8
-    lr: float = 2e-3
-    warmup: int = 20
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    max_length: int = 2048
     drop_overlong: bool = False
     max_minutes: float = 0.0
-    seed: int = 0
     threads: int = 0
-    log_every: int = 10
-    save_every: int = 0
     vocab_size: int = ScratchSpec.vocab_size
     hidden_size: int = ScratchSpec.hidden_size
     layers: int = ScratchSpec.layers
@@ -107,18 +102,17 @@ class SFTArgs:
     intermediate_size: int = ScratchSpec.intermediate_size
     section_start: str = ScratchSpec.section_start
     section_end: str = ScratchSpec.section_end
-    device: str = "cpu"
     lora_rank: int = 0
     lora_alpha: int = 32
     lora_layers: int = 0
     view: str = ""
 
-    def spec(self) -> ScratchSpec:
-        """The from-scratch model's sizes."""
+    def spec(self, max_length: int) -> ScratchSpec:
+        """The from-scratch model's sizes, with room for ``max_length`` positions."""
         return ScratchSpec(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                            layers=self.layers, heads=self.heads,
                            intermediate_size=self.intermediate_size,
-                           max_positions=max(self.max_length, ScratchSpec.max_positions),
+                           max_positions=max(max_length, ScratchSpec.max_positions),
                            section_start=self.section_start, section_end=self.section_end)
 
 
@@ -204,13 +198,15 @@ def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
     return ids[-max_length:], labels[-max_length:]
 
 
-def sft_example(tokenizer: Any, item: BenchItem, args: SFTArgs) -> tuple[list[int], list[int]]:
-    """One training sequence and its labels (-100 where no loss is taken)."""
+def sft_example(tokenizer: Any, item: BenchItem, args: SFTArgs, max_length: int
+                ) -> tuple[list[int], list[int]]:
+    """One training sequence of at most ``max_length`` tokens and its labels (-100 where no
+    loss is taken)."""
     if args.all_turns:
         if args.view:
             raise ValueError("all_turns learns the whole chat; it cannot be used with a view")
-        return _labelled(tokenizer, item, args.reasoning, args.max_length)
-    prompt, target = encode(tokenizer, item, args.reasoning, args.max_length, args.view)
+        return _labelled(tokenizer, item, args.reasoning, max_length)
+    prompt, target = encode(tokenizer, item, args.reasoning, max_length, args.view)
     return prompt + target, [-100] * len(prompt) + target
 
 
@@ -224,31 +220,34 @@ def final_turns(items: Sequence[BenchItem]) -> list[BenchItem]:
     return list(last.values())
 
 
-def load_model(path: str, device: str = "cpu") -> tuple[Any, Any]:
-    """A local causal LM and its tokenizer."""
+def load_model(path: str) -> tuple[Any, Any]:
+    """A local causal LM and its tokenizer (on the CPU: the trainer places it)."""
     require_trl()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return AutoModelForCausalLM.from_pretrained(path).to(device), tokenizer
+    return AutoModelForCausalLM.from_pretrained(path), tokenizer
 
 
-def prepare_model(args: SFTArgs, items: list[BenchItem]) -> tuple[Any, Any]:
+def prepare_model(args: SFTArgs, items: list[BenchItem], config: Any) -> tuple[Any, Any]:
     """The model and tokenizer to train: ``args.model`` loaded, or both built from scratch
-    (the tokenizer trained on ``items``)."""
+    (the tokenizer trained on ``items``, the model seeded by ``config.seed``)."""
     if args.model:
-        return load_model(resolve_model(args.model), args.device)
+        return load_model(resolve_model(args.model))
     texts = [m["content"] for item in items for m in item.messages()]
     texts += [target_text(item, args.reasoning) for item in items]
-    tokenizer = build_tokenizer(texts, args.spec())
-    return build_model(tokenizer, args.spec(), args.seed).to(args.device), tokenizer
+    spec = args.spec(config.max_length)
+    tokenizer = build_tokenizer(texts, spec)
+    return build_model(tokenizer, spec, config.seed), tokenizer
 
 
-def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs) -> Any:
+def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs, max_length: int
+                ) -> Any:
     """The tokenised prompt-completion rows (``input_ids``, ``completion_mask``) of ``items``
-    (with ``all_turns``, of their trajectories' last items)."""
+    (with ``all_turns``, of their trajectories' last items), each at most ``max_length``
+    tokens."""
     from datasets import Dataset
 
     chosen = final_turns(items) if args.all_turns else items
@@ -256,9 +255,9 @@ def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs) -> An
     for item in chosen:
         if args.drop_overlong and not args.all_turns:
             prompt, target = encode(tokenizer, item, args.reasoning, 10**9, args.view)
-            if len(prompt) + len(target) > args.max_length:
+            if len(prompt) + len(target) > max_length:
                 continue
-        ids, labels = sft_example(tokenizer, item, args)
+        ids, labels = sft_example(tokenizer, item, args, max_length)
         rows.append({"input_ids": ids, "completion_mask": [int(x != -100) for x in labels]})
     return Dataset.from_list(rows)
 
@@ -282,51 +281,57 @@ def lora_config(args: SFTArgs, layers: int) -> Any:
                       layers_to_transform=list(range(layers - top, layers)))
 
 
-def sft_config(args: SFTArgs) -> Any:
-    """TRL's ``SFTConfig`` for ``args``: target-only loss, TensorBoard, checkpoints."""
+def accelerated() -> bool:
+    """Whether torch sees a CUDA device: ``bf16`` defaults to this (TRL's default, bf16
+    everywhere, refuses to start on a CPU)."""
+    return bool(require_trl().cuda.is_available())
+
+
+def sft_config(**overrides: Any) -> Any:
+    """TRL's ``SFTConfig`` from :data:`SFT_DEFAULTS`, with ``overrides`` (any of its fields)."""
+    require_trl()
     from trl import SFTConfig
 
-    on_cpu = args.device == "cpu"
-    return SFTConfig(
-        output_dir=args.out, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.lr, weight_decay=args.weight_decay, max_grad_norm=args.grad_clip,
-        max_length=args.max_length, completion_only_loss=True,
-        train_sampling_strategy="group_by_length", seed=args.seed, data_seed=args.seed,
-        logging_steps=args.log_every, report_to=["tensorboard"],
-        save_strategy="steps" if args.save_every else "no", save_steps=args.save_every,
-        include_num_input_tokens_seen="non_padding", use_cpu=on_cpu, bf16=not on_cpu,
-        activation_checkpointing=False)
+    return SFTConfig(**{**SFT_DEFAULTS, "bf16": accelerated(), **overrides})
 
 
-def train_sft(args: SFTArgs, log: Callable[[int, float], None] | None = None) -> SFTResult:
-    """Train, save the model and tokenizer to ``args.out``, and return what happened.
+def train_sft(args: SFTArgs, config: Any = None,
+              log: Callable[[int, float], None] | None = None) -> SFTResult:
+    """Train, save the model and tokenizer to ``config.output_dir``, and return what happened.
 
     Args:
-        args: The run's settings.
+        args: Our settings of the run.
+        config: TRL's ``SFTConfig`` (default: :func:`sft_config`).
         log: Also called as ``log(step, loss)`` whenever the loss is logged.
     """
     torch = require_trl()
+    from trl import SFTTrainer
+
     from trainers.world_model.budget import BudgetedSFTTrainer, LossHook, TrainingBudget
 
+    config = config if config is not None else sft_config()
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(config.seed)
     items = load_items(args.train)
-    model, tokenizer = prepare_model(args, items)
-    trainer = BudgetedSFTTrainer(
-        model=model, args=sft_config(args), train_dataset=sft_dataset(tokenizer, items, args),
-        processing_class=tokenizer, callbacks=[LossHook(log)] if log else None,
-        peft_config=lora_config(args, model.config.num_hidden_layers),
-        budget=TrainingBudget(args.steps, args.max_minutes, args.warmup))
+    model, tokenizer = prepare_model(args, items, config)
+    parts = {"model": model, "args": config, "processing_class": tokenizer,
+             "train_dataset": sft_dataset(tokenizer, items, args, config.max_length),
+             "callbacks": [LossHook(log)] if log else None,
+             "peft_config": lora_config(args, model.config.num_hidden_layers)}
+    trainer = BudgetedSFTTrainer(**parts, budget=TrainingBudget(
+        config.max_steps, args.max_minutes, int(config.warmup_steps))) if args.max_minutes \
+        else SFTTrainer(**parts)
     metrics = trainer.train().metrics
-    trainer.save_model(args.out)
+    trainer.save_model(config.output_dir)
     result = SFTResult(
-        out=args.out, steps=trainer.state.global_step,
+        out=config.output_dir, steps=trainer.state.global_step,
         losses=[(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e],
         train_seconds=metrics["train_runtime"], tokens=int(trainer.state.num_input_tokens_seen),
         parameters=sum(p.numel() for p in model.parameters()))
-    Path(args.out, "training_args.json").write_text(json.dumps(
-        {"sft": asdict(args), "steps_done": result.steps, "losses": result.losses,
+    Path(config.output_dir, "training_args.json").write_text(json.dumps(
+        {"sft": asdict(args), "trl": json.loads(config.to_json_string()),
+         "steps_done": result.steps, "losses": result.losses,
          "train_seconds": round(result.train_seconds, 2), "tokens": result.tokens,
          "parameters": result.parameters}, indent=2), encoding="utf-8")
     return result
