@@ -147,10 +147,11 @@ def test_wm_sft_trains_a_lora_adapter_through_the_view_and_hf_loads_it_merged(
     items = [i for i in load_sample() if i.task == "floor"][:4]
     train = write_items(items, tmp_path / "train.jsonl")
     out = tmp_path / "adapter"
-    assert main(["wm", "sft", "--train", str(train), "--out", str(out), "--model",
-                 str(tiny_lm_dir), "--lora-rank", "4", "--lora-layers", "1", "--view",
-                 "compact", "--steps", "2", "--batch-size", "2", "--max-length", "256",
-                 "--threads", "1", "--log-every", "1"]) == 0
+    assert main(["wm", "sft", "--train", str(train), "--model", str(tiny_lm_dir),
+                 "--lora-rank", "4", "--lora-layers", "1", "--view", "compact", "--threads",
+                 "1", "--output_dir", str(out), "--max_steps", "2",
+                 "--per_device_train_batch_size", "2", "--max_length", "256",
+                 "--logging_steps", "1"]) == 0
     config = json.loads((out / "adapter_config.json").read_text())
     assert config["r"] == 4 and config["layers_to_transform"] == [1]
     assert not (out / "model.safetensors").exists()  # the adapter only, not the base
