@@ -12,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from agentworld_envs.backends import ChatRequest, SamplingParams, make_backend
-from agentworld_envs.backends.hf import HFBackend, cut_at_stop, template_messages
+from agentworld_envs.backends.chat_template import template_messages
+from agentworld_envs.backends.hf import HFBackend
+from agentworld_envs.backends.stops import cut_at_stop
 
 PROMPTS = [
     [{"role": "user", "content": "hi"}],
@@ -116,10 +118,10 @@ def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
     config = backend._generation_config(requests[0].sampling)
     sampler = None
     if requests[0].sampling.temperature > 0:
-        from agentworld_envs.backends.hf import _generator, _GumbelSampler
+        from agentworld_envs.backends.sampling import GumbelSampler, generator
 
-        sampler = _GumbelSampler(backend._torch, [
-            _generator(backend._torch, "cpu", r.sampling.seed) for r in requests],
+        sampler = GumbelSampler(backend._torch, [
+            generator(backend._torch, "cpu", r.sampling.seed) for r in requests],
             requests[0].sampling.temperature, 1.0)
     rows, _ = backend._padded_generate([backend._prompt(r, {}) for r in requests], config,
                                        sampler)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agentworld_envs.backends import ChatRequest, SamplingParams, make_backend
-from agentworld_envs.backends.hf import HFBackend, bucket_length, bucket_rows
+from agentworld_envs.backends.bucketing import bucket_length, bucket_rows
+from agentworld_envs.backends.hf import HFBackend
 
 TOPICS = ["hi", "lookup order 42 status", "search the weather in the city, then submit it",
           "list the files", "what is the capital of the country north of here, and why? " * 2,

@@ -1,0 +1,52 @@
+"""Loading the ``hf`` backend's model: torch and transformers imported on demand (with the
+install hint when missing), the tokenizer set for left padding, a LoRA adapter merged into the
+weights, the model's end tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["import_hf", "load_model"]
+
+_HINT = 'the "hf" backend needs torch and transformers: pip install "agentworld[hf]"'
+
+
+def import_hf() -> tuple[Any, Any]:
+    """torch and transformers; an ImportError with the install hint when either is missing."""
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise ImportError(_HINT) from exc
+    return torch, transformers
+
+
+def load_model(torch: Any, transformers: Any, model: str, device: str, dtype: str,
+               adapter: str | None) -> tuple[Any, Any, set[int]]:
+    """The tokenizer (padding on the left), the model on ``device`` in eval mode (with
+    ``adapter`` merged) and its end token ids, of ``model``: a folder, a hub name or the name
+    of a pretrained base (resolved, converted on first use)."""
+    from agentworld_envs.models.pretrained import resolve_model
+
+    folder = resolve_model(model)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+    network = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype)
+    if adapter:
+        network = _merged(network, adapter)
+    network.to(device).eval()
+    eos = network.generation_config.eos_token_id
+    eos = [eos] if isinstance(eos, int) else list(eos or [])
+    return tokenizer, network, set(eos) | {tokenizer.eos_token_id}
+
+
+def _merged(model: Any, adapter: str) -> Any:
+    """``model`` with the LoRA adapter folder ``adapter`` merged into its weights."""
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ImportError('loading an adapter needs peft: pip install "agentworld[hf]"') from exc
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
