@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.world.controls import control_text
 from agentworld_envs.world.scenario import Control
 from trainers.experiments import sim_to_real
-from trainers.experiments.mcp_record_controls import (
+from trainers.experiments.sim_to_real.mcp_record_controls import (
     ASKED_FIELDS,
     MCP_CONTROLS,
     McpRecordSimulator,
@@ -86,11 +87,11 @@ def test_the_value_features_mark_the_observed_answer(s2r) -> None:
 
     observed = keys("The answer is 618.") - keys("The answer is 593.")
     unseen = keys("The answer is 593.") - keys("The answer is 618.")
-    value = {s2r.zlib.crc32(b"value:observed") % policy.size}
-    assert value <= observed and {s2r.zlib.crc32(b"value:unseen") % policy.size} <= unseen
+    value = {zlib.crc32(b"value:observed") % policy.size}
+    assert value <= observed and {zlib.crc32(b"value:unseen") % policy.size} <= unseen
     # the floor candidates hold no such values: their features are unchanged
     submit = '{"name": "submit_decision", "arguments": {"record_id": "CMP-31"}}'
-    assert not [w for w in s2r.words(submit) if re.search(r"\d", w) and not s2r._is_id(w)]
+    assert not [w for w in s2r.words(submit) if re.search(r"\d", w) and not s2r.is_id(w)]
 
 
 def test_real_training_beats_the_blind_bound_on_held_out_servers(s2r, tmp_path: Path) -> None:

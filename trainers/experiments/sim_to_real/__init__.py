@@ -1,0 +1,121 @@
+"""Sim-to-real: does an agent trained in a simulated task do better in the real one?
+
+The task is a branching AgentFloor one (:func:`floor_tasks.task_sets.branching_tasks`, default
+C1): the right submission depends on the status the lookup returns, so a policy must read
+observations. Or ``--task mcp:<family>``: generated MCP servers of one family, whose answers
+live in their records; the real env is their executable twin (``AgentWorld/MCP-v0`` with
+``mode="real"``), and held-out servers have other records, items and questions.
+Two agents (``--agent``). ``linear`` (the default) is a linear softmax policy over the
+candidate actions, trained with REINFORCE and an entropy bonus (CleanRL-style, one file). Its
+features are hashed pairs of (a word of a value the latest tool result holds, a word of the
+candidate), the candidate's words by turn, and whether each record id in the candidate appears
+in the prompt or in the latest observation, so that what it learns carries over to records it
+never saw. ``ppo`` is Stable-Baselines3 PPO with
+:class:`~agentworld_envs.wrappers.CandidateScoringPolicy` over byte-level token ids of the
+prompt, the latest observation and each candidate (:func:`~agentworld_envs.wrappers.wrap_for_sb3`
+on both envs, the simulated one shown as the real one shows itself); one of its updates is one
+rollout of ``--ppo-envs`` x ``--ppo-steps`` steps.
+
+Arms, each with ``--seeds`` seeds and the same ``--updates`` policy updates of ``--batch``
+episodes (only the capped arms stop early, by design):
+
+``untrained``       the initial policy, never updated;
+``sim``             ``AgentWorld/Floor-v0`` (or ``MCP-v0``) with ``--world-model`` (the
+                    embedded fine-tuned one by default) and the simulated reward;
+``sim-garbage``     the same with the ``scripted`` placeholder (nothing readable is shown);
+``sim-fixture``     a rule-based simulator that shows the true records (floor: the
+                    fixture's; MCP: the server's, answered exactly as its twin would);
+``sim-constant``    the same with one value of the decision field (floor: the status; MCP:
+                    the asked field, e.g. inventory's stock count) for every record
+                    (readable, wrong);
+``sim-inverted``    floor only: the same with the other status (readable, wrong);
+``sim-shuffled``    MCP only: the same with the asked field's values permuted among the
+                    records, so that no record shows its own (readable, wrong);
+``real``            the real ``AgentFloor`` env (or the MCP twin) for every update;
+``real-capped``     the real env for the first ``--real-updates`` updates only;
+``real-capped+sim`` those real updates, then simulated ones up to ``--updates``.
+
+A simulated episode touches nothing real (``real_counterpart=False``): no real env is built,
+and its reward, submissions included, is the simulated episode's alone. A floor submission
+is accepted by the task's rule over the status the simulator showed
+(:func:`agentworld_envs.domains.floor.verdict.decided_observation`), so a simulator that
+shows the status inverted teaches the inverted branch. An MCP control answers every call as
+the server's twin would on its records as the control shows them
+(:mod:`trainers.experiments.sim_to_real.mcp_record_controls`); the simulated reward, as for
+every MCP arm, checks the scenario's true answer, shown in some observation. The real env is
+played only by the real arms and by scoring.
+
+Every arm is scored on the real env (the task's own step budget) on held-out variants
+(``--eval-variants``: records and names never trained on, each in every prompt wording),
+greedily, every ``--eval-every`` updates, as balanced success: the mean over decisions of the
+success rate on the variants that need it. A policy blind to observations scores 0.5 at most
+on a floor task. An MCP family is scored on ``--mcp-eval`` held-out servers that share no
+record id or name with the training ones (plain success; blind, one answer in three is
+right: the candidates leak nothing). Intervals are 95% hierarchical bootstraps over seeds and
+held-out items together. Training episodes have ``--train-steps`` steps. The world model's
+greedy answers are cached in ``<out>/world_model_calls.jsonl``, so a prompt is generated once
+across arms and seeds. Writes ``<out>/results.json`` (per arm: balanced success, interval,
+per-seed values, held-out items, real-env episodes for training and for scoring, simulated
+episodes, seconds) and ``<out>/curves.png``.
+
+Run (CPU; the first run generates the world model's answers: 41 minutes on 2 shared cores)::
+
+    python examples/sim_to_real.py --out runs/sim_to_real
+
+Quick check (seconds, placeholder world model for both sim arms):
+``python examples/sim_to_real.py --out s2r --seeds 1 --updates 2 --batch 4
+--world-model scripted``; with ``--agent ppo --ppo-envs 2 --ppo-steps 8 --ppo-epochs 1`` for
+the PPO agent. The PPO run (11 minutes on 2 shared cores once the linear run's recorded
+world-model answers are copied into its ``--out``; see ``docs/sim_to_real.md``)::
+
+    python examples/sim_to_real.py --agent ppo --out runs/sim_to_real_ppo
+
+The MCP run (linear agent; the twin is the real env)::
+
+    python examples/sim_to_real.py --task mcp:inventory --out runs/sim_to_real_mcp
+
+Its record controls alone (no world model; minutes): the same with
+``--arms sim-fixture,sim-constant,sim-shuffled``.
+
+Modules: :mod:`.args` (the flags), :mod:`.tasks` (floor task or MCP family),
+:mod:`.features` and :mod:`.linear` (the linear agent), :mod:`.wrappers` and :mod:`.ppo` (the
+PPO agent), :mod:`.arms` (the simulator each arm trains in), :mod:`.mcp_record_controls` (an
+MCP family's record controls), :mod:`.scoring` and :mod:`.run` (:func:`main`).
+"""
+
+from trainers.experiments.sim_to_real.args import Args
+from trainers.experiments.sim_to_real.arms import (
+    ARMS,
+    CONTROLS,
+    failed_calls,
+    record_path,
+    record_simulator,
+    sim_backend,
+    task_arms,
+)
+from trainers.experiments.sim_to_real.features import is_id, result_values, words
+from trainers.experiments.sim_to_real.linear import (
+    LinearAgent,
+    LinearPolicy,
+    SimTrainer,
+    play_real,
+    real_batch,
+)
+from trainers.experiments.sim_to_real.ppo import PPOAgent
+from trainers.experiments.sim_to_real.run import AGENTS, main, plot, run_arm, world_model_spec
+from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.tasks import (
+    IDENTITY_FIELDS,
+    FloorTask,
+    McpTask,
+    identities,
+    make_task,
+)
+from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVariants
+
+__all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "Args", "FloorTask",
+           "InstructionFirst", "LinearAgent", "LinearPolicy", "McpTask", "PPOAgent",
+           "SimTrainer", "TrainVariants", "balanced", "evaluate", "failed_calls", "identities",
+           "interval", "is_id", "main", "make_task", "play_real", "plot", "real_batch",
+           "record_path", "record_simulator", "result_values", "run_arm", "sim_backend",
+           "task_arms", "words", "world_model_spec"]

@@ -1,0 +1,88 @@
+"""The experiment's flags: :class:`Args`, one field a flag (``examples/sim_to_real.py --help``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
+
+
+@dataclass
+class Args:
+    """Sim-to-real on a branching AgentFloor task or an MCP family (lists are comma-separated)."""
+
+    task: str = "C1"
+    """A branching AgentFloor task, or ``mcp:<family>``: generated MCP servers of one family
+    (inventory, calendar, tickets, crm, fleet), scored on their executable twin."""
+    train_variants: list[str] = field(default_factory=lambda: [
+        f"i{i}v{k}" for i in (0, 1) for k in range(5)])
+    """Floor: variants trained on (both decisions must occur); ``i<M>v<N>`` is instance M
+    with prompt N. C1: CMP-31 (active) and CMP-33 (inactive), each in the five wordings."""
+    eval_variants: list[str] = field(default_factory=lambda: [
+        f"i{i}v{k}" for i in (3, 4) for k in range(5)])
+    """Floor: held-out variants scored on the real env, on records and names never trained on.
+    C1: CMP-35 (active) and CMP-36 (inactive), each in the five wordings; CMP-34 "Coolant Loop
+    B" is left out, as its name nearly repeats training's CMP-33 "Coolant Loop A"."""
+    mcp_train: int = 8
+    """MCP: the family's first ``mcp_train`` generated servers are trained on."""
+    mcp_eval: int = 24
+    """MCP: the next ``mcp_eval`` servers (other records, items and questions) are held out."""
+    seeds: int = 5
+    """Seeds per arm (each fixes the policy's start, the variant draws and the envs)."""
+    updates: int = 20
+    """Policy updates per arm (batches of ``batch`` episodes)."""
+    batch: int = 64
+    """Episodes per update; also the simulated vector env's width."""
+    real_updates: int = 2
+    """Updates on the real env in the capped arms."""
+    train_steps: int = 2
+    """Step budget of a training episode."""
+    learning_rate: float = 0.1
+    """REINFORCE step size."""
+    entropy_coef: float = 0.05
+    """Weight of the entropy bonus."""
+    eval_every: int = 4
+    """Updates between scores on the held-out real variants."""
+    arms: list[str] = field(default_factory=list)
+    """The arms to run (default: every arm of the task: the floor record controls on a floor
+    task, the MCP ones on an MCP family)."""
+    agent: str = "linear"
+    """``linear`` (hashed features, REINFORCE) or ``ppo`` (SB3 PPO over token ids)."""
+    ppo_envs: int = 8
+    """PPO: parallel envs of a rollout."""
+    ppo_steps: int = 16
+    """PPO: rollout steps per env, so an update sees ``ppo_envs * ppo_steps`` steps."""
+    ppo_epochs: int = 10
+    """PPO: optimisation epochs per update."""
+    ppo_minibatch: int = 64
+    """PPO: minibatch size."""
+    ppo_learning_rate: float = 3e-3
+    """PPO: Adam step size."""
+    ppo_entropy_coef: float = 0.01
+    """PPO: weight of the entropy bonus."""
+    ppo_gamma: float = 0.9
+    """PPO: discount."""
+    ppo_normalize_advantage: bool = False
+    """PPO: normalise advantages per minibatch."""
+    ppo_overlap_ngram: int = 0
+    """PPO: 0 encodes token ids by position (``CandidateFeatures``); n > 0 adds, per candidate
+    token, whether its n-gram occurs in the prompt and in the observation
+    (``CandidateOverlapFeatures``)."""
+    ppo_max_length: int = 256
+    """PPO: byte-level token ids kept of the prompt and of the latest observation."""
+    ppo_candidate_length: int = 96
+    """PPO: token ids kept per candidate action (C1's longest is 94 bytes)."""
+    world_model: str = "embedded"
+    """The world model of the ``sim`` and ``real-capped+sim`` arms: ``embedded`` (the
+    fine-tuned default), any backend name registered with
+    ``agentworld_envs.backends.register_backend`` (``scripted``: the placeholder, for quick
+    checks), or a JSON backend spec such as ``{"name": "openai", "base_url": ...}``.
+    ``sim-garbage`` always uses the placeholder, the record controls their own rules."""
+    out: Path = Path("runs/sim_to_real")
+    """Where results, curves and the world model's recorded answers go."""
+    max_faults: int = DEFAULT_MAX_FAULTS
+    """Failed world-model calls a simulated env goes on after (linear: the vector of one arm
+    and seed; PPO: each of its envs), their observations being fallbacks; one more stops the
+    run, and a run with any ends non-zero before its table. -1: never stop, and count them
+    in ``results.json`` (``failed_world_model_calls``)."""

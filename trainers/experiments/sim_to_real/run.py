@@ -1,0 +1,126 @@
+"""Running the experiment: one arm and seed (:func:`run_arm`), the learning curves' plot, and
+:func:`main` (``examples/sim_to_real.py``), which writes ``results.json`` and ``curves.png``."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, embedded_world_model
+from agentworld_envs.backends.faults import TooManyFaultsError
+from trainers.common.flags import parse_args
+from trainers.common.intervals import INTERVAL
+from trainers.experiments.sim_to_real.args import Args
+from trainers.experiments.sim_to_real.arms import CONTROLS, task_arms
+from trainers.experiments.sim_to_real.linear import LinearAgent
+from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
+from trainers.experiments.sim_to_real.ppo import PPOAgent
+from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
+
+AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+
+
+def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
+            world_model: Any) -> dict[str, Any]:
+    """Train one arm with one seed; score it on the held-out real variants along the way."""
+    started = time.perf_counter()
+    agent = AGENTS[args.agent](args, task, arm, seed, world_model)
+    outcomes = evaluate(task, agent)
+    curve, scored = [(0, balanced(task, outcomes))], 1
+    updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
+    real_updates = 0
+    for update in range(1, updates + 1):
+        real = arm == "real" or (arm.startswith("real-capped") and update <= args.real_updates)
+        real_updates += real
+        agent.update(real=real)
+        if update % args.eval_every == 0 or update == updates:
+            outcomes = evaluate(task, agent)
+            curve.append((update, balanced(task, outcomes)))
+            scored += 1
+    failed = agent.close()
+    per_update = args.batch if args.agent == "linear" else args.ppo_envs * args.ppo_steps
+    unit = "episodes" if args.agent == "linear" else "timesteps"
+    return {"curve": curve, "final": curve[-1][1], "items": outcomes, "updates": updates,
+            f"real_training_{unit}": real_updates * per_update,
+            f"simulated_{unit}": (updates - real_updates) * per_update,
+            "real_scoring_episodes": scored * len(task.eval),
+            "failed_world_model_calls": failed,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for arm, runs in results.items():
+        steps = sorted({u for run in runs for u, _ in run["curve"]})
+        means = [np.mean([dict(run["curve"])[u] for run in runs]) for u in steps]
+        ax.plot(steps, means, marker="o", label=f"{arm} ({len(runs)} seeds)")
+    ax.set_xlabel("policy updates")
+    ax.set_ylabel(score)
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def world_model_spec(text: str) -> Any:
+    """``--world-model``: a backend name, or a JSON backend spec (a dict with its ``name``)."""
+    return json.loads(text) if text.lstrip().startswith("{") else text
+
+
+def main() -> None:
+    args = parse_args(Args, prog="sim_to_real.py")
+    task = make_task(args)
+    if args.agent not in AGENTS:
+        raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
+    floor = isinstance(task, FloorTask)
+    args.arms = args.arms or list(task_arms(task))
+    if unknown := [a for a in args.arms if a not in task_arms(task)]:
+        raise SystemExit(f"unknown arms {unknown} for {args.task}; choose from {task_arms(task)} "
+                         f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
+                         "an MCP family)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    # one live world model for every arm and seed, so its greedy memo is shared
+    simulated = {"sim", "real-capped+sim"} & set(args.arms)
+    world_model = (embedded_world_model(DOMAIN_ADAPTERS[task.domain])
+                   if args.world_model == "embedded" and simulated
+                   else world_model_spec(args.world_model))
+    summary = {}
+    for arm in args.arms:
+        runs = results[arm] = []
+        for seed in range(args.seeds):
+            try:
+                runs.append(run_arm(args, task, arm, seed, world_model))
+            except TooManyFaultsError as error:
+                raise SystemExit(f"{arm} seed {seed}: {error}") from error
+            failed = runs[-1]["failed_world_model_calls"]
+            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)"
+                  + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
+                  flush=True)
+        finals = [run["final"] for run in runs]
+        summary[arm] = {
+            "balanced_success": round(float(np.mean(finals)), 4),
+            "ci95": interval(task, runs), "per_seed": finals,
+            "held_out_items": len(task.eval), "seeds": len(runs),
+            **{key: sum(run[key] for run in runs) for key in runs[0]
+               if key.startswith(("real_", "simulated_", "failed_"))},
+            "seconds": round(sum(run["seconds"] for run in runs), 1)}
+        print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
+              f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
+        (args.out / "results.json").write_text(json.dumps(  # after every arm
+            {"args": {**asdict(args), "out": str(args.out)},
+             "interval": f"{INTERVAL}; balanced over decisions",
+             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
+            indent=2))
+    plot(results, args.out / "curves.png", task.score)

@@ -1,0 +1,141 @@
+"""The two task kinds, each with its training and held-out variants and its real env: a
+branching AgentFloor task (:class:`FloorTask`) or generated MCP servers of one family
+(:class:`McpTask`); :func:`make_task` picks one from ``--task``."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.wrappers import TimeLimit
+
+import floor_tasks
+from agentworld_envs.domains import get_domain
+from agentworld_envs.domains.mcp.servers import FAMILIES, mcp_server_scenario
+from agentworld_envs.sim.env import AgentWorldEnv
+from floor_tasks import env_id as floor_env_id
+from floor_tasks.candidates import candidate_actions
+from floor_tasks.env import FloorEnv
+from floor_tasks.task_sets import branching_tasks, decisions
+from trainers.experiments.sim_to_real.args import Args
+from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVariants
+
+
+def _named_variant(variant: str) -> str:
+    """The named variant with the same instance (``i3v2`` -> ``i3``, ``i0v2`` -> ``v2``)."""
+    crossed = re.fullmatch(r"i(\d+)v(\d+)", variant)
+    if crossed is None:
+        return variant
+    instance, prompt = map(int, crossed.groups())
+    return f"i{instance}" if instance else f"v{prompt}"
+
+
+class FloorTask:
+    """A branching AgentFloor task: the real env is ``AgentFloor/<ID>-v0``'s, variants by name."""
+
+    domain = "floor"
+    score = "balanced success, held-out real variants"
+
+    def __init__(self, args: Args) -> None:
+        self.task = args.task
+        self.train, self.eval = args.train_variants, args.eval_variants
+        named = decisions(args.task)
+        self.decisions = {v: named[_named_variant(v)] for v in self.train + self.eval}
+        """Each variant's decision: held-out success is balanced over them."""
+
+    def scenario(self, variant: str) -> str:
+        return f"{self.task}/{variant}"
+
+    def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
+        """The real env of one variant, reset, and its prompt."""
+        env = FloorEnv(self.task, variant=variant, max_steps=steps)
+        return env, env.reset(seed=seed)[0]
+
+    @property
+    def budget(self) -> int:
+        return floor_tasks.load_task(self.task).max_steps
+
+    def max_candidates(self) -> int:
+        return max(len(candidate_actions(self.task, v, wide=True))
+                   for v in self.train + self.eval)
+
+    def real_env(self, steps: int) -> gym.Env:
+        """The real env drawing a training variant at each reset (PPO's)."""
+        return TrainVariants(gym.make(floor_env_id(self.task), max_steps=steps), self.train)
+
+    def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
+        """The real env that scores held-out variants, and the reset options of one."""
+        return gym.make(floor_env_id(self.task)), lambda variant: {"variant": variant}
+
+
+IDENTITY_FIELDS = ("name", "title", "plate")
+"""Record fields that name a record, besides its id (its first field)."""
+
+
+def identities(scenario: Any) -> set[str]:
+    """The ids and names of a generated server's records: a held-out server shares none with
+    the training servers, so no held-out record or name was seen in training."""
+    return {str(value) for record in scenario.mcp.records for key, value in record.items()
+            if key == next(iter(record)) or key in IDENTITY_FIELDS}
+
+
+class McpTask:
+    """Generated MCP servers of one family: the real env is the executable twin
+    (``AgentWorld/MCP-v0`` with ``mode="real"``); a variant is a generator seed."""
+
+    domain = "mcp"
+    score = "success, held-out servers on the twin"
+    budget = get_domain("mcp").max_steps
+
+    def __init__(self, args: Args) -> None:
+        family = args.task.removeprefix("mcp:")
+        if family not in FAMILIES:
+            raise SystemExit(f"no generated MCP family {family!r}; choose from {FAMILIES}")
+        servers = ((str(seed), s) for seed in itertools.count()
+                   if (s := mcp_server_scenario(seed)).mcp.family == family)
+        train = dict(itertools.islice(servers, args.mcp_train))
+        seen = set().union(*map(identities, train.values()))
+        held_out = ((v, s) for v, s in servers if not identities(s) & seen)
+        self._servers = {**train, **dict(itertools.islice(held_out, args.mcp_eval))}
+        self.train, self.eval = list(train), list(self._servers)[args.mcp_train:]
+        self.decisions = dict.fromkeys(self.eval, "answer")  # one decision: plain success
+        self._real: dict[tuple[str, int | None], AgentWorldEnv] = {}
+
+    def scenario(self, variant: str) -> Any:
+        return self._servers[variant]
+
+    def _played(self, variants: list[str], steps: int | None) -> AgentWorldEnv:
+        """``AgentWorld/MCP-v0`` on these servers' twins, with no world model."""
+        return AgentWorldEnv("mcp", max_steps=steps, mode="real",
+                             scenarios=[self._servers[v] for v in variants])
+
+    def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
+        """The twin of one server, reset, and its prompt (the instruction, as in training)."""
+        if (variant, steps) not in self._real:
+            self._real[variant, steps] = self._played([variant], steps)
+        env = self._real[variant, steps]
+        return env, env.reset(seed=seed)[1]["instruction"]
+
+    def max_candidates(self) -> int:
+        return max(len(s.candidate_actions) for s in self._servers.values())
+
+    def _twin(self, variants: list[str], steps: int) -> gym.Env:
+        return InstructionFirst(TimeLimit(self._played(variants, steps), self.budget))
+
+    def real_env(self, steps: int) -> gym.Env:
+        return self._twin(self.train, steps)
+
+    def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
+        return self._twin(self.eval, self.budget), lambda v: {"scenario": self._servers[v]}
+
+
+def make_task(args: Args) -> FloorTask | McpTask:
+    if args.task.startswith("mcp:"):
+        return McpTask(args)
+    if args.task not in branching_tasks():
+        raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()} "
+                         "or mcp:<family>")
+    return FloorTask(args)
