@@ -17,6 +17,9 @@ T = TypeVar("T")
 
 SEED_BOUND = 2**31 - 1
 """Seeds are drawn below this prime (a seed fits a signed 32-bit integer everywhere)."""
+_STREAM_STRIDE = 0x9E3779B1
+"""How far apart sampling streams start; as :data:`SEED_BOUND` is prime, streams below it never
+share a request seed for one draw."""
 
 
 def shuffled(items: Sequence[T], rng: np.random.Generator) -> list[T]:
@@ -34,10 +37,11 @@ def draw_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(SEED_BOUND))
 
 
-def request_seed(rng: np.random.Generator) -> int:
+def request_seed(rng: np.random.Generator, stream: int = 0) -> int:
     """A model request's sampling seed, below :data:`SEED_BOUND`: one raw draw of ``rng``'s bit
-    generator (``rng.integers`` costs several microseconds per step)."""
-    return int(rng.bit_generator.random_raw()) % SEED_BOUND
+    generator (``rng.integers`` costs several microseconds per step), shifted by sampling stream
+    ``stream``: equal generators in different streams draw different seeds (a GRPO group)."""
+    return (int(rng.bit_generator.random_raw()) + stream * _STREAM_STRIDE) % SEED_BOUND
 
 
 def episode_seed(seed: int, episode: int) -> int:

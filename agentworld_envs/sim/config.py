@@ -7,7 +7,7 @@ at the call site may ``backend`` or ``judge_backend`` be a live backend object.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 
@@ -17,6 +17,10 @@ from agentworld_envs.backends.registry import declared_sampling
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.world.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.world.scenario import Control, DomainKey, Scenario
+
+if TYPE_CHECKING:
+    from agentworld_envs.domains.base import Domain
+    from agentworld_envs.world.reality import Reality
 
 __all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING"]
 
@@ -177,6 +181,16 @@ class SimConfig(pydantic.BaseModel):
     def judge_params(self) -> SamplingParams:
         """Judge sampling parameters, without a seed."""
         return _sampling({**JUDGE_SAMPLING, **self.judge_sampling})
+
+    def reality(self, domain: Domain, scenario: Scenario, budget: int) -> Reality | None:
+        """The scenario's real counterpart where ``real_counterpart`` builds one and it has one;
+        a ValueError when ``mode`` or ``reward`` is ``real`` and there is none."""
+        reality = domain.start_reality(scenario, budget) if self.real_counterpart else None
+        if reality is None and "real" in (self.reward, self.mode):
+            setting = "reward" if self.reward == "real" else "mode"
+            raise ValueError(f'{setting}="real" needs a real counterpart, and {domain.key} '
+                             f"scenario {scenario.id} has none")
+        return reality
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:

@@ -1,17 +1,17 @@
-"""One simulated episode: the step logic shared by the single env and the vector env.
+"""One simulated episode: the state machine shared by the single env and the vector env.
 
 A step has two halves so that many episodes can share one batched model call:
 :meth:`Episode.begin` reads the action and returns the world-model request (or None when the
 action needs no model: a final answer, an invalid action); :meth:`Episode.complete` turns the
 completion, or a fault, into the observation. When the episode has ended,
 :meth:`Episode.settle` computes the reward from the verifier and, where asked, the judge.
-Reading the observation is :mod:`agentworld_envs.sim.observation`.
+Reading the observation is :mod:`agentworld_envs.sim.observation`; the step as data,
+:mod:`agentworld_envs.world.step`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,64 +19,18 @@ import numpy as np
 from agentworld_envs.backends import ChatRequest, Completion
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.protocol.chat import Fault, MessageLog
-from agentworld_envs.protocol.endings import ENDED_OBSERVATION, STEP_BUDGET_EXHAUSTED
-from agentworld_envs.protocol.seeding import SEED_BOUND, request_seed, shuffled
+from agentworld_envs.protocol.seeding import request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
-from agentworld_envs.sim.observation import (
-    COUNTED,
-    Reading,
-    choose_observation,
-    model_info,
-    read_completion,
-)
+from agentworld_envs.sim.observation import Reading, read_step, reset_info, step_info
 from agentworld_envs.world.controls import control_text, fired_controls
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import observation_turn
-from agentworld_envs.world.reality import RealStep
 from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle_sources
 from agentworld_envs.world.scenario import Scenario
-from agentworld_envs.world.termination import Interpretation
+from agentworld_envs.world.step import PendingStep, StepResult
+from agentworld_envs.world.termination import action_text, step_end
 
-__all__ = ["Episode", "StepResult"]
-
-_STREAM_STRIDE = 0x9E3779B1
-"""How far apart sampling streams start; as :data:`SEED_BOUND` is prime, streams below it never
-share a request seed for one draw."""
-
-
-@dataclass(slots=True)
-class StepResult:
-    """What one step returns, before the vector env batches it."""
-
-    observation: str
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
-    closes_episode: bool = False
-    """True on the step that ended the episode (not on steps after its end)."""
-
-
-@dataclass(slots=True)
-class _Pending:
-    action: str
-    interpretation: Interpretation
-    request: ChatRequest | None
-    controls: tuple[str, ...]
-    real: RealStep | None
-    decided: RealStep | None = None
-    """What the domain's rule made of a decided tool's call (no real counterpart)."""
-
-
-def _action_text(action: Any, limit: int) -> tuple[str, str | None]:
-    """The action as safe text, and why it cannot be used (None when it can)."""
-    if not isinstance(action, str):
-        return "", f"an action must be a string, got {type(action).__name__}"
-    if len(action) > limit:
-        return "", f"the action is {len(action)} characters long; the limit is {limit}"
-    if action.isascii():
-        return action, None
-    return action.encode("utf-8", "replace").decode("utf-8"), None
+__all__ = ["Episode"]
 
 
 class Episode:
@@ -99,8 +53,7 @@ class Episode:
                  rng: np.random.Generator, budget: int, prompts: PromptSet | None = None,
                  identity: dict[str, Any] | None = None, sampling_stream: int = 0) -> None:
         self.domain, self.scenario, self.config, self.rng = domain, scenario, config, rng
-        self.seed_shift = sampling_stream * _STREAM_STRIDE
-        self.budget = budget
+        self.budget, self.sampling_stream = budget, sampling_stream
         self.candidates = shuffled(scenario.candidate_actions, rng)
         """The scenario's candidate actions in this episode's order (a shuffle from ``rng``)."""
         self.reward_spec = (scenario.reward if config.reward_kind is None
@@ -123,32 +76,17 @@ class Episode:
         self.log = EpisodeLog(scenario)
         """What the agent saw: the simulated episode."""
         self.transcript: list[dict[str, Any]] = []
-        self.reality = domain.start_reality(scenario, budget) if config.real_counterpart else None
-        if self.reality is None and "real" in (config.reward, config.mode):
-            setting = "reward" if config.reward == "real" else "mode"
-            raise ValueError(f'{setting}="real" needs a real counterpart, and {domain.key} '
-                             f"scenario {scenario.id} has none")
+        self.reality = config.reality(domain, scenario, budget)
         self.real_log = EpisodeLog(scenario) if self.reality is not None else None
         """The same actions with the real counterpart's observations, where there is one."""
-        self._pending: _Pending | None = None
+        self._pending: PendingStep | None = None
 
     def first_observation(self) -> tuple[str, dict[str, Any]]:
-        """The reset observation (the task as the agent sees it) and the reset info.
-
-        The info never holds the scenario's hidden fields unless the env was made with
-        ``reveal_reference=True``; then ``info["reference"]`` has them.
-        """
-        scenario = self.scenario
-        info = {"domain": self.domain.key, "scenario_id": scenario.id,
-                "instruction": scenario.instruction,
-                "tools": self.domain.tools(scenario),
-                "candidate_actions": list(self.candidates),
-                "max_steps": self.budget, "fictional": self.fictional}
-        if self.config.reveal_reference:
-            info["reference"] = {"solution": scenario.solution_actions,
-                                 "reference_answer": scenario.reference_answer,
-                                 "world": scenario.world}
-        return self.domain.agent_prompt(scenario), info
+        """The reset observation (the task as the agent sees it) and the reset info
+        (:func:`~agentworld_envs.sim.observation.reset_info`)."""
+        info = reset_info(self.domain, self.scenario, self.candidates, self.budget,
+                          self.fictional, self.config.reveal_reference)
+        return self.domain.agent_prompt(self.scenario), info
 
     def begin(self, action: Any) -> ChatRequest | None:
         """Read the action; return the world-model request it needs, if any."""
@@ -156,14 +94,13 @@ class Episode:
             self._pending = None
             return None
         self.turn += 1
-        text, problem = _action_text(action, self.config.max_action_chars)
+        text, problem = action_text(action, self.config.max_action_chars)
         interpretation = (self.domain.reject(problem, self.state) if problem
                           else self.domain.interpret(text, self.scenario, self.state))
         simulated = interpretation.kind == "simulate"
         fired = (fired_controls(self.controls, self.turn, interpretation.tools, self.rng)
                  if simulated else [])
-        real = (self.reality.step(action, fired) if self.reality is not None
-                else None)
+        real = self.reality.step(action, fired) if self.reality is not None else None
         decided = (self.domain.decide(self.scenario, self.log, interpretation.action_text)
                    if simulated and real is None
                    and set(interpretation.tools) & set(self.config.decided_tools) else None)
@@ -172,65 +109,35 @@ class Episode:
             content = self.domain.user_message(
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
-            seed = (request_seed(self.rng) + self.seed_shift) % SEED_BOUND
+            seed = request_seed(self.rng, self.sampling_stream)
             request = self.chat.request({"role": "user", "content": content},
                                         sampling=self.sampling.with_seed(seed))
-        self._pending = _Pending(text, interpretation, request, controls, real, decided)
+        self._pending = PendingStep(text, interpretation, request, controls, real, decided)
         return request
 
     def complete(self, outcome: Completion | Fault | None) -> StepResult:
         """Finish the step begun by :meth:`begin`, given the world model's answer (if asked)."""
         pending, self._pending = self._pending, None
         if pending is None:
-            return StepResult(ENDED_OBSERVATION, 0.0, True, False, {
-                "invalid_action": True, "action_error": ENDED_OBSERVATION})
-        interpretation, real = pending.interpretation, pending.real
-        played = real is not None and interpretation.kind == "simulate" \
-            and pending.request is None  # mode="real"
-        if played:
-            reading = Reading(real.observation, model_info(False), source="real")
-        elif pending.decided is not None:
-            reading = Reading(pending.decided.observation, model_info(False), source="rule")
-        elif interpretation.kind == "simulate":
-            reading = read_completion(self.domain, self.state, outcome,
-                                      self.config.max_observation_chars)
-            self.counts.update(flag for flag in COUNTED
-                               if flag in reading.info["flags"] or flag == reading.source)
-        else:
-            reading = Reading(interpretation.observation, model_info(False), source="local")
+            return StepResult.after_end()
+        reading = read_step(pending, outcome, self.domain, self.state,
+                            self.config.max_observation_chars)
+        self.counts.update(reading.counted)
         reading.info.update(self.identity, counts=dict(self.counts))
-        observation, source = reading.observation, reading.source
-        info: dict[str, Any] = {
-            "turn": self.turn, "invalid_action": interpretation.kind == "invalid",
-            "action_error": interpretation.error or "", "controls": pending.controls,
-            "world_model": reading.info}
-        if real is not None:
-            if not played:
-                observation, source = choose_observation(interpretation, reading, real,
-                                                         self.config, info)
-            if source == "real" or self.config.reveal_reference:  # else it bypasses the model
-                info["real_observation"] = real.observation
-        info["observation_source"] = source
-        outcome_step = real or pending.decided  # what the real env or the rule made of it
-        terminated = (interpretation.kind != "invalid" and interpretation.ending is not None) \
-            or bool(outcome_step and outcome_step.terminated)
-        truncated = not terminated and self.turn >= self.budget
+        observation, source, info = step_info(pending, reading, self.turn, self.config)
+        terminated, truncated, ending = step_end(pending.interpretation, pending.outcome,
+                                                 self.turn, self.budget)
         self._record(pending, observation, source, reading, info.get("fidelity"))
         result = StepResult(observation, 0.0, terminated, truncated, info,
                             closes_episode=terminated or truncated)
         if result.closes_episode:
-            self.ended = True
-            if truncated:
-                self.log.ending = STEP_BUDGET_EXHAUSTED
-            else:
-                self.log.ending = interpretation.ending or (
-                    outcome_step.ending if outcome_step else None)
-            if self.real_log is not None and real is not None:
-                self.real_log.ending, self.real_log.verdict = self.log.ending, real.verdict
-            info.update(termination=self.log.ending, answer=self.log.answer or "")
+            self.ended, self.log.ending = True, ending
+            if self.real_log is not None and pending.real is not None:
+                self.real_log.ending, self.real_log.verdict = ending, pending.real.verdict
+            info.update(termination=ending, answer=self.log.answer or "")
         return result
 
-    def _record(self, pending: _Pending, observation: str, source: str, reading: Reading,
+    def _record(self, pending: PendingStep, observation: str, source: str, reading: Reading,
                 fidelity: dict[str, Any] | None) -> None:
         interpretation = pending.interpretation
         if interpretation.kind == "simulate" and pending.request is not None:
@@ -245,12 +152,8 @@ class Episode:
         for log, seen, origin in logs:
             log.record(pending.action, seen, origin, interpretation.tools, interpretation.ending,
                        interpretation.answer)
-        self.transcript.append({
-            "turn": self.turn, "action": pending.action, "kind": interpretation.kind,
-            "controls": pending.controls,
-            "seed": pending.request.sampling.seed if pending.request else None,
-            "raw_output": reading.raw, "observation": observation,
-            "flags": reading.info["flags"], "fidelity": fidelity})
+        self.transcript.append(pending.entry(self.turn, observation, reading.raw,
+                                             reading.info["flags"], fidelity))
 
     @property
     def needs_judge(self) -> bool:

@@ -4,7 +4,9 @@
 ``placeholder`` (a backend's stand-in, such as ``scripted``), ``fallback`` (the world model
 failed, gave nothing, or was cut off by the token limit: the observation is the domain's
 fallback), ``local`` (an invalid or locally answered action), ``rule`` (a decided tool's call,
-answered by the domain's rule) or ``real`` (a real counterpart).
+answered by the domain's rule) or ``real`` (a real counterpart). :func:`read_step` reads a
+step's own observation, :func:`step_info` picks the one the agent gets and builds the step's
+``info``; :func:`reset_info` is the info that comes with the first observation.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.world.fidelity import step_fidelity
 from agentworld_envs.world.parsing import parse_world_model_output
 from agentworld_envs.world.reality import RealStep
+from agentworld_envs.world.scenario import Scenario
+from agentworld_envs.world.step import PendingStep
 from agentworld_envs.world.termination import Interpretation
 
 __all__ = ["COUNTED", "LENGTH_LIMIT", "Reading", "choose_observation", "model_info",
-           "read_completion"]
+           "read_completion", "read_step", "reset_info", "step_info"]
 
 LENGTH_LIMIT = "the world model reached its token limit before finishing the observation"
 _UNUSABLE = frozenset({"fault", "no_output", "length_limit"})
@@ -43,6 +47,11 @@ class Reading:
     @property
     def usable(self) -> bool:
         return self.source != "fallback"
+
+    @property
+    def counted(self) -> list[str]:
+        """What of :data:`COUNTED` this step has."""
+        return [flag for flag in COUNTED if flag in self.info["flags"] or flag == self.source]
 
 
 def model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
@@ -81,6 +90,55 @@ def read_completion(domain: Domain, state: str | None, outcome: Completion | Fau
         return Reading(observation, info, outcome.text, "fallback")
     source = "placeholder" if outcome.raw == PLACEHOLDER_RAW else "world_model"
     return Reading(parsed.observation, info, outcome.text, source)
+
+
+def reset_info(domain: Domain, scenario: Scenario, candidates: list[str], budget: int,
+               fictional: bool, reveal: bool) -> dict[str, Any]:
+    """The reset info. It never holds the scenario's hidden fields unless ``reveal`` (the env
+    was made with ``reveal_reference=True``); then ``info["reference"]`` has them."""
+    info = {"domain": domain.key, "scenario_id": scenario.id,
+            "instruction": scenario.instruction,
+            "tools": domain.tools(scenario),
+            "candidate_actions": list(candidates),
+            "max_steps": budget, "fictional": fictional}
+    if reveal:
+        info["reference"] = {"solution": scenario.solution_actions,
+                             "reference_answer": scenario.reference_answer,
+                             "world": scenario.world}
+    return info
+
+
+def read_step(pending: PendingStep, outcome: Completion | Fault | None, domain: Domain,
+              state: str | None, max_chars: int) -> Reading:
+    """The step's own observation: the real counterpart's where it alone played the step, the
+    domain rule's for a decided tool, the world model's, or the env's (an action it answers)."""
+    interpretation = pending.interpretation
+    if pending.played:
+        return Reading(pending.real.observation, model_info(False), source="real")
+    if pending.decided is not None:
+        return Reading(pending.decided.observation, model_info(False), source="rule")
+    if interpretation.kind == "simulate":
+        return read_completion(domain, state, outcome, max_chars)
+    return Reading(interpretation.observation, model_info(False), source="local")
+
+
+def step_info(pending: PendingStep, reading: Reading, turn: int,
+              config: SimConfig) -> tuple[str, str, dict[str, Any]]:
+    """The observation the agent gets, its source, and the step's ``info``; where a real
+    counterpart played the step too, :func:`choose_observation` picks."""
+    interpretation, real = pending.interpretation, pending.real
+    observation, source = reading.observation, reading.source
+    info: dict[str, Any] = {
+        "turn": turn, "invalid_action": interpretation.kind == "invalid",
+        "action_error": interpretation.error or "", "controls": pending.controls,
+        "world_model": reading.info}
+    if real is not None:
+        if not pending.played:
+            observation, source = choose_observation(interpretation, reading, real, config, info)
+        if source == "real" or config.reveal_reference:  # else it bypasses the model
+            info["real_observation"] = real.observation
+    info["observation_source"] = source
+    return observation, source, info
 
 
 def choose_observation(interpretation: Interpretation, reading: Reading, real: RealStep,

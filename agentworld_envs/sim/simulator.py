@@ -25,10 +25,11 @@ from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.chat import Fault
 from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.sim.config import SimConfig
-from agentworld_envs.sim.episode import Episode, StepResult
+from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
 from agentworld_envs.world.rewards import read_judge
 from agentworld_envs.world.scenario import Scenario
+from agentworld_envs.world.step import StepResult
 
 __all__ = ["Simulator"]
 

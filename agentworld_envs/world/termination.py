@@ -6,20 +6,26 @@ in the tool domains, an empty keystroke list in the terminal, ``send_msg_to_user
 ``report_infeasible`` on the web, a ``status`` action on Android, ``DONE`` or ``FAIL`` on the
 desktop. The step budget truncates the rest. An ending action is answered locally, except where
 the release has the world model answer it (the terminal's ``[]``: ``simulate`` with an
-``ending``): the env still decides that the episode is over. The endings' names are
-:mod:`agentworld_envs.protocol.endings`.
+``ending``): the env still decides that the episode is over (:func:`step_end`). The endings'
+names are :mod:`agentworld_envs.protocol.endings`. Before a domain reads an action,
+:func:`action_text` makes it safe text, or says why it cannot be used.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from agentworld_envs.protocol.endings import STEP_BUDGET_EXHAUSTED
+from agentworld_envs.world.reality import RealStep
 
 __all__ = [
     "Interpretation",
+    "action_text",
     "finish",
     "invalid",
     "simulate",
+    "step_end",
 ]
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +70,29 @@ def finish(ending: str, observation: str, answer: str | None = None) -> Interpre
 def invalid(error: str, observation: str) -> Interpretation:
     """An action that cannot be performed; ``observation`` explains why."""
     return Interpretation("invalid", error=error, observation=observation)
+
+
+def action_text(action: Any, limit: int) -> tuple[str, str | None]:
+    """The action as safe text, and why it cannot be used (None when it can)."""
+    if not isinstance(action, str):
+        return "", f"an action must be a string, got {type(action).__name__}"
+    if len(action) > limit:
+        return "", f"the action is {len(action)} characters long; the limit is {limit}"
+    if action.isascii():
+        return action, None
+    return action.encode("utf-8", "replace").decode("utf-8"), None
+
+
+def step_end(interpretation: Interpretation, outcome: RealStep | None, turn: int,
+             budget: int) -> tuple[bool, bool, str | None]:
+    """Whether step ``turn`` terminates or truncates the episode, and its ending (None while it
+    goes on). ``outcome`` is what a real counterpart or a domain rule made of the action."""
+    terminated = (interpretation.kind != "invalid" and interpretation.ending is not None) \
+        or bool(outcome and outcome.terminated)
+    truncated = not terminated and turn >= budget
+    if truncated:
+        return terminated, truncated, STEP_BUDGET_EXHAUSTED
+    if terminated:
+        return terminated, truncated, interpretation.ending or (
+            outcome.ending if outcome else None)
+    return terminated, truncated, None
