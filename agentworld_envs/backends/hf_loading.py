@@ -1,10 +1,13 @@
 """Loading the ``hf`` backend's model: torch and transformers imported on demand (with the
 install hint when missing), the tokenizer set for left padding, a LoRA adapter merged into the
-weights, the model's end tokens."""
+weights, grouped key-value heads kept grouped in attention (:mod:`.grouped_attention`), the
+model's end tokens."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from agentworld_envs.backends.grouped_attention import group_attention_heads
 
 __all__ = ["import_hf", "load_model"]
 
@@ -38,6 +41,7 @@ def load_model(torch: Any, transformers: Any, model: str, device: str, dtype: st
     if adapter:
         network = _merged(network, adapter)
     network.to(device).eval()
+    group_attention_heads(torch, network)
     eos = network.generation_config.eos_token_id
     eos = [eos] if isinstance(eos, int) else list(eos or [])
     return tokenizer, network, set(eos) | {tokenizer.eos_token_id}

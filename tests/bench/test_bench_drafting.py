@@ -218,3 +218,47 @@ def test_prefill_from_kept_prefixes(benchmark: Any, backend: HFBackend, domain: 
                "scratch_over_kept": round(min(cpu[False]) / min(cpu[True]), 2)}
     benchmark.extra_info.update(figures)
     print(f"\n[{domain} x16 prefill, step 2] {figures}")
+
+
+@pytest.mark.parametrize("rows", [1, 14])
+def test_grouped_attention_verify_pass(benchmark: Any, backend: HFBackend, rows: int) -> None:
+    """A drafted verify pass (9 positions over a kept 600-token prompt, left-padded rows) with
+    transformers' ``sdpa``, which copies each key-value head per query head under a mask, and
+    with the grouped attention the backend uses, timed alternately (5 rounds each) in one run;
+    their logits are checked to be the same to the bit."""
+    import torch
+
+    from agentworld_envs.backends.grouped_attention import NAME
+
+    model = backend._model
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 40_000, (rows, 600), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[: rows // 2, :50] = 0
+    draft = torch.randint(0, 40_000, (rows, 9), generator=generator)
+    full_mask = torch.cat([mask, torch.ones_like(draft)], dim=1)
+    with torch.inference_mode():
+        cache = model(input_ids=ids, attention_mask=mask, use_cache=True).past_key_values
+    cpu: dict[str, list[float]] = {"sdpa": [], NAME: []}
+    logits: dict[str, Any] = {}
+
+    def rounds() -> None:
+        for _ in range(5):
+            for attention in cpu:
+                model.set_attn_implementation(attention)
+                with torch.inference_mode():
+                    start = time.process_time()
+                    out = model(input_ids=draft, attention_mask=full_mask, use_cache=True,
+                                past_key_values=cache)
+                    cpu[attention].append(time.process_time() - start)
+                cache.crop(-9)
+                logits[attention] = out.logits
+        model.set_attn_implementation(NAME)
+
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    assert torch.equal(logits["sdpa"], logits[NAME])
+    figures = {"cpu_s_sdpa": round(min(cpu["sdpa"]), 3),
+               "cpu_s_grouped": round(min(cpu[NAME]), 3),
+               "sdpa_over_grouped": round(min(cpu["sdpa"]) / min(cpu[NAME]), 2)}
+    benchmark.extra_info.update(figures)
+    print(f"\n[verify pass, {rows} rows x 9 positions over 600] {figures}")
