@@ -96,6 +96,10 @@ def test_a_replacement_on_the_shared_base_gets_a_fresh_adapter(tiny_lm_dir: Path
     team = result.team
     assert team.policies[1].adapter not in ("agent_0", "agent_1")
     assert team.policies[1].module is team.policies[0].module
+    # The incumbent's adapter is unloaded: the shared model holds the two agents' only.
+    assert sorted(team.policies[0].module.peft_config) == sorted(
+        ["agent_0", team.policies[1].adapter])
+    assert not any(".agent_1." in name for name, _ in team.policies[0].module.named_parameters())
     assert "stage0/kl" in result.history[1] and np.isfinite(result.history[1]["stage0/kl"])
 
 

@@ -137,7 +137,10 @@ class Team:
         if self.shared:
             raise ValueError("cannot replace one agent of a shared policy")
         check_same_vocabulary(self.policies[agent], policy)
-        self.policies[agent] = policy
+        incumbent, self.policies[agent] = self.policies[agent], policy
+        release = getattr(incumbent, "release", None)
+        if release:
+            release(policy)
         self.optimizers[agent] = make_optimizer(policy, self.learning_rate, self.weight_decay)
         self.betas[agent] = beta
 
@@ -229,9 +232,9 @@ def _lm_factory(args: TeamArgs) -> PolicyFactory:
         from trainers.policies.lm import CausalLMPolicy
 
         base = bases.get(spec["model"]) if spec["lora_rank"] else None
-        adapter = f"agent_{agent}"
-        if base is not None and adapter in base.module.peft_config:
-            adapter = f"{adapter}_{len(base.module.peft_config)}"
+        adapter, k = f"agent_{agent}", len(base.module.peft_config) if base is not None else 0
+        while base is not None and adapter in base.module.peft_config:
+            adapter, k = f"agent_{agent}_{k}", k + 1
         policy = CausalLMPolicy(
             spec["model"], lora_rank=spec["lora_rank"], temperature=spec["temperature"],
             top_p=args.top_p, top_k=args.top_k, stop=args.stop,

@@ -235,6 +235,12 @@ class CausalLMPolicy:
         return [p for name, p in self.module.named_parameters()
                 if "lora_" in name and f".{self.adapter}." in name]
 
+    def release(self, successor: Any) -> None:
+        """Unload this policy's adapter from the base it shares with ``successor``, which has
+        taken its place (a replacement), so the shared model holds no adapter nobody uses."""
+        if self.lora_rank and getattr(successor, "module", None) is self.module:
+            self.module.delete_adapter(self.adapter)
+
     def save_adapter(self, folder: Path) -> None:
         """Write this policy's adapter as ``save_pretrained`` does, into ``folder``."""
         with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
