@@ -64,3 +64,15 @@ def test_a_vllm_team_shares_one_engine_per_base(tiny_lm_dir: Path, tmp_path: Pat
     first, second = team.policies
     assert isinstance(first.engine, VLLMGeneration) and first.engine is second.engine
     assert first.engine.options["max_lora_rank"] == 4
+
+
+def test_adapters_saved_in_a_temporary_folder_go_with_the_engine(tiny_lm_dir: Path) -> None:
+    import gc
+
+    engine = VLLMGeneration(str(tiny_lm_dir), max_lora_rank=4, max_loras=1)
+    _, folder = engine.adapter(CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, adapter="agent_0"))
+    workdir = engine.workdir
+    assert (folder / "adapter_config.json").is_file() and folder.is_relative_to(workdir)
+    del engine
+    gc.collect()
+    assert not workdir.exists()

@@ -7,7 +7,6 @@ over the PettingZoo API for text teams.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,9 +222,8 @@ def _lm_factory(args: TeamArgs) -> PolicyFactory:
             from agentworld_envs.models.pretrained import resolve_model
             from trainers.policies.vllm_generation import VLLMGeneration
 
-            engines[model] = VLLMGeneration(
-                resolve_model(model), tempfile.mkdtemp(prefix="agentworld-vllm-"),
-                max_lora_rank=args.lora_rank, max_loras=args.n_agents or 8)
+            engines[model] = VLLMGeneration(resolve_model(model), max_lora_rank=args.lora_rank,
+                                            max_loras=args.n_agents or 8)
         return engines[model]
 
     def build(agent: int, spec: dict[str, Any]) -> Any:

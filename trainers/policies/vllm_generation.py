@@ -10,6 +10,7 @@ first use, with an install hint; it is never installed here, so only the bookkee
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,18 @@ class VLLMGeneration:
 
     Args:
         model: The base model's local directory.
-        workdir: Where adapters are saved for vLLM to load.
+        workdir: Where adapters are saved for vLLM to load; by default a temporary folder,
+            removed when this object is collected or the process ends.
         max_lora_rank: The agents' LoRA rank.
         max_loras: Adapters held on the GPU at once (the team size).
         gpu_memory_utilization: Share of GPU memory vLLM may take (the rest is for training).
     """
 
-    def __init__(self, model: str, workdir: str | Path, *, max_lora_rank: int, max_loras: int,
-                 gpu_memory_utilization: float = 0.4) -> None:
-        self.model, self.workdir = model, Path(workdir)
+    def __init__(self, model: str, workdir: str | Path | None = None, *, max_lora_rank: int,
+                 max_loras: int, gpu_memory_utilization: float = 0.4) -> None:
+        self._scratch = None if workdir else tempfile.TemporaryDirectory(prefix="agentworld-vllm-")
+        self.model = model
+        self.workdir = Path(workdir or self._scratch.name)
         self.options = {"enable_lora": True, "max_lora_rank": max_lora_rank,
                         "max_loras": max_loras,
                         "gpu_memory_utilization": gpu_memory_utilization}
