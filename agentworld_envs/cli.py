@@ -77,6 +77,8 @@ def _expected(exc: BaseException) -> tuple[int, str] | None:
         known = _EXPECTED.get(f"{cls.__module__}:{cls.__qualname__}")
         if known:
             return known[0], f"error: {known[1]}{exc}"
+    if isinstance(exc, ImportError) and "pip install" in str(exc):  # a missing extra's hint
+        return 1, f"error: {exc}"
     if isinstance(exc, FileNotFoundError):
         return 2, f"error: no such file or directory: {exc.filename} (check the path)"
     if isinstance(exc, OSError):

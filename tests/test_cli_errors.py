@@ -232,3 +232,20 @@ def test_the_llm_agent_example_reports_a_dead_server_in_one_line() -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and url in lines[0] and "connection error" in lines[0], done.stderr
+
+
+def test_a_missing_extra_is_one_line_with_its_install_hint_and_other_import_errors_are_bugs(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import trainers.world_model.cli as wm_cli
+
+    monkeypatch.setitem(sys.modules, "trl", None)  # `import trl` raises ImportError
+    assert main(["wm", "sft", "--train", "items.jsonl"]) == 1
+    err = one_error_line(capsys)
+    assert 'pip install "agentworld[train]"' in err and "Traceback" not in err
+
+    def broken(args: object) -> int:
+        raise ImportError("cannot import name 'x' from 'y'")
+
+    monkeypatch.setattr(wm_cli, "_cmd_sft", broken)
+    with pytest.raises(ImportError, match="cannot import name"):
+        main(["wm", "sft", "--train", "items.jsonl"])
