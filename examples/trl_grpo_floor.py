@@ -43,7 +43,7 @@ class Args:
     """``turns`` (TurnRollout, our semantics) or ``tools`` (environment_factory tool loop)."""
 
 
-def grpo_config() -> tuple[type, dict]:
+def grpo_settings() -> tuple[type, dict]:
     """TRL's ``GRPOConfig`` and where this script starts it: 2 steps of 16 rollouts in groups
     of 8, 160 tokens a whole episode (all turns and tool results), token-level GRPO
     (``--importance_sampling_level sequence`` is GSPO), on CPU unless CUDA is there."""
@@ -91,7 +91,7 @@ def tiny_model(rows: list[dict], directory: Path, *, tool_methods: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    args, config = parse_with_config(Args, grpo_config, argv, prog=Path(__file__).name)
+    args, config = parse_with_config(Args, grpo_settings, argv, prog=Path(__file__).name)
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer

@@ -16,40 +16,18 @@ Examples::
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from trainers.common.flags import ConfigHelp, add_dataclass_args, dataclass_from_args, parse_config
-from trainers.world_model.rl import RLArgs
-from trainers.world_model.sft import SFTArgs
+from trainers.world_model.rl import RLArgs, grpo_settings
+from trainers.world_model.sft import SFTArgs, sft_settings
 
 __all__ = ["add_commands"]
-
-
-def _sft_config() -> tuple[type, dict[str, Any]]:
-    """TRL's ``SFTConfig`` and our defaults for it (loading TRL, with an install hint)."""
-    from trainers.world_model.sft import SFT_DEFAULTS, accelerated
-
-    defaults = {**SFT_DEFAULTS, "bf16": accelerated()}
-    from trl import SFTConfig
-
-    return SFTConfig, defaults
-
-
-def _grpo_config() -> tuple[type, dict[str, Any]]:
-    """TRL's ``GRPOConfig`` and our defaults for it (loading TRL, with an install hint)."""
-    from trainers.world_model.rl import GRPO_DEFAULTS
-    from trainers.world_model.sft import accelerated
-
-    defaults = {**GRPO_DEFAULTS, "bf16": accelerated()}
-    from trl import GRPOConfig
-
-    return GRPOConfig, defaults
 
 
 def _cmd_sft(args: argparse.Namespace) -> int:
     from trainers.world_model.sft import train_sft
 
-    config_cls, defaults = _sft_config()
+    config_cls, defaults = sft_settings()
     config = parse_config(config_cls, args.extra, defaults, prog="agentworld wm sft")
     result = train_sft(dataclass_from_args(SFTArgs, args), config)
     print(f"saved {result.out}: {result.steps} steps, {result.tokens_per_second:.0f} tok/s")
@@ -59,7 +37,7 @@ def _cmd_sft(args: argparse.Namespace) -> int:
 def _cmd_rl(args: argparse.Namespace) -> int:
     from trainers.world_model.rl import train_rl
 
-    config_cls, defaults = _grpo_config()
+    config_cls, defaults = grpo_settings()
     config = parse_config(config_cls, args.extra, defaults, prog="agentworld wm rl")
     result = train_rl(dataclass_from_args(RLArgs, args), config)
     print(f"saved {result.out}")
@@ -69,8 +47,8 @@ def _cmd_rl(args: argparse.Namespace) -> int:
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``sft`` and ``rl`` to the ``wm`` group's subcommands."""
     for name, cls, config, handler, help_text in (
-            ("sft", SFTArgs, _sft_config, _cmd_sft, "next-observation SFT (TRL SFTTrainer)"),
-            ("rl", RLArgs, _grpo_config, _cmd_rl,
+            ("sft", SFTArgs, sft_settings, _cmd_sft, "next-observation SFT (TRL SFTTrainer)"),
+            ("rl", RLArgs, grpo_settings, _cmd_rl,
              "GSPO/GRPO with the hybrid reward (TRL GRPOTrainer)")):
         command = commands.add_parser(
             name, help=help_text, add_help=False, allow_abbrev=False,

@@ -32,8 +32,8 @@ from agentworld_envs.bench.items import BenchItem, load_items
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import accelerated, load_model, require_trl
 
-__all__ = ["GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config", "prompt_text", "rl_dataset",
-           "train_rl"]
+__all__ = ["GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config", "grpo_settings", "prompt_text",
+           "rl_dataset", "train_rl"]
 
 GRPO_DEFAULTS: dict[str, Any] = {
     "output_dir": "runs/wm_rl", "max_steps": 20, "per_device_train_batch_size": 16,
@@ -88,13 +88,20 @@ class RLResult:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def grpo_config(**overrides: Any) -> Any:
-    """TRL's ``GRPOConfig`` from :data:`GRPO_DEFAULTS`, with ``overrides`` (any of its
-    fields)."""
-    require_trl()
+def grpo_settings() -> tuple[type, dict[str, Any]]:
+    """TRL's ``GRPOConfig`` and where ours starts: :data:`GRPO_DEFAULTS`, with ``bf16`` where
+    :func:`~trainers.world_model.sft.accelerated` (loads TRL, with the install hint)."""
+    defaults = {**GRPO_DEFAULTS, "bf16": accelerated()}
     from trl import GRPOConfig
 
-    return GRPOConfig(**{**GRPO_DEFAULTS, "bf16": accelerated(), **overrides})
+    return GRPOConfig, defaults
+
+
+def grpo_config(**overrides: Any) -> Any:
+    """TRL's ``GRPOConfig`` from :func:`grpo_settings`, with ``overrides`` (any of its
+    fields)."""
+    config_cls, defaults = grpo_settings()
+    return config_cls(**{**defaults, **overrides})
 
 
 def prompt_text(tokenizer: Any, item: BenchItem, max_length: int) -> str:

@@ -36,7 +36,7 @@ from trainers.world_model.scratch import ScratchSpec, build_model, build_tokeniz
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "encode",
            "final_turns", "load_model", "lora_config", "prepare_model", "require_trl",
-           "sft_config", "sft_dataset", "sft_example", "train_sft"]
+           "sft_config", "sft_dataset", "sft_example", "sft_settings", "train_sft"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
@@ -287,12 +287,19 @@ def accelerated() -> bool:
     return bool(require_trl().cuda.is_available())
 
 
-def sft_config(**overrides: Any) -> Any:
-    """TRL's ``SFTConfig`` from :data:`SFT_DEFAULTS`, with ``overrides`` (any of its fields)."""
-    require_trl()
+def sft_settings() -> tuple[type, dict[str, Any]]:
+    """TRL's ``SFTConfig`` and where ours starts: :data:`SFT_DEFAULTS`, with ``bf16`` where
+    :func:`accelerated` (loads TRL, with the install hint)."""
+    defaults = {**SFT_DEFAULTS, "bf16": accelerated()}
     from trl import SFTConfig
 
-    return SFTConfig(**{**SFT_DEFAULTS, "bf16": accelerated(), **overrides})
+    return SFTConfig, defaults
+
+
+def sft_config(**overrides: Any) -> Any:
+    """TRL's ``SFTConfig`` from :func:`sft_settings`, with ``overrides`` (any of its fields)."""
+    config_cls, defaults = sft_settings()
+    return config_cls(**{**defaults, **overrides})
 
 
 def train_sft(args: SFTArgs, config: Any = None,
