@@ -42,3 +42,44 @@ def test_the_experiment_compares_methods_at_one_budget_on_unseen_items(
     assert diff == pytest.approx(summary["teamtr"]["greedy_reward"]
                                  - summary["stale_sequential"]["greedy_reward"], abs=1e-3)
     assert "stale_sequential - untrained" in summary
+
+
+def test_an_interrupted_experiment_resumes_with_no_run_lost_or_repeated(
+        tiny_lm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["--model", str(tiny_lm_dir), "--n-agents", "2", "--held-out", "2", "--seeds", "2",
+            "--methods", "teamtr", "--total-episodes", "8", "--prompts-per-rollout", "2",
+            "--group-size", "2", "--max-new-tokens", "3", "--lora-rank", "2",
+            "--update-epochs", "1", "--torch-threads", "1"]
+    whole = teamtr_reasoning.main([*argv, "--out", str(tmp_path / "whole.json")])
+    trained = []
+    run = teamtr_reasoning.run
+
+    def interrupted(args, method, seed):
+        if trained:
+            raise KeyboardInterrupt  # stopped during the second training run
+        trained.append((method, seed))
+        return run(args, method, seed)
+
+    out = tmp_path / "cut.json"
+    monkeypatch.setattr(teamtr_reasoning, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        teamtr_reasoning.main([*argv, "--out", str(out)])
+    assert not out.exists()
+    monkeypatch.setattr(teamtr_reasoning, "run", lambda args, method, seed: (
+        trained.append((method, seed)), run(args, method, seed))[1])
+    resumed = teamtr_reasoning.main([*argv, "--out", str(out), "--resume"])
+    assert trained == [("teamtr", 0), ("teamtr", 1)]  # each run once, across both calls
+    journal = [json.loads(line) for line in (tmp_path / "cut.runs.jsonl").read_text().splitlines()]
+    assert [(r["method"], r["seed"]) for r in journal[1:]] == [
+        ("untrained", 0), ("untrained", 1), ("teamtr", 0), ("teamtr", 1)]
+
+    def without_seconds(runs):
+        return {m: [{k: v for k, v in r.items() if k != "seconds"} for r in rs]
+                for m, rs in runs.items()}
+
+    assert without_seconds(resumed["runs"]) == without_seconds(whole["runs"])
+    assert resumed["summary"] == whole["summary"]
+    fewer_seeds = list(argv)
+    fewer_seeds[argv.index("--seeds") + 1] = "1"
+    with pytest.raises(ValueError, match="differ in seeds"):
+        teamtr_reasoning.main([*fewer_seeds, "--out", str(out), "--resume"])

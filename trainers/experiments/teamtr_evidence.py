@@ -45,6 +45,7 @@ import numpy as np
 from tqdm import tqdm
 
 from trainers.common.flags import parse_args
+from trainers.experiments.journal import RunJournal
 
 TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)
@@ -583,29 +584,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(write(json.loads(args.replot.read_text()), args.out, args.docs))
         return 0
     jobs = make_jobs(args.seeds, args.shift_seeds, scale)
-    log = args.out / "runs.jsonl"
-    args.out.mkdir(parents=True, exist_ok=True)
-    done = ({_key(run): run for run in map(json.loads, log.read_text().splitlines())}
-            if args.resume and log.exists() else {})
+    journal = RunJournal(args.out / "runs.jsonl", _key, resume=args.resume)
+    done = journal.done
     todo = [job for job in jobs if _key(job) not in done]
     started = time.perf_counter()
-    with log.open("a" if args.resume else "w") as sink:
-        def keep(run: dict[str, Any]) -> None:
-            done[_key(run)] = run
-            sink.write(json.dumps(run) + "\n")
-            sink.flush()
-
+    with journal:
         progress = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="teamtr evidence",
                         unit="run")
         if args.workers:
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
                 for future in as_completed([pool.submit(run_job, job) for job in todo]):
-                    keep(future.result())
+                    journal.keep(future.result())
                     progress.update()
         else:
             for job in todo:
-                keep(run_job(job))
+                journal.keep(run_job(job))
                 progress.update()
         progress.close()
     data = {"command": " ".join(["python examples/teamtr_evidence.py", *given]),

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from agentworld_envs.atomic_write import write_text_atomic
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
 from trainers.common.team import EVAL_SEED_OFFSET, Team, build_team
+from trainers.experiments.journal import RunJournal
 
 METHODS = ("teamtr", "stale_sequential", "single_agent_grpo")
 
@@ -72,7 +74,10 @@ class Args:
     torch_threads: int = 0
     """torch CPU threads (0: torch's default)."""
     out: Path = Path("runs/teamtr_reasoning/results.json")
-    """Where the results go (JSON)."""
+    """Where the results go (JSON); each finished run also goes at once into the journal
+    beside it (``<out stem>.runs.jsonl``)."""
+    resume: bool = False
+    """keep the runs already in the journal and run only the rest (same settings only)"""
 
 
 def trainer_args(args: Args, method: str, seed: int) -> Any:
@@ -104,9 +109,17 @@ def run(args: Args, method: str, seed: int) -> dict[str, Any]:
     if not np.isclose(np.mean(items), reported):  # greedy decoding is deterministic
         raise RuntimeError(f"{method} seed {seed}: greedy held-out reward {np.mean(items)} "
                            f"here, {reported} in the trainer's log")
-    return {"items": items, "episodes": result.team.episodes,
+    return {"method": method, "seed": seed, "items": items, "episodes": result.team.episodes,
             "stages": sum(1 for r in result.history if r["stage"] >= 0 and "time/stage_s" in r),
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def untrained(args: Args, seed: int) -> dict[str, Any]:
+    """The base with fresh (zero-effect) adapters, scored as the trained teams are."""
+    started = time.perf_counter()
+    team = build_team(trainer_args(args, "stale_sequential", seed))
+    return {"method": "untrained", "seed": seed, "items": greedy_items(team, seed),
+            "episodes": 0, "seconds": round(time.perf_counter() - started, 1)}
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -131,23 +144,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(Args, argv, prog="teamtr_reasoning.py")
     if unknown := sorted(set(args.methods) - set(METHODS)):
         raise SystemExit(f"unknown methods {unknown}; choose from {METHODS}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, list[dict[str, Any]]] = {"untrained": []}
-    for seed in range(args.seeds):  # the base with fresh (zero-effect) adapters
-        team = build_team(trainer_args(args, "stale_sequential", seed))
-        runs["untrained"].append({"items": greedy_items(team, seed), "episodes": 0})
-        print(f"untrained seed {seed}: greedy held-out reward "
-              f"{np.mean(runs['untrained'][-1]['items']):.3f}", flush=True)
-    for method in args.methods:
-        runs[method] = []
-        for seed in range(args.seeds):
-            runs[method].append(run(args, method, seed))
-            print(f"{method} seed {seed}: greedy held-out reward "
-                  f"{np.mean(runs[method][-1]['items']):.3f} "
-                  f"({runs[method][-1]['seconds']:.0f} s)", flush=True)
+    settings = {k: v for k, v in asdict(args).items() if k not in ("out", "resume")}
+    journal = RunJournal(args.out.with_name(f"{args.out.stem}.runs.jsonl"),
+                         lambda run: (run["method"], run["seed"]), settings, args.resume)
+    with journal:
+        for method in ("untrained", *args.methods):
+            for seed in range(args.seeds):
+                if (method, seed) in journal.done:
+                    continue
+                journal.keep(untrained(args, seed) if method == "untrained"
+                             else run(args, method, seed))
+                line = journal.done[method, seed]
+                print(f"{method} seed {seed}: greedy held-out reward "
+                      f"{np.mean(line['items']):.3f} ({line['seconds']:.0f} s)", flush=True)
+    runs = {method: [journal.done[method, seed] for seed in range(args.seeds)]
+            for method in ("untrained", *args.methods)}
     results = {"args": {**asdict(args), "out": str(args.out)}, "interval": INTERVAL,
                "summary": summarize(runs), "runs": runs}
-    args.out.write_text(json.dumps(results, indent=2))
+    write_text_atomic(args.out, json.dumps(results, indent=2))
     for name, line in results["summary"].items():
         value = line.get("greedy_reward", line.get("difference"))
         print(f"{name:40s} {value:+.3f} 95% CI {line['ci95']}")
