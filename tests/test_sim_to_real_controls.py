@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from agentworld_envs.domains.mcp.twin import McpTwin
@@ -189,3 +190,40 @@ def test_failed_world_model_calls_stop_the_run_unless_asked_to_go_on(s2r, tmp_pa
     assert went_on["failed_world_model_calls"] > 0
     healthy = s2r.run_arm(args, task, "sim", 0, "scripted")
     assert healthy["failed_world_model_calls"] == 0
+
+
+def test_the_blind_arm_never_reads_a_tool_result_and_stays_at_the_blind_bound(
+        s2r, tmp_path: Path) -> None:
+    """``real-blind`` trains on the real env with its policy shown the prompt in place of every
+    observation: on calendar servers it cannot read an event's start, so it stays near the
+    blind 1/3, while the same training that reads its observations passes it."""
+    from trainers.experiments.sim_to_real.linear import BlindPolicy, LinearPolicy
+
+    blind = BlindPolicy(np.random.default_rng(0), 0.1, 0.0)
+    blind.weights[:] = np.random.default_rng(1).normal(size=blind.size)
+    candidates = ["assign_primary CMP-35", "assign_fallback CMP-35"]
+    result = '{"tool_name": "lookup_record", "result": {"status": "%s"}}'
+    shown = [blind.act("task", obs, 1, candidates, greedy=True)[1][0]
+             for obs in ("", result % "active", result % "inactive")]
+    assert all(np.array_equal(shown[0], probs) for probs in shown)
+    reader = LinearPolicy(np.random.default_rng(0), 0.1, 0.0)
+    reader.weights[:] = blind.weights
+    assert not np.array_equal(reader.act("task", result % "inactive", 1, candidates)[1][0],
+                              shown[0])
+
+    args = s2r.Args(out=tmp_path, task="mcp:calendar", batch=32)
+    task = s2r.make_task(args)
+    scores = {}
+    for arm in ("real-blind", "real"):
+        agent = s2r.LinearAgent(args, task, arm, seed=0, world_model="scripted")
+        assert isinstance(agent.policy, BlindPolicy) == (arm == "real-blind")
+        for _ in range(10):
+            agent.update(real=True)
+        scores[arm] = s2r.balanced(task, s2r.evaluate(task, agent))
+    assert scores["real-blind"] <= 0.5 < scores["real"]
+
+
+def test_the_blind_arm_is_the_linear_agents_only(s2r, tmp_path: Path) -> None:
+    task = s2r.make_task(s2r.Args(out=tmp_path))
+    assert "real-blind" in s2r.task_arms(task)
+    assert "real-blind" not in s2r.task_arms(task, "ppo")

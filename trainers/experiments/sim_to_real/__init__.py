@@ -33,7 +33,10 @@ episodes (only the capped arms stop early, by design):
                     records, so that no record shows its own (readable, wrong);
 ``real``            the real ``AgentFloor`` env (or the MCP twin) for every update;
 ``real-capped``     the real env for the first ``--real-updates`` updates only;
-``real-capped+sim`` those real updates, then simulated ones up to ``--updates``.
+``real-capped+sim`` those real updates, then simulated ones up to ``--updates``;
+``real-blind``      linear agent only: the real env, every tool result hidden from the policy
+                    (it sees the prompt in their place): the most a policy that never reads
+                    scores on the held-out items, the bound the controls are held to.
 
 A simulated episode touches nothing real (``real_counterpart=False``): no real env is built,
 and its reward, submissions included, is the simulated episode's alone. A floor submission

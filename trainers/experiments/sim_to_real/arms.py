@@ -20,7 +20,7 @@ from trainers.experiments.sim_to_real.mcp_record_controls import (
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 
 ARMS = ("untrained", "sim", "sim-garbage", "sim-fixture", "sim-constant", "sim-inverted", "real",
-        "real-capped", "real-capped+sim", "sim-shuffled")
+        "real-capped", "real-capped+sim", "sim-shuffled", "real-blind")
 """Every arm (an arm's index seeds its agent's draws: new arms go last)."""
 CONTROLS = ("sim-fixture", "sim-constant", "sim-inverted")
 """Rule-based simulators of a floor task's records (:func:`record_simulator`): the true
@@ -62,11 +62,18 @@ def record_path(args: Args, backend: Any) -> str | None:
     return None if name == "scripted" else str(args.out / "world_model_calls.jsonl")
 
 
-def task_arms(task: FloorTask | McpTask) -> tuple[str, ...]:
-    """The arms a task has: the floor record controls, or an MCP family's."""
+BLIND = "real-blind"
+"""The arm trained on the real env with every tool result hidden from its policy: the most a
+policy that never reads scores on the held-out items (linear agent only)."""
+
+
+def task_arms(task: FloorTask | McpTask, agent: str = "linear") -> tuple[str, ...]:
+    """The arms a task has for an agent: the floor record controls, or an MCP family's; the
+    blind control for the linear agent."""
     other = MCP_CONTROLS if isinstance(task, FloorTask) else CONTROLS
     own = CONTROLS if isinstance(task, FloorTask) else MCP_CONTROLS
-    return tuple(a for a in ARMS if a in own or a not in other)
+    return tuple(a for a in ARMS if (a in own or a not in other)
+                 and (a != BLIND or agent == "linear"))
 
 
 def sim_backend(arm: str, world_model: Any, task: FloorTask | McpTask) -> Any:

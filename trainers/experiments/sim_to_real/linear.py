@@ -13,7 +13,13 @@ import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.registration import env_id
 from trainers.experiments.sim_to_real.args import Args
-from trainers.experiments.sim_to_real.arms import ARMS, failed_calls, record_path, sim_backend
+from trainers.experiments.sim_to_real.arms import (
+    ARMS,
+    BLIND,
+    failed_calls,
+    record_path,
+    sim_backend,
+)
 from trainers.experiments.sim_to_real.features import is_id, result_values, words
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 
@@ -72,6 +78,15 @@ class LinearPolicy:
                     gradient = advantage * (float(k == choice) - probs[k]) \
                         - self.entropy_coef * probs[k] * (logp[k] + entropy)
                     self.weights[index] += self.learning_rate * gradient * values
+
+
+class BlindPolicy(LinearPolicy):
+    """The linear policy shown the task's prompt in place of every observation: it never reads
+    a tool result (the ``real-blind`` control)."""
+
+    def act(self, prompt: str, observation: str, turn: int, candidates: list[str],
+            greedy: bool = False) -> tuple[int, tuple]:
+        return super().act(prompt, prompt, turn, candidates, greedy)
 
 
 def real_batch(args: Args, task: FloorTask | McpTask, policy: LinearPolicy,
@@ -150,8 +165,8 @@ class LinearAgent:
                  world_model: Any) -> None:
         self.args, self.task = args, task
         self.rng = np.random.default_rng([seed, ARMS.index(arm)])
-        self.policy = LinearPolicy(np.random.default_rng(seed), args.learning_rate,
-                                   args.entropy_coef)
+        kind = BlindPolicy if arm == BLIND else LinearPolicy
+        self.policy = kind(np.random.default_rng(seed), args.learning_rate, args.entropy_coef)
         backend = sim_backend(arm, world_model, task)
         self.sim = (SimTrainer(args, task, backend, seed * 1000) if backend is not None
                     else None)

@@ -16,7 +16,7 @@ from agentworld_envs.backends.faults import TooManyFaultsError
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL
 from trainers.experiments.sim_to_real.args import Args
-from trainers.experiments.sim_to_real.arms import CONTROLS, task_arms
+from trainers.experiments.sim_to_real.arms import BLIND, CONTROLS, task_arms
 from trainers.experiments.sim_to_real.linear import LinearAgent
 from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
@@ -36,7 +36,8 @@ def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
     updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
     real_updates = 0
     for update in range(1, updates + 1):
-        real = arm == "real" or (arm.startswith("real-capped") and update <= args.real_updates)
+        real = arm in ("real", BLIND) or (arm.startswith("real-capped")
+                                          and update <= args.real_updates)
         real_updates += real
         agent.update(real=real)
         if update % args.eval_every == 0 or update == updates:
@@ -84,9 +85,11 @@ def main() -> None:
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
     floor = isinstance(task, FloorTask)
-    args.arms = args.arms or list(task_arms(task))
-    if unknown := [a for a in args.arms if a not in task_arms(task)]:
-        raise SystemExit(f"unknown arms {unknown} for {args.task}; choose from {task_arms(task)} "
+    arms = task_arms(task, args.agent)
+    args.arms = args.arms or list(arms)
+    if unknown := [a for a in args.arms if a not in arms]:
+        raise SystemExit(f"unknown arms {unknown} for {args.task} and the {args.agent} agent; "
+                         f"choose from {arms} "
                          f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
                          "an MCP family)")
     args.out.mkdir(parents=True, exist_ok=True)
