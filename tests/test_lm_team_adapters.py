@@ -110,3 +110,26 @@ def test_a_replacement_with_another_tokenizer_says_why_it_cannot(tiny_lm_dir: Pa
                  replacement_model=str(other))
     with pytest.raises(ValueError, match="another tokenizer than the incumbent"):
         teamtr.train(args)
+
+
+def test_the_answerers_messages_start_with_the_answer_prefix(tiny_lm_dir: Path) -> None:
+    """``--answer-prefix`` is a prefill for the last agent only: its prompt ends with the
+    prefix's tokens (so they are scored as context, not as the message), and the text the env
+    reads starts with it; the other agents are untouched."""
+    team = build_team(_args(str(tiny_lm_dir), answer_prefix="ANSWER:"))
+    plain = build_team(_args(str(tiny_lm_dir)))
+    assert [p.response_prefix for p in team.policies] == ["", "", "ANSWER:"]
+    answerer, other = team.policies[-1], team.policies[0]
+    observation = {"system": "You are the answerer.", "text": "Calculate 2 + 3."}
+    prefix = answerer.tokenizer("ANSWER:", add_special_tokens=False)["input_ids"]
+    prompt = answerer.encode_prompt(observation)
+    assert prompt[-len(prefix):] == prefix
+    assert prompt[:-len(prefix)] == plain.policies[-1].encode_prompt(observation)
+    assert other.encode_prompt(observation) == plain.policies[0].encode_prompt(observation)
+    messages = answerer.generate([observation] * 2, torch.Generator().manual_seed(0))
+    assert all(text.startswith("ANSWER:") for text in messages.texts)
+    assert all(p[-len(prefix):] == prefix for p in messages.prompt_ids)
+    batch = team.collect(2, 2)
+    answers = batch.samples[2].payload.texts
+    assert answers and all(text.startswith("ANSWER:") for text in answers)
+    assert not any(t.startswith("ANSWER:") for t in batch.samples[0].payload.texts)

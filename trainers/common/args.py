@@ -62,6 +62,10 @@ class TeamArgs:
     """text teams: stop strings, comma-separated; a message ends at the first one"""
     max_new_tokens: int = 48
     """text teams: longest message in tokens"""
+    answer_prefix: str = ""
+    """text teams: the answerer (the last agent) starts every message with this text, written
+    after its prompt's assistant header (a prefill, e.g. 'ANSWER:' so that a small model
+    answers in the form the env reads); its tokens are prompt, not message"""
     context_tokens: int = 0
     """text teams: prompt plus message in tokens (0: the model's context length); longer prompts
     are cut in the middle, keeping their start and their end"""

@@ -208,9 +208,10 @@ def _symbolic_factory(task: SymbolicTask, seed: int) -> PolicyFactory:
     return build
 
 
-def _lm_factory(args: TeamArgs) -> PolicyFactory:
+def _lm_factory(args: TeamArgs, n_agents: int) -> PolicyFactory:
     """Builds LM policies; LoRA agents on the same model share its base weights, each with its
-    own adapter (``agent_<i>``, or ``agent_<i>_<k>`` for a replacement)."""
+    own adapter (``agent_<i>``, or ``agent_<i>_<k>`` for a replacement). The answerer (the
+    last agent) starts its messages with ``answer_prefix``."""
     bases: dict[str, Any] = {}
     engines: dict[str, Any] = {}
 
@@ -240,7 +241,8 @@ def _lm_factory(args: TeamArgs) -> PolicyFactory:
             score_batch_size=args.score_batch_size, dtype=args.dtype,
             gradient_checkpointing=args.gradient_checkpointing, device=args.device,
             seed=int(spec.get("seed", args.seed)) * 1009 + agent, adapter=adapter, base=base,
-            engine=engine(spec["model"]))
+            engine=engine(spec["model"]),
+            response_prefix=args.answer_prefix if agent == n_agents - 1 else "")
         if spec["lora_rank"]:
             bases.setdefault(spec["model"], policy)
         return policy
@@ -281,7 +283,7 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         models = _models(args, args.env_id, n_agents)
         if shared and len(set(models)) > 1:
             raise ConfigError("models", "a policy shared by every agent needs one model")
-        factory = _lm_factory(args)
+        factory = _lm_factory(args, n_agents)
         specs = [{"model": model, "lora_rank": args.lora_rank, "temperature": args.temperature,
                   "max_new_tokens": args.max_new_tokens} for model in models]
         policies = ([factory(0, specs[0])] * n_agents if shared

@@ -63,6 +63,9 @@ class Args:
     """Episodes per problem (GRPO group)."""
     max_new_tokens: int = 24
     """Longest message, in tokens."""
+    answer_prefix: str = "ANSWER:"
+    """The answerer's messages start with this text (a prefill): without it the 135M base
+    never writes the ANSWER: line the env reads within its message budget."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
     lora_rank: int = 8
@@ -87,7 +90,8 @@ def trainer_args(args: Args, method: str, seed: int) -> Any:
         seed=seed, env_id="team_envs/reasoning-v0", n_agents=args.n_agents,
         env_kwargs={"task": args.task, "config": args.config, "held_out": args.held_out},
         model=args.model, lora_rank=args.lora_rank, temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens, total_episodes=args.total_episodes,
+        max_new_tokens=args.max_new_tokens, answer_prefix=args.answer_prefix,
+        total_episodes=args.total_episodes,
         prompts_per_rollout=args.prompts_per_rollout, group_size=args.group_size,
         learning_rate=args.learning_rate, update_epochs=args.update_epochs,
         eval_episodes=args.prompts_per_rollout, eval_every=10**6, pass_k=1,

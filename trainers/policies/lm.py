@@ -138,6 +138,9 @@ class CausalLMPolicy:
             base's.
         engine: Generate through this vLLM engine (:class:`~trainers.policies.vllm_generation.
             VLLMGeneration`) instead of transformers; scoring and updates stay here.
+        response_prefix: Every message starts with this text, written after the prompt's
+            assistant header (a prefill): its tokens end the prompt, and the message's text
+            starts with it.
     """
 
     def __init__(self, model: str, *, lora_rank: int = 0, lora_alpha: int | None = None,
@@ -146,7 +149,7 @@ class CausalLMPolicy:
                  score_batch_size: int = 0, dtype: str = "float32",
                  gradient_checkpointing: bool = False, device: str = "cpu", seed: int = 0,
                  adapter: str = "default", base: CausalLMPolicy | None = None,
-                 engine: Any = None) -> None:
+                 engine: Any = None, response_prefix: str = "") -> None:
         try:
             import transformers
         except ImportError as exc:
@@ -154,6 +157,7 @@ class CausalLMPolicy:
         self.model_name = str(model)
         self.temperature, self.top_p, self.top_k = float(temperature), float(top_p), int(top_k)
         self.stop = tuple(stop)
+        self.response_prefix = str(response_prefix)
         self.max_new_tokens = int(max_new_tokens)
         self.score_batch_size = int(score_batch_size)
         self.lora_rank, self.adapter, self.engine = int(lora_rank), adapter, engine
@@ -261,11 +265,13 @@ class CausalLMPolicy:
                              f"{missing[:3]}, unexpected {result.unexpected_keys[:3]})")
 
     def encode_prompt(self, observation: dict[str, Any]) -> list[int]:
-        """Token ids of the chat prompt for an observation, ending with the assistant header,
-        cut to leave ``max_new_tokens`` of the context budget (:func:`fit_context`)."""
+        """Token ids of the chat prompt for an observation, ending with the assistant header
+        and ``response_prefix``, cut to leave ``max_new_tokens`` of the context budget
+        (:func:`fit_context`)."""
         messages, tools = chat_messages(observation)
         text = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
                                                   add_generation_prompt=True)
+        text += self.response_prefix
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return fit_context(ids, self.context_tokens - self.max_new_tokens)
 
@@ -312,6 +318,7 @@ class CausalLMPolicy:
         texts = [decode(r) for r in responses]
         for stop in self.stop:
             texts = [text.split(stop, 1)[0] for text in texts]
+        texts = [self.response_prefix + text for text in texts]
         kept = None if logprobs is None else [row[:len(r)] for row, r in zip(
             logprobs, responses, strict=True)]
         return TextMessages(prompts, responses, texts, self.source, kept)
