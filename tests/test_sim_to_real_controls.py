@@ -227,3 +227,30 @@ def test_the_blind_arm_is_the_linear_agents_only(s2r, tmp_path: Path) -> None:
     task = s2r.make_task(s2r.Args(out=tmp_path))
     assert "real-blind" in s2r.task_arms(task)
     assert "real-blind" not in s2r.task_arms(task, "ppo")
+
+
+class _FirstListedAnswer:
+    """Calls every tool the env offers, then gives the first answer the env lists: a policy
+    that cannot tell the answers apart and takes the first, as a greedy policy breaks ties."""
+
+    def __init__(self, task, seed: int | None = None) -> None:
+        self.task, self.seed = task, seed
+
+    def play(self, variant: str, seed: int) -> float:
+        env, _ = self.task.play(variant, None, seed if self.seed is None else self.seed)
+        candidates = env.candidate_actions()
+        answers = [c for c in candidates if c.startswith("The answer is")]
+        for call in (c for c in candidates if c not in answers):
+            env.step(call)
+        return float(env.step(answers[0])[1])
+
+
+def test_scoring_lists_each_held_out_items_candidates_in_an_order_of_its_own(
+        s2r, tmp_path: Path) -> None:
+    """Scored with one reset seed for every held-out crm server, the first-listed answer was
+    right on 14 of 24 (the real-blind arm scored exactly that); each item's own seed takes the
+    tie-break back to chance."""
+    task = s2r.make_task(s2r.Args(task="mcp:crm", out=tmp_path))
+    one_order = s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task, seed=0)))
+    assert one_order == pytest.approx(14 / 24)
+    assert s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task))) <= 1 / 3

@@ -176,9 +176,10 @@ class LinearAgent:
         self.policy.update(real_batch(self.args, self.task, self.policy, self.rng) if real
                            else self.sim.batch(self.policy))
 
-    def play(self, variant: str) -> float:
-        """The greedy policy's reward on one real variant (the task's own budget)."""
-        return play_real(self.task, variant, self.policy, None, seed=0, greedy=True)[0]
+    def play(self, variant: str, seed: int) -> float:
+        """The greedy policy's reward on one real variant (the task's own budget), reset with
+        ``seed``."""
+        return play_real(self.task, variant, self.policy, None, seed=seed, greedy=True)[0]
 
     def close(self) -> int:
         """Close the envs; the failed world-model calls (see :func:`failed_calls`)."""

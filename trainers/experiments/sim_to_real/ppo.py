@@ -86,9 +86,10 @@ class PPOAgent:
             self.model.set_env(venv)
         self.model.learn(self.args.ppo_envs * self.args.ppo_steps, reset_num_timesteps=False)
 
-    def play(self, variant: str) -> float:
-        """The greedy policy's reward on one real variant (the task's own budget)."""
-        obs, _ = self.evaluation.reset(seed=0, options=self.eval_options(variant))
+    def play(self, variant: str, seed: int) -> float:
+        """The greedy policy's reward on one real variant (the task's own budget), reset with
+        ``seed``."""
+        obs, _ = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
         while True:
             action, _ = self.model.predict(obs, deterministic=True)
             obs, reward, terminated, truncated, _ = self.evaluation.step(int(action))

@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 
 def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent) -> dict[str, float]:
-    """The greedy policy's reward on each held-out variant of the real env (its own budget)."""
-    return {variant: agent.play(variant) for variant in task.eval}
+    """The greedy policy's reward on each held-out variant of the real env (its own budget),
+    each reset with its own seed (its place among the held-out variants), so that the order in
+    which the env lists its candidates differs from item to item: a greedy policy that ties
+    between candidates takes the first, and one order for every item would turn that into a
+    systematic pick of one place."""
+    return {variant: agent.play(variant, seed) for seed, variant in enumerate(task.eval)}
 
 
 def balanced(task: FloorTask | McpTask, outcomes: dict[str, float]) -> float:
