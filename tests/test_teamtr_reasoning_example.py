@@ -79,7 +79,13 @@ def test_an_interrupted_experiment_resumes_with_no_run_lost_or_repeated(
 
     assert without_seconds(resumed["runs"]) == without_seconds(whole["runs"])
     assert resumed["summary"] == whole["summary"]
-    fewer_seeds = list(argv)
-    fewer_seeds[argv.index("--seeds") + 1] = "1"
-    with pytest.raises(ValueError, match="differ in seeds"):
-        teamtr_reasoning.main([*fewer_seeds, "--out", str(out), "--resume"])
+    one_seed = list(argv)  # a subset of the runs: summarised from the journal, none run again
+    one_seed[argv.index("--seeds") + 1] = "1"
+    subset = teamtr_reasoning.main([*one_seed, "--out", str(out), "--resume"])
+    assert trained == [("teamtr", 0), ("teamtr", 1)]
+    assert without_seconds(subset["runs"]) == {
+        m: rs[:1] for m, rs in without_seconds(whole["runs"]).items()}
+    other_rank = list(argv)
+    other_rank[argv.index("--lora-rank") + 1] = "4"
+    with pytest.raises(ValueError, match="differ in lora_rank"):
+        teamtr_reasoning.main([*other_rank, "--out", str(out), "--resume"])

@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(Args, argv, prog="teamtr_reasoning.py")
     if unknown := sorted(set(args.methods) - set(METHODS)):
         raise SystemExit(f"unknown methods {unknown}; choose from {METHODS}")
-    settings = {k: v for k, v in asdict(args).items() if k not in ("out", "resume")}
+    # what makes runs comparable (which methods and seeds to run only picks runs)
+    settings = {k: v for k, v in asdict(args).items()
+                if k not in ("out", "resume", "methods", "seeds")}
     journal = RunJournal(args.out.with_name(f"{args.out.stem}.runs.jsonl"),
                          lambda run: (run["method"], run["seed"]), settings, args.resume)
     with journal:
