@@ -66,3 +66,27 @@ def test_resuming_under_other_settings_is_refused_and_names_them(tmp_path: Path)
     with pytest.raises(ValueError, match=r"differ in budget\)"):
         RunJournal(path, _key, {"budget": 192, "seeds": 3}, resume=True)
     assert len(path.read_text().splitlines()) == 2  # nothing lost
+
+
+def test_a_whole_record_missing_its_newline_is_redone_not_joined_to_the_next(
+        tmp_path: Path) -> None:
+    """A record is written with its newline in one call: one without it was cut off, however
+    much of it there is, and the next record must not land on its line."""
+    path = tmp_path / "runs.jsonl"
+    with RunJournal(path, _key, {"budget": 96}) as journal:
+        journal.keep(_runs(1)[0])
+    path.write_text(path.read_text() + json.dumps(_runs(2)[1]))  # killed before the newline
+    with RunJournal(path, _key, {"budget": 96}, resume=True) as journal:
+        assert list(journal.done) == [("teamtr", 0)]
+        journal.keep(_runs(2)[1])
+    with RunJournal(path, _key, {"budget": 96}, resume=True) as journal:
+        assert journal.done == {("teamtr", 0): _runs(2)[0], ("teamtr", 1): _runs(2)[1]}
+
+
+def test_runs_without_the_settings_they_were_made_with_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(_runs(1)[0]) + "\n")
+    with pytest.raises(ValueError, match="not the settings they were made with"):
+        RunJournal(path, _key, {"budget": 96}, resume=True)
+    with RunJournal(path, _key, resume=True) as journal:  # a journal that keeps no settings
+        assert list(journal.done) == [("teamtr", 0)]

@@ -52,29 +52,31 @@ class RunJournal:
                 self._write({"settings": self.settings})
 
     def _read(self) -> None:
-        """Load the finished runs; cut a last line the interruption left unfinished."""
+        """Load the finished runs. A last line without its newline was cut off by the
+        interruption (a record is written with its newline in one call): it is cut from the
+        file, and its run is done again."""
         text = self.path.read_text(encoding="utf-8")
-        lines = text.split("\n")
-        kept = 0  # characters of whole, parsed lines
-        for number, line in enumerate(lines, 1):
+        *whole, cut = text.split("\n")
+        header = False
+        for number, line in enumerate(whole, 1):
             if not line:
-                kept += 1
                 continue
             try:
                 record = json.loads(line)
             except ValueError:
-                if number < len(lines):  # not the last line: the file is damaged, not cut
-                    raise ValueError(f"{self.path}:{number}: not a JSON line; remove the file "
-                                     "to start the experiment afresh") from None
-                break
-            if "settings" in record:
+                raise ValueError(f"{self.path}:{number}: not a JSON line; remove the file to "
+                                 "start the experiment afresh") from None
+            if number == 1 and "settings" in record:
+                header = True
                 self._check(record["settings"])
             else:
                 self.done[self.key(record)] = record
-            kept += len(line) + 1
-        if kept < len(text):
-            with self.path.open("r+", encoding="utf-8") as handle:
-                handle.truncate(min(kept, len(text)))
+        if self.settings is not None and not header and self.done:
+            raise ValueError(f"{self.path} holds runs but not the settings they were made with; "
+                             "start afresh without --resume")
+        if cut:
+            with self.path.open("r+b") as handle:
+                handle.truncate(len(text.encode("utf-8")) - len(cut.encode("utf-8")))
 
     def _check(self, saved: dict[str, Any]) -> None:
         if self.settings is not None and saved != self.settings:
