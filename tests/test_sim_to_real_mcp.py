@@ -154,9 +154,9 @@ def test_wrong_controls_show_every_field_true_but_the_asked_one(family_seed: int
         assert [{k: v for k, v in r.items() if k != field} for r in shown] == [
             {k: v for k, v in r.items() if k != field} for r in true]
         pairs = [(s[field], t[field]) for s, t in zip(shown, true, strict=True) if field in t]
-        if control == "sim-constant":
-            assert len({s for s, _ in pairs}) == 1 and pairs[0][0] == pairs[0][1]
-            assert all(s != t for s, t in pairs[1:] if t != pairs[0][1])
+        if control == "sim-constant":  # a value a record holds, but not the answer
+            (value,) = {s for s, _ in pairs}
+            assert str(value) != right and value in {t for _, t in pairs}
         else:
             assert all(s != t for s, t in pairs)
             assert sorted(str(s) for s, _ in pairs) == sorted(str(t) for _, t in pairs)
@@ -189,16 +189,14 @@ def test_the_mcp_controls_are_arms_of_an_mcp_task_and_are_not_recorded(s2r, tmp_
     assert s2r.record_path(args, backend) is None
 
 
-def test_readable_controls_pass_the_held_out_servers_whatever_their_facts(s2r,
-                                                                         tmp_path: Path) -> None:
-    """What the MCP record controls show (inventory, a tiny run): on held-out servers a policy
-    trained on wrong counts, one for every item or shuffled, scores as one trained on the true
-    counts, above the blind 1/3; only the unreadable placeholder stays below it. The simulated
-    reward pays only the server's true count, and only once a simulated observation has shown
-    it, so every readable simulator rewards answering a count that was read, and reading is
-    what carries over to new servers. On this task these controls cannot fail (see
-    docs/sim_to_real.md)."""
-    args, task = _task(s2r, tmp_path, mcp_train=4, mcp_eval=8, batch=32, updates=6)
+def test_readable_but_wrong_simulators_do_not_pass_the_held_out_servers(s2r,
+                                                                        tmp_path: Path) -> None:
+    """Calendar, a short run: the true records teach reading (above the blind 1/3 on held-out
+    servers); one wrong start for every event never shows the answer, so it teaches nothing;
+    shuffled starts show the answer only on another event's listing, so they teach looking
+    there; both stay at or below 1/3, as does the unreadable placeholder."""
+    args, task = _task(s2r, tmp_path, task="mcp:calendar", mcp_train=4, mcp_eval=8, batch=32,
+                       updates=6)
     scores = {}
     for arm in (*MCP_CONTROLS, "sim-garbage"):
         agent = s2r.LinearAgent(args, task, arm, seed=0, world_model="scripted")
@@ -206,5 +204,28 @@ def test_readable_controls_pass_the_held_out_servers_whatever_their_facts(s2r,
             agent.update(real=False)
         scores[arm] = s2r.balanced(task, s2r.evaluate(task, agent))
         agent.close()
-    assert scores["sim-constant"] == scores["sim-shuffled"] == scores["sim-fixture"] > 1 / 3
-    assert scores["sim-garbage"] < 1 / 3
+    assert scores["sim-fixture"] > 1 / 3
+    assert max(scores["sim-constant"], scores["sim-shuffled"], scores["sim-garbage"]) <= 1 / 3
+
+
+@pytest.mark.parametrize("family", ["inventory", "calendar", "tickets", "crm", "fleet"])
+def test_what_each_simulator_shows_on_each_call(s2r, tmp_path: Path, family: str) -> None:
+    """The true records show on every call what the twin shows; one wrong value for every
+    record shows the true answer on no call; shuffled values never show it on the lookup of
+    the record asked about (solution call 2, where it is one record's); the placeholder shows
+    no candidate at all."""
+    _, task = _task(s2r, tmp_path, task=f"mcp:{family}", mcp_train=6, mcp_eval=1)
+    real = s2r.shown_answers(task, task.train, seeds=2)
+    shown = {arm: s2r.shown_answers(task, task.train, s2r.sim_backend(arm, "scripted", task),
+                                    seeds=2)
+             for arm in (*MCP_CONTROLS, "sim-garbage")}
+    lookup = next(name for name in real if name.startswith("solution call 2"))
+    assert all(sum(row.values()) == pytest.approx(1) for row in real.values())
+    assert real[lookup]["true alone"] >= 0.5  # reading the asked record pays, perturbed or not
+    assert shown["sim-fixture"] == real
+    assert all(row["true alone"] == row["true and a wrong one"] == 0
+               for row in shown["sim-constant"].values())
+    if ": get_" in lookup:  # one record's lookup (crm's is a listing of the client's deals)
+        assert shown["sim-shuffled"][lookup]["true alone"] == 0
+        assert shown["sim-shuffled"][lookup]["true and a wrong one"] == 0
+    assert all(row["none"] == 1 for row in shown["sim-garbage"].values())

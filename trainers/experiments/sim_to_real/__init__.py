@@ -25,9 +25,10 @@ episodes (only the capped arms stop early, by design):
 ``sim-garbage``     the same with the ``scripted`` placeholder (nothing readable is shown);
 ``sim-fixture``     a rule-based simulator that shows the true records (floor: the
                     fixture's; MCP: the server's, answered exactly as its twin would);
-``sim-constant``    the same with one value of the decision field (floor: the status; MCP:
-                    the asked field, e.g. inventory's stock count) for every record
-                    (readable, wrong);
+``sim-constant``    the same with one value of the decision field for every record (floor:
+                    the status ``active``; MCP: the asked field, e.g. inventory's stock
+                    count, as the first record holds it that is not the answer) (readable,
+                    wrong);
 ``sim-inverted``    floor only: the same with the other status (readable, wrong);
 ``sim-shuffled``    MCP only: the same with the asked field's values permuted among the
                     records, so that no record shows its own (readable, wrong);
@@ -45,7 +46,9 @@ is accepted by the task's rule over the status the simulator showed
 shows the status inverted teaches the inverted branch. An MCP control answers every call as
 the server's twin would on its records as the control shows them
 (:mod:`trainers.experiments.sim_to_real.mcp_record_controls`); the simulated reward, as for
-every MCP arm, checks the scenario's true answer, shown in some observation. The real env is
+every MCP arm, checks the scenario's true answer, shown in some observation. So an MCP
+simulator cannot pay a wrong answer: it teaches only where it shows the true one, which
+``results.json`` measures per call (:mod:`.shown_answers`). The real env is
 played only by the real arms and by scoring.
 
 Every arm is scored on the real env (the task's own step budget) on held-out variants
@@ -83,7 +86,9 @@ Its record controls alone (no world model; minutes): the same with
 Modules: :mod:`.args` (the flags), :mod:`.tasks` (floor task or MCP family),
 :mod:`.features` and :mod:`.linear` (the linear agent), :mod:`.wrappers` and :mod:`.ppo` (the
 PPO agent), :mod:`.arms` (the simulator each arm trains in), :mod:`.mcp_record_controls` (an
-MCP family's record controls), :mod:`.scoring` and :mod:`.run` (:func:`main`).
+MCP family's record controls), :mod:`.shown_answers` (what each simulator shows on each of
+an MCP server's calls, measured before training), :mod:`.scoring` and :mod:`.run`
+(:func:`main`).
 """
 
 from trainers.experiments.sim_to_real.args import Args
@@ -107,6 +112,7 @@ from trainers.experiments.sim_to_real.linear import (
 from trainers.experiments.sim_to_real.ppo import PPOAgent
 from trainers.experiments.sim_to_real.run import AGENTS, main, plot, run_arm, world_model_spec
 from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.shown_answers import OUTCOMES, shown_answers
 from trainers.experiments.sim_to_real.tasks import (
     IDENTITY_FIELDS,
     FloorTask,
@@ -116,9 +122,9 @@ from trainers.experiments.sim_to_real.tasks import (
 )
 from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVariants
 
-__all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "Args", "FloorTask",
+__all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "OUTCOMES", "Args", "FloorTask",
            "InstructionFirst", "LinearAgent", "LinearPolicy", "McpTask", "PPOAgent",
            "SimTrainer", "TrainVariants", "balanced", "evaluate", "failed_calls", "identities",
            "interval", "is_id", "main", "make_task", "play_real", "plot", "real_batch",
-           "record_path", "record_simulator", "result_values", "run_arm", "sim_backend",
-           "task_arms", "words", "world_model_spec"]
+           "record_path", "record_simulator", "result_values", "run_arm", "shown_answers",
+           "sim_backend", "task_arms", "words", "world_model_spec"]

@@ -10,9 +10,10 @@ observation. The twin runs on a copy of the server's records in which the asked 
 the family's answers are made of, :data:`ASKED_FIELDS`) is
 
 ``sim-fixture``   as the server has it (the twin's answers, exactly);
-``sim-constant``  one value for every record: the first record's (readable, wrong);
+``sim-constant``  one value for every record: that of the first record whose value is not the
+                  answer, so that no record shows the answer (readable, wrong);
 ``sim-shuffled``  the records' own values permuted so that no record shows its own (readable,
-                  wrong);
+                  wrong: the answer is shown, on another record);
 
 every other field true. Nothing is random but the permutation, drawn from a generator seeded
 by ``seed`` and the server's id.
@@ -49,12 +50,13 @@ _TRIES = 1000
 
 def shown_records(scenario: Scenario, control: str, seed: int = 0) -> list[dict[str, Any]]:
     """The server's records as ``control`` shows them: the asked field true, one value for
-    every record (the first record's), or its values permuted so that no record shows its own
-    (the permutation drawn from ``seed`` and the server's id); every other field true.
+    every record (the first record's that is not the answer), or its values permuted so that
+    no record shows its own (the permutation drawn from ``seed`` and the server's id); every
+    other field true.
 
     Raises:
-        ValueError: for an unknown control, or when no permutation moves every value (one
-            value held by more than half of the records).
+        ValueError: for an unknown control, when every record holds the answer, or when no
+            permutation moves every value (one value held by more than half of the records).
     """
     if control not in MCP_CONTROLS:
         raise ValueError(f"unknown MCP record control {control!r}; choose from {MCP_CONTROLS}")
@@ -63,7 +65,10 @@ def shown_records(scenario: Scenario, control: str, seed: int = 0) -> list[dict[
     holders = [record for record in records if field in record]
     values = [record[field] for record in holders]
     if control == "sim-constant":
-        shown = [values[0]] * len(values)
+        wrong = next((v for v in values if str(v) != scenario.reference_answer), None)
+        if wrong is None:
+            raise ValueError(f"every record of {scenario.id} holds the answer")
+        shown = [wrong] * len(values)
     elif control == "sim-shuffled":
         rng = np.random.default_rng([seed, zlib.crc32(scenario.id.encode())])
         for _ in range(_TRIES):

@@ -16,14 +16,25 @@ from agentworld_envs.backends.faults import TooManyFaultsError
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL
 from trainers.experiments.sim_to_real.args import Args
-from trainers.experiments.sim_to_real.arms import BLIND, CONTROLS, task_arms
+from trainers.experiments.sim_to_real.arms import (
+    BLIND,
+    CONTROLS,
+    record_path,
+    sim_backend,
+    task_arms,
+)
 from trainers.experiments.sim_to_real.linear import LinearAgent
 from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
 from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.shown_answers import shown_answers
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+SHOWN = ("per call, the share of servers (from 4 reset seeds each) on which its observation, "
+         "as an episode's first step, shows the true answer alone, with a wrong candidate, a "
+         "wrong one only, or none: on the real twin here, in each simulated arm's simulator "
+         "(training servers) under its summary")
 
 
 def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
@@ -99,7 +110,9 @@ def main() -> None:
     world_model = (embedded_world_model(DOMAIN_ADAPTERS[task.domain])
                    if args.world_model == "embedded" and simulated
                    else world_model_spec(args.world_model))
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
+    shown = {} if floor else {"real, training servers": shown_answers(task, task.train),
+                              "real, held-out servers": shown_answers(task, task.eval)}
     for arm in args.arms:
         runs = results[arm] = []
         for seed in range(args.seeds):
@@ -119,11 +132,16 @@ def main() -> None:
             **{key: sum(run[key] for run in runs) for key in runs[0]
                if key.startswith(("real_", "simulated_", "failed_"))},
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
+        if not floor and (backend := sim_backend(arm, world_model, task)) is not None:
+            summary[arm]["shown_answers"] = shown_answers(task, task.train, backend,
+                                                          record_path(args, backend))
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
         (args.out / "results.json").write_text(json.dumps(  # after every arm
             {"args": {**asdict(args), "out": str(args.out)},
              "interval": f"{INTERVAL}; balanced over decisions",
-             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary, "runs": results},
+             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
+             **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
+             "runs": results},
             indent=2))
     plot(results, args.out / "curves.png", task.score)

@@ -107,7 +107,7 @@ class McpTask:
     def scenario(self, variant: str) -> Any:
         return self._servers[variant]
 
-    def _played(self, variants: list[str], steps: int | None) -> AgentWorldEnv:
+    def played(self, variants: list[str], steps: int | None) -> AgentWorldEnv:
         """``AgentWorld/MCP-v0`` on these servers' twins, with no world model."""
         return AgentWorldEnv("mcp", max_steps=steps, mode="real",
                              scenarios=[self._servers[v] for v in variants])
@@ -115,7 +115,7 @@ class McpTask:
     def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
         """The twin of one server, reset, and its prompt (the instruction, as in training)."""
         if (variant, steps) not in self._real:
-            self._real[variant, steps] = self._played([variant], steps)
+            self._real[variant, steps] = self.played([variant], steps)
         env = self._real[variant, steps]
         return env, env.reset(seed=seed)[1]["instruction"]
 
@@ -123,7 +123,7 @@ class McpTask:
         return max(len(s.candidate_actions) for s in self._servers.values())
 
     def _twin(self, variants: list[str], steps: int) -> gym.Env:
-        return InstructionFirst(TimeLimit(self._played(variants, steps), self.budget))
+        return InstructionFirst(TimeLimit(self.played(variants, steps), self.budget))
 
     def real_env(self, steps: int) -> gym.Env:
         return self._twin(self.train, steps)

@@ -1,0 +1,87 @@
+"""What a simulator teaches on an MCP family, measured before any training: which candidate
+answers each of a server's candidate calls shows.
+
+The simulated MCP reward pays only the server's true answer, and only once an observation
+has shown it. So a simulator can never pay a wrong answer; it teaches "answer what you read"
+exactly where one of its observations shows the true answer and no wrong candidate, and
+it teaches where to look by where that happens. :func:`shown_answers` plays each candidate
+call of each server as the first step of an episode, in a simulated env with the arm's
+simulator (or on the real twin), and counts what the observation shows, read as the linear
+agent reads it (every word of the answer's value among the observation's words):
+
+``true alone``            the true answer and no wrong one: the one case that rewards reading;
+``true and a wrong one``  both (reading alone cannot tell them apart);
+``a wrong one only``      no reward can follow, whatever is answered;
+``none``                  no candidate answer.
+
+A call is named by its part in the server's solution (``solution call 1: list_items``) or
+``not in the solution: get_item``; its tool is the same on every server of a family.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
+from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
+from agentworld_envs.registration import env_id
+from trainers.experiments.sim_to_real.features import words
+from trainers.experiments.sim_to_real.tasks import McpTask
+
+__all__ = ["OUTCOMES", "shown_answers"]
+
+OUTCOMES = ("true alone", "true and a wrong one", "a wrong one only", "none")
+_ANSWER = "The answer is "
+
+
+def _shows(observation: str, answer: str) -> bool:
+    seen = set(words(observation))
+    return all(word in seen for word in words(answer.removeprefix(_ANSWER).rstrip(".")))
+
+
+def _call_names(scenario: Any) -> dict[str, str]:
+    """Each candidate call of a server, named by its part in the solution and its tool."""
+    solution = [scenario.candidate_actions[i] for i in scenario.solution[:-1]]
+    names = {}
+    for call in scenario.candidate_actions:
+        if call.startswith(_ANSWER):
+            continue
+        tool = call.split('"name": "', 1)[-1].split('"', 1)[0]
+        names[call] = (f"solution call {solution.index(call) + 1}: {tool}" if call in solution
+                       else f"not in the solution: {tool}")
+    return names
+
+
+def shown_answers(task: McpTask, variants: Sequence[str], backend: Any = None,
+                  record_path: str | None = None, seeds: int = 4) -> dict[str, dict[str, float]]:
+    """For each call (by name), the share of ``variants``' servers on which its observation,
+    as an episode's first step, shows each of :data:`OUTCOMES`: in a simulated env with
+    ``backend`` and no real counterpart, or, with no backend, on the server's twin (the real
+    env). Each server is played from reset seeds ``0 .. seeds - 1``, as the server's
+    perturbations fire by chance in training too."""
+    scenarios = [task.scenario(v) for v in variants]
+    env = (task.played(list(variants), 2) if backend is None else gym.make(
+        env_id("mcp"), backend=backend, max_steps=2, sampling=EMBEDDED_SAMPLING,
+        real_counterpart=False, scenarios=scenarios, record_path=record_path))
+    counts: dict[str, list[str]] = {}
+    try:
+        for scenario in scenarios:
+            right = f"{_ANSWER}{scenario.reference_answer}."
+            wrong = [c for c in scenario.candidate_actions if c.startswith(_ANSWER) and c != right]
+            for (call, name), seed in itertools.product(_call_names(scenario).items(),
+                                                        range(seeds)):
+                env.reset(seed=seed, options={"scenario": scenario})
+                observation = env.step(call)[0]
+                true, other = _shows(observation, right), any(_shows(observation, w) for w in wrong)
+                counts.setdefault(name, []).append(OUTCOMES[0] if true and not other else
+                                                   OUTCOMES[1] if true else
+                                                   OUTCOMES[2] if other else OUTCOMES[3])
+    finally:
+        env.close()
+    return {name: {o: round(float(np.mean([s == o for s in seen])), 4) for o in OUTCOMES}
+            for name, seen in sorted(counts.items())}
