@@ -213,7 +213,7 @@ def test_what_each_simulator_shows_on_each_call(s2r, tmp_path: Path, family: str
     """The true records show on every call what the twin shows; one wrong value for every
     record shows the true answer on no call; shuffled values never show it on the lookup of
     the record asked about (solution call 2, where it is one record's); the placeholder shows
-    no candidate at all."""
+    no candidate and no error; a simulator that refuses every call shows errors only."""
     _, task = _task(s2r, tmp_path, task=f"mcp:{family}", mcp_train=6, mcp_eval=1)
     real = s2r.shown_answers(task, task.train, seeds=2)
     shown = {arm: s2r.shown_answers(task, task.train, s2r.sim_backend(arm, "scripted", task),
@@ -229,3 +229,9 @@ def test_what_each_simulator_shows_on_each_call(s2r, tmp_path: Path, family: str
         assert shown["sim-shuffled"][lookup]["true alone"] == 0
         assert shown["sim-shuffled"][lookup]["true and a wrong one"] == 0
     assert all(row["none"] == 1 for row in shown["sim-garbage"].values())
+    error = {"error": {"code": "invalid_arguments", "message": "argument 'id' must be of type "
+                                                            "string, got integer"}}
+    refusing = {"name": "scripted", "rules": [{"match": "(?s).*", "reply": (
+        f"<predicted_observation>\n{json.dumps(error)}\n</predicted_observation>")}]}
+    assert all(row["an error"] == 1 for row in s2r.shown_answers(task, task.train, refusing,
+                                                                 seeds=1).values())

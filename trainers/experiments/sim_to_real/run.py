@@ -33,8 +33,8 @@ from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
 SHOWN = ("per call, the share of servers (from 4 reset seeds each) on which its observation, "
          "as an episode's first step, shows the true answer alone, with a wrong candidate, a "
-         "wrong one only, or none: on the real twin here, in each simulated arm's simulator "
-         "(training servers) under its summary")
+         "wrong one only, no candidate but an error, or none: on the real twin here, in each "
+         "simulated arm's simulator (training servers) under its summary")
 
 
 def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,

@@ -12,7 +12,9 @@ agent reads it (every word of the answer's value among the observation's words):
 ``true alone``            the true answer and no wrong one: the one case that rewards reading;
 ``true and a wrong one``  both (reading alone cannot tell them apart);
 ``a wrong one only``      no reward can follow, whatever is answered;
-``none``                  no candidate answer.
+``an error``              no candidate answer, and an error result (the server's perturbations
+                          give some; a simulator may invent others);
+``none``                  no candidate answer and no error.
 
 A call is named by its part in the server's solution (``solution call 1: list_items``) or
 ``not in the solution: get_item``; its tool is the same on every server of a family.
@@ -29,19 +31,24 @@ import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
+from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
 from trainers.experiments.sim_to_real.features import words
 from trainers.experiments.sim_to_real.tasks import McpTask
 
 __all__ = ["OUTCOMES", "shown_answers"]
 
-OUTCOMES = ("true alone", "true and a wrong one", "a wrong one only", "none")
+OUTCOMES = ("true alone", "true and a wrong one", "a wrong one only", "an error", "none")
 _ANSWER = "The answer is "
 
 
 def _shows(observation: str, answer: str) -> bool:
     seen = set(words(observation))
     return all(word in seen for word in words(answer.removeprefix(_ANSWER).rstrip(".")))
+
+
+def _is_error(observation: str) -> bool:
+    return any(isinstance(o, dict) and o.get("error") for o in find_objects(observation))
 
 
 def _call_names(scenario: Any) -> dict[str, str]:
@@ -78,9 +85,10 @@ def shown_answers(task: McpTask, variants: Sequence[str], backend: Any = None,
                 env.reset(seed=seed, options={"scenario": scenario})
                 observation = env.step(call)[0]
                 true, other = _shows(observation, right), any(_shows(observation, w) for w in wrong)
-                counts.setdefault(name, []).append(OUTCOMES[0] if true and not other else
-                                                   OUTCOMES[1] if true else
-                                                   OUTCOMES[2] if other else OUTCOMES[3])
+                counts.setdefault(name, []).append(
+                    OUTCOMES[0] if true and not other else OUTCOMES[1] if true else
+                    OUTCOMES[2] if other else OUTCOMES[3] if _is_error(observation) else
+                    OUTCOMES[4])
     finally:
         env.close()
     return {name: {o: round(float(np.mean([s == o for s in seen])), 4) for o in OUTCOMES}
