@@ -133,3 +133,16 @@ def test_the_answerers_messages_start_with_the_answer_prefix(tiny_lm_dir: Path) 
     answers = batch.samples[2].payload.texts
     assert answers and all(text.startswith("ANSWER:") for text in answers)
     assert not any(t.startswith("ANSWER:") for t in batch.samples[0].payload.texts)
+
+
+def test_a_shared_policy_prefills_the_answerers_messages_only(tiny_lm_dir: Path) -> None:
+    """Single-agent fine-tuning (one policy for every role) keeps the answerer's prefill: the
+    roles are views of one policy (one set of weights, one optimiser), the last with the
+    prefix."""
+    team = build_team(_args(str(tiny_lm_dir), answer_prefix="ANSWER:"), shared=True)
+    assert team.shared and len({id(o) for o in team.optimizers}) == 1
+    assert [p.response_prefix for p in team.policies] == ["", "", "ANSWER:"]
+    assert len({id(p.module) for p in team.policies}) == 1
+    batch = team.collect(2, 2)
+    assert all(text.startswith("ANSWER:") for text in batch.samples[2].payload.texts)
+    assert not any(t.startswith("ANSWER:") for t in batch.samples[0].payload.texts)

@@ -286,8 +286,12 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         factory = _lm_factory(args, n_agents)
         specs = [{"model": model, "lora_rank": args.lora_rank, "temperature": args.temperature,
                   "max_new_tokens": args.max_new_tokens} for model in models]
-        policies = ([factory(0, specs[0])] * n_agents if shared
-                    else [factory(agent, spec) for agent, spec in enumerate(specs)])
+        if shared:  # one policy, each role's view of it with that role's prefix
+            policy = factory(0, specs[0])
+            policies = [policy.with_response_prefix(args.answer_prefix if agent == n_agents - 1
+                                                    else "") for agent in range(n_agents)]
+        else:
+            policies = [factory(agent, spec) for agent, spec in enumerate(specs)]
         rollouts = TextRollouts(args.env_id, kwargs)
     optimizers: dict[int, torch.optim.Optimizer] = {}
     for policy in policies:

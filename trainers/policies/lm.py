@@ -17,6 +17,7 @@ transformers (and peft, when ``lora_rank > 0``) are imported when a policy is bu
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -263,6 +264,13 @@ class CausalLMPolicy:
         if missing or result.unexpected_keys:
             raise ValueError(f"{folder}: the adapter does not fit the policy (missing "
                              f"{missing[:3]}, unexpected {result.unexpected_keys[:3]})")
+
+    def with_response_prefix(self, response_prefix: str) -> CausalLMPolicy:
+        """This policy, weights and all, playing a role whose messages start with
+        ``response_prefix`` (a shared policy's view for one agent)."""
+        view = copy.copy(self)
+        view.response_prefix = str(response_prefix)
+        return view
 
     def encode_prompt(self, observation: dict[str, Any]) -> list[int]:
         """Token ids of the chat prompt for an observation, ending with the assistant header
