@@ -113,6 +113,7 @@ def main() -> None:
     summary: dict[str, dict[str, Any]] = {}
     shown = {} if floor else {"real, training servers": shown_answers(task, task.train),
                               "real, held-out servers": shown_answers(task, task.eval)}
+    simulators_shown: dict[str, Any] = {}  # by the simulator an arm trains in
     for arm in args.arms:
         runs = results[arm] = []
         for seed in range(args.seeds):
@@ -133,8 +134,11 @@ def main() -> None:
                if key.startswith(("real_", "simulated_", "failed_"))},
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
         if not floor and (backend := sim_backend(arm, world_model, task)) is not None:
-            summary[arm]["shown_answers"] = shown_answers(task, task.train, backend,
-                                                          record_path(args, backend))
+            trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
+            if trained_in not in simulators_shown:
+                simulators_shown[trained_in] = shown_answers(task, task.train, backend,
+                                                             record_path(args, backend))
+            summary[arm]["shown_answers"] = simulators_shown[trained_in]
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
         (args.out / "results.json").write_text(json.dumps(  # after every arm

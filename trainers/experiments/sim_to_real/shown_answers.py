@@ -32,6 +32,7 @@ import numpy as np
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.protocol.bounded_json import find_objects
+from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.registration import env_id
 from trainers.experiments.sim_to_real.features import words
 from trainers.experiments.sim_to_real.tasks import McpTask
@@ -42,8 +43,8 @@ OUTCOMES = ("true alone", "true and a wrong one", "a wrong one only", "an error"
 _ANSWER = "The answer is "
 
 
-def _shows(observation: str, answer: str) -> bool:
-    seen = set(words(observation))
+def _shows(seen: set[str], answer: str) -> bool:
+    """Whether every word of a candidate answer's value is among ``seen`` words."""
     return all(word in seen for word in words(answer.removeprefix(_ANSWER).rstrip(".")))
 
 
@@ -55,12 +56,10 @@ def _call_names(scenario: Any) -> dict[str, str]:
     """Each candidate call of a server, named by its part in the solution and its tool."""
     solution = [scenario.candidate_actions[i] for i in scenario.solution[:-1]]
     names = {}
-    for call in scenario.candidate_actions:
-        if call.startswith(_ANSWER):
-            continue
-        tool = call.split('"name": "', 1)[-1].split('"', 1)[0]
-        names[call] = (f"solution call {solution.index(call) + 1}: {tool}" if call in solution
-                       else f"not in the solution: {tool}")
+    for action in scenario.candidate_actions:
+        for call in parse_action(action).calls[:1]:  # an answer has none
+            names[action] = (f"solution call {solution.index(action) + 1}: {call.name}"
+                             if action in solution else f"not in the solution: {call.name}")
     return names
 
 
@@ -84,7 +83,8 @@ def shown_answers(task: McpTask, variants: Sequence[str], backend: Any = None,
                                                         range(seeds)):
                 env.reset(seed=seed, options={"scenario": scenario})
                 observation = env.step(call)[0]
-                true, other = _shows(observation, right), any(_shows(observation, w) for w in wrong)
+                seen = set(words(observation))
+                true, other = _shows(seen, right), any(_shows(seen, w) for w in wrong)
                 counts.setdefault(name, []).append(
                     OUTCOMES[0] if true and not other else OUTCOMES[1] if true else
                     OUTCOMES[2] if other else OUTCOMES[3] if _is_error(observation) else
