@@ -223,3 +223,21 @@ def test_lora_checkpoints_are_peft_adapters_and_an_lm_team_resumes(tiny_lm_dir: 
         mine = {n: p for n, p in policy.module.named_parameters() if "lora_" in n}
         again = dict(resumed.team.policies[agent].module.named_parameters())
         assert mine and all(torch.equal(p, again[n]) for n, p in mine.items())
+
+
+@pytest.mark.parametrize(("env_id", "threads", "expected"), [
+    ("team_envs/relay-v0", None, 1),  # symbolic: one thread, fastest for small MLPs
+    ("tests/short_answer-v0", None, 2),      # a language-model team keeps every core
+    ("tests/short_answer-v0", 1, 1),         # an explicit count wins
+])
+def test_torch_threads_default_to_every_core_for_a_language_model_team(
+        tiny_lm_dir: Path, env_id: str, threads: int | None, expected: int) -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = {} if env_id.startswith("team_envs/") else {"model": str(tiny_lm_dir)}
+        teamtr.build_team(teamtr.Args(env_id=env_id, n_agents=2, log_dir="",
+                                      torch_threads=threads, **model))
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(before)

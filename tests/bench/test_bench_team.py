@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -168,6 +169,42 @@ def test_lm_team_stage(benchmark, model: str, tiny_lm_dir) -> None:
     print(f"{model}: stage {stage['time/stage_s']:.1f} s, {stage['charts/tokens_per_s']:.1f} "
           f"tokens/s, {len(held)} parameter storages ({len(base)} base once + {adapters} "
           "adapter)")
+
+
+STAGE_SETTINGS = {"one thread, float32": (1, "float32"), "every core, float32": (None, "float32"),
+                  "every core, bfloat16": (None, "bfloat16")}
+"""``torch_threads`` and ``dtype`` of each setting; the first (the trainers' default before
+language-model teams kept every core) is the baseline of the ratios."""
+
+
+@pytest.mark.parametrize("model", ["tiny", "smollm2"])
+def test_lm_team_stage_threads_and_dtype(benchmark, model: str, tiny_lm_dir) -> None:
+    """The stage of :func:`test_lm_team_stage` under each of :data:`STAGE_SETTINGS`, one
+    after the other in this run: ``extra_info`` has each setting's stage, rollout and update
+    seconds and its speed-up over the one-thread float32 stage (the ratio of stage seconds)."""
+    pytest.importorskip("peft")
+    args = _lm_stage(str(tiny_lm_dir) if model == "tiny" else _smollm2(),
+                     8 if model == "tiny" else 32)
+    threads = torch.get_num_threads()
+    stages: dict[str, dict[str, float]] = {}
+
+    def run_all() -> None:
+        for name, (torch_threads, dtype) in STAGE_SETTINGS.items():
+            torch.set_num_threads(threads)  # what torch started with, for the unset setting
+            setting = dataclasses.replace(args, torch_threads=torch_threads, dtype=dtype)
+            stages[name] = teamtr.train(setting, team=build_team(setting)).history[1]
+
+    try:
+        benchmark.pedantic(run_all, rounds=1)
+    finally:
+        torch.set_num_threads(threads)
+    base = stages["one thread, float32"]["time/stage_s"]
+    for name, stage in stages.items():
+        figures = {key: round(stage[f"time/{key}"], 2) for key in ("stage_s", "rollout_s",
+                                                                   "update_s")}
+        figures["speedup"] = round(base / stage["time/stage_s"], 2)
+        benchmark.extra_info[name] = figures
+        print(f"{model} [{name}] {figures} ({threads} threads available)")
 
 
 @pytest.mark.parametrize("model", ["tiny", "smollm2"])

@@ -126,8 +126,9 @@ class TeamArgs:
     """continue from the checkpoint in checkpoint_dir"""
     device: str = "cpu"
     """torch device of LM policies"""
-    torch_threads: int = 1
-    """torch CPU threads (0 keeps torch's default; 1 is fastest for the small symbolic MLPs)"""
+    torch_threads: int | None = None
+    """torch CPU threads; unset: 1 for symbolic teams (fastest for their small MLPs), torch's
+    default (every core) for language-model teams; 0 keeps torch's default"""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -153,7 +154,7 @@ class TeamArgs:
                 raise ConfigError(name, f"must be a positive number, got {value}")
         for name in ("weight_decay", "kl_coef", "lora_rank", "torch_threads", "top_k",
                      "context_tokens", "score_batch_size"):
-            if getattr(self, name) < 0:
+            if (getattr(self, name) or 0) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "

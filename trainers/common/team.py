@@ -270,12 +270,14 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         args: Trainer settings.
         shared: One policy plays every agent (single-agent fine-tuning).
     """
-    if args.torch_threads:
-        torch.set_num_threads(args.torch_threads)
     env, kwargs = _make_env(args)
     n_agents = len(env.possible_agents)
     task = env.unwrapped.task
-    if isinstance(task, SymbolicTask):
+    symbolic = isinstance(task, SymbolicTask)
+    threads = (1 if symbolic else 0) if args.torch_threads is None else args.torch_threads
+    if threads:
+        torch.set_num_threads(threads)
+    if symbolic:
         policies = build_symbolic_agents(task, args.hidden_size, args.seed, shared=shared)
         factory = _symbolic_factory(task, args.seed)
         rollouts: SymbolicRollouts | TextRollouts = SymbolicRollouts(task)
