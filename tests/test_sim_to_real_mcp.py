@@ -94,6 +94,32 @@ def test_the_value_features_mark_the_observed_answer(s2r) -> None:
     assert not [w for w in s2r.words(submit) if re.search(r"\d", w) and not s2r.is_id(w)]
 
 
+def test_a_name_the_tools_returned_is_an_observed_value(s2r) -> None:
+    """A candidate answer's value without digits (tickets' assignee) is marked observed when
+    the observation shows it, not otherwise; the answers' shared opening (``the answer is``)
+    never is, and answers that share no opening (the floor's "The task is complete.") hold no
+    value, so their features are as they were."""
+    from trainers.experiments.sim_to_real.linear import answer_templates
+
+    policy = s2r.LinearPolicy(np.random.default_rng(0), 0.1, 0.0)
+    shown = '{"ticket_id": "TCK-4266", "assignee": "Suvqueith Quaexquuv", "note": "the answer is"}'
+    answers = ["The answer is Suvqueith Quaexquuv.", "The answer is Condtoush Vamgind."]
+    call = '{"name": "get_ticket", "arguments": {"ticket_id": "TCK-4266"}}'
+    template = frozenset({"the", "answer", "is"})
+    assert answer_templates([call, *answers]) == [None, template, template]
+    value = zlib.crc32(b"value:observed") % policy.size
+
+    def keys(candidate: str, opening: frozenset[str] | None) -> set[int]:
+        return set(policy.features("Who is assigned to TCK-4266?", shown, 1, candidate,
+                                   opening)[0])
+
+    assert value in keys(answers[0], template)
+    assert value not in keys(answers[1], template)  # neither name shown, nor the opening
+    floor = ["The task is complete.", "I could not determine the answer."]
+    assert answer_templates(floor) == [None, None]
+    assert value not in keys(floor[1], None)
+
+
 def test_real_training_beats_the_blind_bound_on_held_out_servers(s2r, tmp_path: Path) -> None:
     args, task = _task(s2r, tmp_path, mcp_train=4, mcp_eval=8, batch=32, updates=6)
     agent = s2r.LinearAgent(args, task, "real", seed=0, world_model=None)
@@ -189,13 +215,16 @@ def test_the_mcp_controls_are_arms_of_an_mcp_task_and_are_not_recorded(s2r, tmp_
     assert s2r.record_path(args, backend) is None
 
 
-def test_readable_but_wrong_simulators_do_not_pass_the_held_out_servers(s2r,
-                                                                        tmp_path: Path) -> None:
-    """Calendar, a short run: the true records teach reading (above the blind 1/3 on held-out
-    servers); one wrong start for every event never shows the answer, so it teaches nothing;
-    shuffled starts show the answer only on another event's listing, so they teach looking
-    there; both stay at or below 1/3, as does the unreadable placeholder."""
-    args, task = _task(s2r, tmp_path, task="mcp:calendar", mcp_train=4, mcp_eval=8, batch=32,
+@pytest.mark.parametrize("family", ["calendar", "inventory", "tickets"])
+def test_readable_but_wrong_simulators_do_not_pass_the_held_out_servers(s2r, tmp_path: Path,
+                                                                        family: str) -> None:
+    """A short run: the true records teach reading (above the blind 1/3 on held-out servers);
+    one wrong value for every record never shows the answer, so it teaches nothing; shuffled
+    values show the answer only on another record's call (calendar: another event's listing;
+    inventory and tickets: another record's lookup, the question naming the asked record's
+    id), so they teach making that call; both stay at or below 1/3, as does the unreadable
+    placeholder. On tickets the answer is a name, which the agent reads as a shown value."""
+    args, task = _task(s2r, tmp_path, task=f"mcp:{family}", mcp_train=4, mcp_eval=8, batch=32,
                        updates=6)
     scores = {}
     for arm in (*MCP_CONTROLS, "sim-garbage"):
@@ -212,14 +241,15 @@ def test_readable_but_wrong_simulators_do_not_pass_the_held_out_servers(s2r,
 def test_what_each_simulator_shows_on_each_call(s2r, tmp_path: Path, family: str) -> None:
     """The true records show on every call what the twin shows; one wrong value for every
     record shows the true answer on no call; shuffled values never show it on the lookup of
-    the record asked about (solution call 2, where it is one record's); the placeholder shows
-    no candidate and no error; a simulator that refuses every call shows errors only."""
+    the record asked about (the solution's last call, where it is one record's); the
+    placeholder shows no candidate and no error; a simulator that refuses every call shows
+    errors only."""
     _, task = _task(s2r, tmp_path, task=f"mcp:{family}", mcp_train=6, mcp_eval=1)
     real = s2r.shown_answers(task, task.train, seeds=2)
     shown = {arm: s2r.shown_answers(task, task.train, s2r.sim_backend(arm, "scripted", task),
                                     seeds=2)
              for arm in (*MCP_CONTROLS, "sim-garbage")}
-    lookup = next(name for name in real if name.startswith("solution call 2"))
+    lookup = max(name for name in real if name.startswith("solution call"))  # the last
     assert all(sum(row.values()) == pytest.approx(1) for row in real.values())
     assert real[lookup]["true alone"] >= 0.5  # reading the asked record pays, perturbed or not
     assert shown["sim-fixture"] == real

@@ -54,6 +54,8 @@ class _Server:
     match: str
     calls: list[tuple[str, dict[str, Any]]]
     wrong_answers: list[str]
+    solved_by: int = 2
+    """How many of the first ``calls`` the reference solution makes before it answers."""
 
 
 def _tool(name: str, description: str, required: dict[str, str],
@@ -90,11 +92,12 @@ def _inventory(rng: np.random.Generator, company: str) -> _Server:
          _tool("get_item", "Get one stock item by SKU.", {"sku": "string"}),
          _tool("update_stock", "Add (or, when negative, remove) units of an item.",
                {"sku": "string", "delta": "integer"})],
-        records, f"How many units of the {target['name']} are in stock right now?",
+        records, f"How many units of the {target['name']} (SKU {target['sku']}) are in stock "
+                 "right now?",
         str(target["in_stock"]), "number",
-        [("list_items", {"category": target["category"]}), ("get_item", {"sku": target["sku"]}),
-         ("get_item", {"sku": other["sku"]})],
-        [str(other["in_stock"]), str(third["in_stock"])])
+        [("get_item", {"sku": target["sku"]}), ("get_item", {"sku": other["sku"]}),
+         ("get_item", {"sku": third["sku"]})],
+        [str(other["in_stock"]), str(third["in_stock"])], solved_by=1)
 
 
 _STARTS = [f"{hour:02d}:{minute}" for hour in range(8, 18) for minute in ("00", "15", "30", "45")]
@@ -146,7 +149,8 @@ def _tickets(rng: np.random.Generator, company: str) -> _Server:
                {"query": "string"}, {"status": "string"}),
          _tool("get_ticket", "Get one ticket by id.", {"ticket_id": "string"}),
          _tool("add_comment", "Comment on a ticket.", {"ticket_id": "string", "body": "string"})],
-        records, f"Who is assigned to the open ticket titled '{target['title']}'?",
+        records, f"Who is assigned to the open ticket {target['ticket_id']}, titled "
+                 f"'{target['title']}'?",
         target["assignee"], "contains",
         [("search_tickets", {"query": target["title"], "status": "open"}),
          ("get_ticket", {"ticket_id": target["ticket_id"]}),
@@ -255,7 +259,8 @@ def mcp_server_scenario(seed: int) -> Scenario:
                             for n, a in server.calls)]
     answers = [*dict.fromkeys(f"The answer is {a}."
                               for a in (server.answer, *server.wrong_answers))]
-    candidates, solution = shuffled(rng, [*calls, *answers], [0, 1, len(calls)])
+    candidates, solution = shuffled(rng, [*calls, *answers],
+                                    [*range(server.solved_by), len(calls)])
     return Scenario(
         id=f"mcp-gen-{seed}", domain="mcp",
         instruction=f"{server.question} Use the {server.name} server's tools, then answer in "

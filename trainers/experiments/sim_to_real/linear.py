@@ -11,6 +11,7 @@ import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
+from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.registration import env_id
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
@@ -33,9 +34,11 @@ class LinearPolicy:
         self.entropy_coef = entropy_coef
         self.weights = np.zeros(size)
 
-    def features(self, prompt: str, observation: str, turn: int,
-                 candidate: str) -> tuple[np.ndarray, np.ndarray]:
-        """The hashed feature indices of one candidate and their counts."""
+    def features(self, prompt: str, observation: str, turn: int, candidate: str,
+                 template: frozenset[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The hashed feature indices of one candidate and their counts. ``template``: for a
+        final answer, the words every candidate answer opens with (``the answer is``), so the
+        rest is its value (a count, a time, a person's name); None otherwise."""
         seen, asked = set(words(observation)), set(words(prompt))
         values = {w for v in result_values(observation) for w in words(v) if not is_id(w)}
         keys = []
@@ -48,13 +51,16 @@ class LinearPolicy:
             keys += [f"x:{value}:{word}" for value in values]
             if any(ch.isdigit() for ch in word):  # a value such as an answer's number
                 keys.append(f"value:{'observed' if word in seen else 'unseen'}")
+            elif template is not None and word not in template | asked and word in seen:
+                keys.append("value:observed")  # a value without digits, such as a name
         hashed = np.array([zlib.crc32(k.encode()) % self.size for k in keys], dtype=np.int64)
         index, counts = np.unique(hashed, return_counts=True)
         return index, counts.astype(float)
 
     def probabilities(self, prompt: str, observation: str, turn: int,
                       candidates: list[str]) -> tuple[np.ndarray, list[Any]]:
-        feats = [self.features(prompt, observation, turn, c) for c in candidates]
+        feats = [self.features(prompt, observation, turn, c, t)
+                 for c, t in zip(candidates, answer_templates(candidates), strict=True)]
         logits = np.array([float(self.weights[i] @ v) for i, v in feats])
         weights = np.exp(logits - logits.max())
         return weights / weights.sum(), feats
@@ -78,6 +84,23 @@ class LinearPolicy:
                     gradient = advantage * (float(k == choice) - probs[k]) \
                         - self.entropy_coef * probs[k] * (logp[k] + entropy)
                     self.weights[index] += self.learning_rate * gradient * values
+
+
+def answer_templates(candidates: list[str]) -> list[frozenset[str] | None]:
+    """For each final-answer candidate, the words that open every final answer (``the answer
+    is``), so the rest is its value; None for each tool call, and for every candidate where
+    the answers share no opening (such as "The task is complete." beside "I could not
+    determine the answer.": no values to read)."""
+    answers = [words(c) if parse_action(c).is_final_answer else None for c in candidates]
+    texts = [a for a in answers if a is not None]
+    opening = 0
+    while len(texts) > 1 and all(len(t) > opening and t[opening] == texts[0][opening]
+                                 for t in texts):
+        opening += 1
+    if not opening:
+        return [None] * len(candidates)
+    template = frozenset(texts[0][:opening])
+    return [None if a is None else template for a in answers]
 
 
 class BlindPolicy(LinearPolicy):
