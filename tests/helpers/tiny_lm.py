@@ -126,7 +126,7 @@ def build_tiny_lm(directory: str | Path) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=2048,
+        max_position_embeddings=8192,  # a C3 prompt is 4,370 of its tokens; servers refuse more
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
