@@ -17,7 +17,7 @@ from floor_tasks.env import FloorEnv
 
 
 def test_mcp_observations_are_the_twins_and_no_world_model_is_built() -> None:
-    scenario = mcp_server_scenario(0)  # its own control aims at update_stock, never called here
+    scenario = mcp_server_scenario(0).model_copy(update={"controls": []})  # only `error` fires
     error = Control(kind="tool_error", tools=["get_item"], turns=[2])
     env = make("mcp", mode="real", scenarios=[scenario.model_dump()], controls=[error])
     assert env.unwrapped.sim.world_model is None
