@@ -3,6 +3,7 @@ with REINFORCE on real episodes or on batches from a vector of simulated envs.""
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
 
@@ -51,7 +52,7 @@ class LinearPolicy:
             keys += [f"x:{value}:{word}" for value in values]
             if any(ch.isdigit() for ch in word):  # a value such as an answer's number
                 keys.append(f"value:{'observed' if word in seen else 'unseen'}")
-            elif template is not None and word not in template | asked and word in seen:
+            elif template is not None and word in seen and word not in template | asked:
                 keys.append("value:observed")  # a value without digits, such as a name
         hashed = np.array([zlib.crc32(k.encode()) % self.size for k in keys], dtype=np.int64)
         index, counts = np.unique(hashed, return_counts=True)
@@ -90,7 +91,13 @@ def answer_templates(candidates: list[str]) -> list[frozenset[str] | None]:
     """For each final-answer candidate, the words that open every final answer (``the answer
     is``), so the rest is its value; None for each tool call, and for every candidate where
     the answers share no opening (such as "The task is complete." beside "I could not
-    determine the answer.": no values to read)."""
+    determine the answer.": no values to read). Kept per candidate list, which an episode
+    offers at every step."""
+    return list(_answer_templates(tuple(candidates)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _answer_templates(candidates: tuple[str, ...]) -> tuple[frozenset[str] | None, ...]:
     answers = [words(c) if parse_action(c).is_final_answer else None for c in candidates]
     texts = [a for a in answers if a is not None]
     opening = 0
@@ -98,9 +105,9 @@ def answer_templates(candidates: list[str]) -> list[frozenset[str] | None]:
                                  for t in texts):
         opening += 1
     if not opening:
-        return [None] * len(candidates)
+        return (None,) * len(candidates)
     template = frozenset(texts[0][:opening])
-    return [None if a is None else template for a in answers]
+    return tuple(None if a is None else template for a in answers)
 
 
 class BlindPolicy(LinearPolicy):
