@@ -223,12 +223,6 @@ def test_the_blind_arm_never_reads_a_tool_result_and_stays_at_the_blind_bound(
     assert scores["real-blind"] <= 0.5 < scores["real"]
 
 
-def test_the_blind_arm_is_the_linear_agents_only(s2r, tmp_path: Path) -> None:
-    task = s2r.make_task(s2r.Args(out=tmp_path))
-    assert "real-blind" in s2r.task_arms(task)
-    assert "real-blind" not in s2r.task_arms(task, "ppo")
-
-
 class _FirstListedAnswer:
     """Calls every tool the env offers, then gives the first answer the env lists: a policy
     that cannot tell the answers apart and takes the first, as a greedy policy breaks ties."""

@@ -74,3 +74,19 @@ def test_on_mcp_the_twin_and_the_simulation_present_one_format(s2r, tmp_path: Pa
     agent.update(real=False)
     assert agent.model.get_env() is agent.envs["sim"]
     agent.close()
+
+
+@pytest.mark.parametrize("arm", ["real-blind", "real"])
+def test_the_blind_arm_never_shows_the_policy_a_tool_result(s2r, tmp_path: Path,
+                                                            arm: str) -> None:
+    assert "real-blind" in s2r.task_arms(s2r.make_task(s2r.Args(out=tmp_path)))
+    agent = _agent(s2r, tmp_path, arm)
+    for env, options in ((agent._make("real"), None),
+                         (agent.evaluation, agent.eval_options(agent.task.eval[0]))):
+        first, info = env.reset(seed=0, options=options)
+        lookup = next(i for i, c in enumerate(info["candidates"]) if "lookup_record" in c)
+        obs, *_ = env.step(lookup)
+        assert np.array_equal(obs["prompt"], first["prompt"])
+        hidden = np.array_equal(obs["observation"], first["observation"])
+        assert hidden == (arm == "real-blind")  # the record the lookup returned, or nothing
+    agent.close()

@@ -35,7 +35,7 @@ episodes (only the capped arms stop early, by design):
 ``real``            the real ``AgentFloor`` env (or the MCP twin) for every update;
 ``real-capped``     the real env for the first ``--real-updates`` updates only;
 ``real-capped+sim`` those real updates, then simulated ones up to ``--updates``;
-``real-blind``      linear agent only: the real env, every tool result hidden from the policy
+``real-blind``      the real env, every tool result hidden from the policy
                     (it sees the prompt in their place): the most a policy that never reads
                     scores on the held-out items, the bound the controls are held to.
 

@@ -64,16 +64,15 @@ def record_path(args: Args, backend: Any) -> str | None:
 
 BLIND = "real-blind"
 """The arm trained on the real env with every tool result hidden from its policy: the most a
-policy that never reads scores on the held-out items (linear agent only)."""
+policy that never reads scores on the held-out items."""
 
 
-def task_arms(task: FloorTask | McpTask, agent: str = "linear") -> tuple[str, ...]:
-    """The arms a task has for an agent: the floor record controls, or an MCP family's; the
-    blind control for the linear agent."""
+def task_arms(task: FloorTask | McpTask) -> tuple[str, ...]:
+    """The arms a task has: the floor record controls, or an MCP family's, and
+    the blind control."""
     other = MCP_CONTROLS if isinstance(task, FloorTask) else CONTROLS
     own = CONTROLS if isinstance(task, FloorTask) else MCP_CONTROLS
-    return tuple(a for a in ARMS if (a in own or a not in other)
-                 and (a != BLIND or agent == "linear"))
+    return tuple(a for a in ARMS if a in own or a not in other)
 
 
 def sim_backend(arm: str, world_model: Any, task: FloorTask | McpTask) -> Any:

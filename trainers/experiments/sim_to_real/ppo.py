@@ -12,9 +12,14 @@ from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.wrappers import wrap_for_sb3
 from trainers.experiments.sim_to_real.args import Args
-from trainers.experiments.sim_to_real.arms import failed_calls, record_path, sim_backend
+from trainers.experiments.sim_to_real.arms import (
+    BLIND,
+    failed_calls,
+    record_path,
+    sim_backend,
+)
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
-from trainers.experiments.sim_to_real.wrappers import InstructionFirst
+from trainers.experiments.sim_to_real.wrappers import InstructionFirst, ToolResultsHidden
 
 
 class PPOAgent:
@@ -32,7 +37,7 @@ class PPOAgent:
         from agentworld_envs.wrappers import CandidateOverlapFeatures, CandidateScoringPolicy
 
         torch.set_num_threads(1)
-        self.args, self.task, self.seed = args, task, seed
+        self.args, self.task, self.seed, self.blind = args, task, seed, arm == BLIND
         self.backend = sim_backend(arm, world_model, task)
         self.max_candidates = task.max_candidates()
         self.envs: dict[str, Any] = {}
@@ -51,6 +56,9 @@ class PPOAgent:
                          policy_kwargs=features, seed=seed, device="cpu")
 
     def _wrap(self, env: gym.Env) -> gym.Env:
+        """The SB3 stack over ``env`` (every tool result hidden in the blind arm)."""
+        if self.blind:
+            env = ToolResultsHidden(env)
         return wrap_for_sb3(env, max_candidates=self.max_candidates,
                             max_length=self.args.ppo_max_length,
                             candidate_length=self.args.ppo_candidate_length)

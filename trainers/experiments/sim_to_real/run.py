@@ -96,10 +96,10 @@ def main() -> None:
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
     floor = isinstance(task, FloorTask)
-    arms = task_arms(task, args.agent)
+    arms = task_arms(task)
     args.arms = args.arms or list(arms)
     if unknown := [a for a in args.arms if a not in arms]:
-        raise SystemExit(f"unknown arms {unknown} for {args.task} and the {args.agent} agent; "
+        raise SystemExit(f"unknown arms {unknown} for {args.task}; "
                          f"choose from {arms} "
                          f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
                          "an MCP family)")
