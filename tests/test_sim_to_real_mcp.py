@@ -123,10 +123,21 @@ def test_a_name_the_tools_returned_is_an_observed_value(s2r) -> None:
 def test_real_training_beats_the_blind_bound_on_held_out_servers(s2r, tmp_path: Path) -> None:
     args, task = _task(s2r, tmp_path, mcp_train=4, mcp_eval=8, batch=32, updates=6)
     agent = s2r.LinearAgent(args, task, "real", seed=0, world_model=None)
-    assert s2r.balanced(task, s2r.evaluate(task, agent)) == 0.0  # it answers at once
+    calls: dict[str, list[str]] = {}
+    assert s2r.balanced(task, s2r.evaluate(task, agent, calls)) == 0.0
+    assert set(calls) == set(task.eval)
     for _ in range(args.updates):
         agent.update(real=True)
-    assert s2r.balanced(task, s2r.evaluate(task, agent)) > 1 / 3  # one of three, drawn blind
+    outcomes = s2r.evaluate(task, agent, calls)
+    assert s2r.balanced(task, outcomes) > 1 / 3  # one of three, drawn blind
+    tools = {tool["function"]["name"] for tool in task.scenario(task.eval[0]).tools}
+    for variant, won in outcomes.items():  # the tools it called, and its answer if it gave one
+        assert set(calls[variant][:-1]) <= tools and calls[variant][-1] in {*tools, "answer"}
+        assert not won or (calls[variant][-1] == "answer" and len(calls[variant]) > 1)
+    run = {"calls": calls}
+    counts = s2r.final_calls([run, run])
+    assert sum(counts.values()) == 2 * len(task.eval)
+    assert list(counts.values()) == sorted(counts.values(), reverse=True)
     agent.close()
 
 

@@ -43,7 +43,10 @@ def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) ->
     assert agent.model.num_timesteps == 32 and agent.model.get_env() is agent.envs["sim"]
     assert agent.envs["sim"].envs[0].unwrapped.config.real_counterpart is False  # nothing real
     task = s2r.FloorTask(agent.args)
-    assert 0.0 <= s2r.balanced(task, s2r.evaluate(task, agent)) <= 1.0
+    calls: dict[str, list[str]] = {}
+    assert 0.0 <= s2r.balanced(task, s2r.evaluate(task, agent, calls)) <= 1.0
+    tools = {"lookup_record", "submit_decision", "answer"}
+    assert set(calls) == set(task.eval) and all(c and set(c) <= tools for c in calls.values())
     agent.close()
 
 

@@ -111,7 +111,13 @@ from trainers.experiments.sim_to_real.linear import (
 )
 from trainers.experiments.sim_to_real.ppo import PPOAgent
 from trainers.experiments.sim_to_real.run import AGENTS, main, plot, run_arm, world_model_spec
-from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.scoring import (
+    balanced,
+    call_names,
+    evaluate,
+    final_calls,
+    interval,
+)
 from trainers.experiments.sim_to_real.shown_answers import OUTCOMES, shown_answers
 from trainers.experiments.sim_to_real.tasks import (
     IDENTITY_FIELDS,
@@ -124,7 +130,8 @@ from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVar
 
 __all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "OUTCOMES", "Args", "FloorTask",
            "InstructionFirst", "LinearAgent", "LinearPolicy", "McpTask", "PPOAgent",
-           "SimTrainer", "TrainVariants", "balanced", "evaluate", "failed_calls", "identities",
+           "SimTrainer", "TrainVariants", "balanced", "call_names", "evaluate", "failed_calls",
+           "final_calls", "identities",
            "interval", "is_id", "main", "make_task", "play_real", "plot", "real_batch",
            "record_path", "record_simulator", "result_values", "run_arm", "shown_answers",
            "sim_backend", "task_arms", "words", "world_model_spec"]

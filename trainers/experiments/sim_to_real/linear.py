@@ -23,6 +23,7 @@ from trainers.experiments.sim_to_real.arms import (
     sim_backend,
 )
 from trainers.experiments.sim_to_real.features import is_id, result_values, words
+from trainers.experiments.sim_to_real.scoring import call_names
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 
 
@@ -125,24 +126,27 @@ def real_batch(args: Args, task: FloorTask | McpTask, policy: LinearPolicy,
     episodes = []
     for _ in range(args.batch):
         variant = task.train[int(rng.integers(len(task.train)))]
-        reward, trajectory = play_real(task, variant, policy, args.train_steps,
+        reward, trajectory, _ = play_real(task, variant, policy, args.train_steps,
                                        seed=int(rng.integers(2**31)), greedy=False)
         episodes.append((trajectory, reward))
     return episodes
 
 
 def play_real(task: FloorTask | McpTask, variant: str, policy: LinearPolicy,
-              steps: int | None, seed: int, greedy: bool) -> tuple[float, list[tuple]]:
+              steps: int | None, seed: int, greedy: bool
+              ) -> tuple[float, list[tuple], list[str]]:
+    """One episode on the real env: its reward, the policy's steps and the actions taken."""
     env, prompt = task.play(variant, steps, seed)
-    observation, trajectory, reward = prompt, [], 0.0
+    observation, trajectory, actions, reward = prompt, [], [], 0.0
     for turn in range(env.max_steps):
         candidates = env.candidate_actions()
         choice, step = policy.act(prompt, observation, turn, candidates, greedy)
         trajectory.append(step)
+        actions.append(candidates[choice])
         observation, reward, terminated, truncated, _ = env.step(candidates[choice])
         if terminated or truncated:
             break
-    return reward, trajectory
+    return reward, trajectory, actions
 
 
 class SimTrainer:
@@ -200,6 +204,8 @@ class LinearAgent:
         backend = sim_backend(arm, world_model, task)
         self.sim = (SimTrainer(args, task, backend, seed * 1000) if backend is not None
                     else None)
+        self.last_calls: list[str] = []
+        """What the last scored episode's actions did (:func:`call_names`)."""
 
     def update(self, real: bool) -> None:
         """One policy update on a batch of real or simulated episodes."""
@@ -209,7 +215,10 @@ class LinearAgent:
     def play(self, variant: str, seed: int) -> float:
         """The greedy policy's reward on one real variant (the task's own budget), reset with
         ``seed``."""
-        return play_real(self.task, variant, self.policy, None, seed=seed, greedy=True)[0]
+        reward, _, actions = play_real(self.task, variant, self.policy, None, seed=seed,
+                                       greedy=True)
+        self.last_calls = [call_names(a) for a in actions]
+        return reward
 
     def close(self) -> int:
         """Close the envs; the failed world-model calls (see :func:`failed_calls`)."""

@@ -10,7 +10,7 @@ from gymnasium.wrappers import TimeLimit
 
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.sim.env import AgentWorldEnv
-from agentworld_envs.wrappers import wrap_for_sb3
+from agentworld_envs.wrappers import GIVE_UP_ACTION, wrap_for_sb3
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
     BLIND,
@@ -18,6 +18,7 @@ from trainers.experiments.sim_to_real.arms import (
     record_path,
     sim_backend,
 )
+from trainers.experiments.sim_to_real.scoring import call_names
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 from trainers.experiments.sim_to_real.wrappers import InstructionFirst, ToolResultsHidden
 
@@ -38,6 +39,8 @@ class PPOAgent:
 
         torch.set_num_threads(1)
         self.args, self.task, self.seed, self.blind = args, task, seed, arm == BLIND
+        self.last_calls: list[str] = []
+        """What the last scored episode's actions did (:func:`call_names`)."""
         self.backend = sim_backend(arm, world_model, task)
         self.max_candidates = task.max_candidates()
         self.envs: dict[str, Any] = {}
@@ -97,10 +100,14 @@ class PPOAgent:
     def play(self, variant: str, seed: int) -> float:
         """The greedy policy's reward on one real variant (the task's own budget), reset with
         ``seed``."""
-        obs, _ = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
+        obs, info = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
+        self.last_calls = []
         while True:
             action, _ = self.model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = self.evaluation.step(int(action))
+            candidates, index = info["candidates"], int(action)
+            self.last_calls.append(call_names(candidates[index] if index < len(candidates)
+                                              else GIVE_UP_ACTION))  # padding gives up
+            obs, reward, terminated, truncated, info = self.evaluation.step(index)
             if terminated or truncated:
                 return float(reward)
 

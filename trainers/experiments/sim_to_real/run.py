@@ -26,7 +26,7 @@ from trainers.experiments.sim_to_real.arms import (
 from trainers.experiments.sim_to_real.linear import LinearAgent
 from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
-from trainers.experiments.sim_to_real.scoring import balanced, evaluate, interval
+from trainers.experiments.sim_to_real.scoring import balanced, evaluate, final_calls, interval
 from trainers.experiments.sim_to_real.shown_answers import shown_answers
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 
@@ -42,7 +42,8 @@ def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
     """Train one arm with one seed; score it on the held-out real variants along the way."""
     started = time.perf_counter()
     agent = AGENTS[args.agent](args, task, arm, seed, world_model)
-    outcomes = evaluate(task, agent)
+    calls: dict[str, list[str]] = {}
+    outcomes = evaluate(task, agent, calls)
     curve, scored = [(0, balanced(task, outcomes))], 1
     updates = {"untrained": 0, "real-capped": args.real_updates}.get(arm, args.updates)
     real_updates = 0
@@ -52,13 +53,14 @@ def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
         real_updates += real
         agent.update(real=real)
         if update % args.eval_every == 0 or update == updates:
-            outcomes = evaluate(task, agent)
+            outcomes = evaluate(task, agent, calls)
             curve.append((update, balanced(task, outcomes)))
             scored += 1
     failed = agent.close()
     per_update = args.batch if args.agent == "linear" else args.ppo_envs * args.ppo_steps
     unit = "episodes" if args.agent == "linear" else "timesteps"
-    return {"curve": curve, "final": curve[-1][1], "items": outcomes, "updates": updates,
+    return {"curve": curve, "final": curve[-1][1], "items": outcomes, "calls": calls,
+            "updates": updates,
             f"real_training_{unit}": real_updates * per_update,
             f"simulated_{unit}": (updates - real_updates) * per_update,
             "real_scoring_episodes": scored * len(task.eval),
@@ -130,6 +132,7 @@ def main() -> None:
             "balanced_success": round(float(np.mean(finals)), 4),
             "ci95": interval(task, runs), "per_seed": finals,
             "held_out_items": len(task.eval), "seeds": len(runs),
+            "final_calls": final_calls(runs),
             **{key: sum(run[key] for run in runs) for key in runs[0]
                if key.startswith(("real_", "simulated_", "failed_"))},
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
