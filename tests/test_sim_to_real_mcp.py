@@ -131,13 +131,20 @@ def test_real_training_beats_the_blind_bound_on_held_out_servers(s2r, tmp_path: 
     outcomes = s2r.evaluate(task, agent, calls)
     assert s2r.balanced(task, outcomes) > 1 / 3  # one of three, drawn blind
     tools = {tool["function"]["name"] for tool in task.scenario(task.eval[0]).tools}
-    for variant, won in outcomes.items():  # the tools it called, and its answer if it gave one
-        assert set(calls[variant][:-1]) <= tools and calls[variant][-1] in {*tools, "answer"}
+    named = tools | {f"{tool} (other)" for tool in tools} | {"answer"}
+    for variant, won in outcomes.items():  # what it called, then its answer if it gave one
+        assert set(calls[variant]) <= named
         assert not won or (calls[variant][-1] == "answer" and len(calls[variant]) > 1)
-    run = {"calls": calls}
-    counts = s2r.final_calls([run, run])
-    assert sum(counts.values()) == 2 * len(task.eval)
-    assert list(counts.values()) == sorted(counts.values(), reverse=True)
+    solution = task.solution(task.eval[0])
+    other = next(c for c in task.scenario(task.eval[0]).candidate_actions
+                 if c.startswith("{") and c not in solution)
+    assert s2r.call_names([other, other, *solution], solution) == [
+        *[f"{json.loads(other)['name']} (other)"] * 2, *s2r.call_names(solution, solution)]
+    assert s2r.call_names(solution, solution)[-1] == "answer"
+    run = {"calls": {"a": ["get_item (other)", "get_item (other)", "get_item", "answer"],
+                     "b": ["answer"], "c": ["answer"]}}
+    assert s2r.final_calls([run, run]) == {"answer": 4,
+                                           "get_item (other) x2 > get_item > answer": 2}
     agent.close()
 
 

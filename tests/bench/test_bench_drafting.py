@@ -262,3 +262,174 @@ def test_grouped_attention_verify_pass(benchmark: Any, backend: HFBackend, rows:
                "sdpa_over_grouped": round(min(cpu["sdpa"]) / min(cpu[NAME]), 2)}
     benchmark.extra_info.update(figures)
     print(f"\n[verify pass, {rows} rows x 9 positions over 600] {figures}")
+
+
+
+def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tuple[int, ...]]]:
+    """The cost of one recorded decode call had its drafts been cut by ``rule``, and each
+    row's forward passes, drafted tokens fed and drafted tokens kept, replayed without the
+    model: the same lookups as ``DraftedDecoder`` (hint, own tokens, recent answers), each
+    row keeping the longest prefix of its draft that its recorded greedy answer continues
+    with, then the answer's next token (the model's own)."""
+    from agentworld_envs.backends.drafting import DRAFT_TOKENS, NGRAM, PromptLookup
+
+    recent = [token for answer in call["recent"] for token in answer]
+    answers, most = call["answers"], call["max_new_tokens"]
+    lookups = [PromptLookup(p, h, NGRAM, recent) for p, h in zip(call["prompts"], call["hints"],
+                                                                  strict=True)]
+    new = [answer[:1] for answer in answers]
+    for lookup, tokens in zip(lookups, new, strict=True):
+        lookup.extend(tokens)
+    stats = [[0, 0, 0] for _ in answers]
+    history: list[list[tuple[int, int]]] = [[] for _ in answers]
+    running = [row for row, answer in enumerate(answers) if len(answer) > 1]
+    total = 0.0
+    while running:
+        drafts = {row: rule(*_proposal(lookups[row], min(DRAFT_TOKENS,
+                                                         most - len(new[row]) - 1)),
+                            history[row]) for row in running}
+        total += cost(len(running), 1 + max(len(d) for d in drafts.values()))
+        for row in list(running):
+            answer, at, draft = answers[row], len(new[row]), drafts[row]
+            kept = 0
+            while (kept < len(draft) and at + kept < len(answer)
+                   and draft[kept] == answer[at + kept]):
+                kept += 1
+            history[row].append((len(draft), kept))
+            stats[row] = [stats[row][0] + 1, stats[row][1] + len(draft), stats[row][2] + kept]
+            step = answer[at : at + kept + 1]
+            new[row].extend(step)
+            lookups[row].extend(step)
+            if len(new[row]) == len(answer):
+                running.remove(row)
+    return total, [tuple(row) for row in stats]
+
+
+def _proposal(lookup: Any, most: int) -> tuple[list[int], int]:
+    """``PromptLookup.propose``'s draft and the length of the tail it matched (0: none)."""
+    tokens = lookup.tokens
+    for n in range(min(lookup._ngram, len(tokens)), 0, -1) if most > 0 else ():
+        for source in (lookup._hint, lookup._own, lookup._recent):
+            if draft := source.follow(tuple(tokens[-n:]), most):
+                return draft, n
+    return [], 0
+
+
+def _fixed(most: int) -> Any:
+    """Drafts of at most ``most`` tokens."""
+    return lambda draft, tail, history: draft[:most]
+
+
+def _by_tail(three: int, two: int, one: int) -> Any:
+    """Drafts cut by the length of the tail they matched (3, 2 or 1 tokens)."""
+    most = {3: three, 2: two, 1: one, 0: 0}
+    return lambda draft, tail, history: draft[: most[tail]]
+
+
+def _adaptive(lowest: int, grow: int) -> Any:
+    """Drafts that grow by ``grow`` after a fully kept one and shrink to one more than was
+    kept after a rejection (at least ``lowest``)."""
+    def rule(draft: list[int], tail: int, history: list[tuple[int, int]]) -> list[int]:
+        most = 8
+        for proposed, kept in history:
+            if proposed:
+                most = min(8, most + grow) if kept == proposed else max(lowest, kept + 1)
+        return draft[:most]
+    return rule
+
+
+DRAFT_RULES: dict[str, Any] = {
+    "default (up to 8)": _fixed(8),
+    **{f"fixed {k}": _fixed(k) for k in (0, 1, 2, 3, 4, 6)},
+    **{f"by matched tail 3/2/1: {a}/{b}/{c}": _by_tail(a, b, c)
+       for a, b, c in ((8, 4, 2), (8, 8, 0), (8, 2, 0), (8, 4, 1))},
+    "adaptive, from 1, +2": _adaptive(1, 2),
+    "adaptive, from 2, +2": _adaptive(2, 2),
+    "adaptive, from 1, +4": _adaptive(1, 4),
+}
+"""Draft-length rules: each cuts the lookup's draft (up to 8 tokens) given the length of the
+tail it matched and the row's (proposed, kept) history; ``fixed 0`` is plain decoding."""
+
+
+def test_draft_length_rules(benchmark: Any, backend: HFBackend,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Would another draft length be faster? The default path's decode calls of the first 3
+    steps of each env setting (Floor and MCP, alone and in a vector of 16) are recorded, the
+    wall time of a forward pass is measured on the model for 1-16 rows and 1-9 positions (over
+    a 600-token cache, the best of 3 after a warm-up), and each rule of :data:`DRAFT_RULES` is
+    replayed exactly on the recorded answers (:func:`_replay`): its passes and their cost, as
+    the default's cost over the rule's (above 1: the rule is faster). The default's replay is
+    checked against the decoder's own counts, row by row."""
+    import torch
+
+    from agentworld_envs.backends.drafting import DraftedDecoder
+
+    calls: dict[str, list[dict[str, Any]]] = {}
+    decode = DraftedDecoder.decode
+
+    def recorded(self: Any, prompts: Any, max_new_tokens: int, eos_ids: set[int],
+                 hints: Any = None) -> Any:
+        recent = [list(answer) for answer in self._recent]
+        new, stats = decode(self, prompts, max_new_tokens, eos_ids, hints)
+        calls[setting].append({"prompts": [list(p) for p in prompts], "recent": recent,
+                               "hints": [list(h) for h in hints or [()] * len(prompts)],
+                               "answers": new, "max_new_tokens": max_new_tokens,
+                               "stats": [(s.forwards, s.proposed, s.accepted) for s in stats]})
+        return new, stats
+
+    monkeypatch.setattr(DraftedDecoder, "decode", recorded)
+    for domain in ENVS:
+        for num_envs in (1, 16):
+            setting = f"{domain} x{num_envs}"
+            calls[setting] = []
+            _use(backend, "default")
+            env = _env(domain, num_envs, backend)
+            _, info = env.reset(seed=0)
+            for _ in range(STEPS):
+                env.step(_calls(info, num_envs))
+            env.close()
+    model, costs = backend._model, {}
+    with torch.inference_mode():
+        for rows in (1, 2, 4, 8, 12, 16):
+            cache = model(input_ids=torch.zeros((rows, 600), dtype=torch.long),
+                          use_cache=True).past_key_values
+            for width in range(1, 10):
+                tokens = torch.zeros((rows, width), dtype=torch.long)
+                times = []
+                for _ in range(4):  # the first warms up
+                    start = time.perf_counter()
+                    model(input_ids=tokens, past_key_values=cache, use_cache=True)
+                    times.append(time.perf_counter() - start)
+                    cache.crop(-width)
+                costs[rows, width] = min(times[1:])
+
+    def cost(rows: int, width: int) -> float:
+        low = max(r for r, _ in costs if r <= rows)
+        high = min(r for r, _ in costs if r >= rows)
+        share = (rows - low) / (high - low) if high > low else 0.0
+        return costs[low, width] + share * (costs[high, width] - costs[low, width])
+
+    for recorded_calls in calls.values():
+        for call in recorded_calls:  # the replay is the decoder's, pass for pass
+            _, rows = _replay(call, DRAFT_RULES["default (up to 8)"], cost)
+            assert rows == [tuple(s) for s in call["stats"]]
+    figures: dict[str, dict[str, Any]] = {}
+
+    def replay_all() -> None:
+        for setting, recorded_calls in calls.items():
+            default = sum(_replay(c, DRAFT_RULES["default (up to 8)"], cost)[0]
+                          for c in recorded_calls)
+            figures[setting] = {}
+            for name, rule in DRAFT_RULES.items():
+                replayed = [_replay(c, rule, cost) for c in recorded_calls]
+                figures[setting][name] = {
+                    "passes": sum(max(r[0] for r in rows) for _, rows in replayed),
+                    "default_over_this": round(default / sum(s for s, _ in replayed), 3)}
+
+    benchmark.pedantic(replay_all, rounds=1, iterations=1)
+    benchmark.extra_info.update(figures=figures, pass_seconds={
+        f"{rows}x{width}": round(seconds, 4) for (rows, width), seconds in costs.items()})
+    for setting, rules in figures.items():
+        print(f"\n[{setting}] " + ", ".join(f"{name}: {f['default_over_this']} "
+                                            f"({f['passes']} passes)"
+                                            for name, f in rules.items()))

@@ -23,7 +23,6 @@ from trainers.experiments.sim_to_real.arms import (
     sim_backend,
 )
 from trainers.experiments.sim_to_real.features import is_id, result_values, words
-from trainers.experiments.sim_to_real.scoring import call_names
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 
 
@@ -204,8 +203,8 @@ class LinearAgent:
         backend = sim_backend(arm, world_model, task)
         self.sim = (SimTrainer(args, task, backend, seed * 1000) if backend is not None
                     else None)
-        self.last_calls: list[str] = []
-        """What the last scored episode's actions did (:func:`call_names`)."""
+        self.last_actions: list[str] = []
+        """The last scored episode's actions."""
 
     def update(self, real: bool) -> None:
         """One policy update on a batch of real or simulated episodes."""
@@ -217,7 +216,7 @@ class LinearAgent:
         ``seed``."""
         reward, _, actions = play_real(self.task, variant, self.policy, None, seed=seed,
                                        greedy=True)
-        self.last_calls = [call_names(a) for a in actions]
+        self.last_actions = actions
         return reward
 
     def close(self) -> int:

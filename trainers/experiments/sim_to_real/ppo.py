@@ -18,7 +18,6 @@ from trainers.experiments.sim_to_real.arms import (
     record_path,
     sim_backend,
 )
-from trainers.experiments.sim_to_real.scoring import call_names
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask
 from trainers.experiments.sim_to_real.wrappers import InstructionFirst, ToolResultsHidden
 
@@ -39,8 +38,8 @@ class PPOAgent:
 
         torch.set_num_threads(1)
         self.args, self.task, self.seed, self.blind = args, task, seed, arm == BLIND
-        self.last_calls: list[str] = []
-        """What the last scored episode's actions did (:func:`call_names`)."""
+        self.last_actions: list[str] = []
+        """The last scored episode's actions."""
         self.backend = sim_backend(arm, world_model, task)
         self.max_candidates = task.max_candidates()
         self.envs: dict[str, Any] = {}
@@ -101,12 +100,12 @@ class PPOAgent:
         """The greedy policy's reward on one real variant (the task's own budget), reset with
         ``seed``."""
         obs, info = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
-        self.last_calls = []
+        self.last_actions = []
         while True:
             action, _ = self.model.predict(obs, deterministic=True)
             candidates, index = info["candidates"], int(action)
-            self.last_calls.append(call_names(candidates[index] if index < len(candidates)
-                                              else GIVE_UP_ACTION))  # padding gives up
+            self.last_actions.append(candidates[index] if index < len(candidates)
+                                     else GIVE_UP_ACTION)  # a padding index gives up
             obs, reward, terminated, truncated, info = self.evaluation.step(index)
             if terminated or truncated:
                 return float(reward)

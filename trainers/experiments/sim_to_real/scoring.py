@@ -3,6 +3,7 @@ success over decisions, and its interval over seeds and items."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,30 +23,40 @@ def evaluate(task: FloorTask | McpTask, agent: LinearAgent | PPOAgent,
     each reset with its own seed (its place among the held-out variants), so that the order in
     which the env lists its candidates differs from item to item: a greedy policy that ties
     between candidates takes the first, and one order for every item would turn that into a
-    systematic pick of one place. ``calls``, when given, gets each variant's
-    ``agent.last_calls``."""
+    systematic pick of one place. ``calls``, when given, gets what each variant's
+    episode did (:func:`call_names`)."""
     outcomes = {}
     for seed, variant in enumerate(task.eval):
         outcomes[variant] = agent.play(variant, seed)
         if calls is not None:
-            calls[variant] = list(agent.last_calls)
+            calls[variant] = call_names(agent.last_actions, task.solution(variant))
     return outcomes
 
 
-def call_names(action: str) -> str:
-    """What an action does, for the record of a scored episode: its tools' names, or
-    ``answer``."""
-    parsed = parse_action(action)
-    return "answer" if parsed.is_final_answer else "+".join(c.name for c in parsed.calls) or "?"
+def call_names(actions: list[str], solution: list[str]) -> list[str]:
+    """What a scored episode's actions did: each call's tool names, marked ``(other)`` where
+    the call is not one of the reference solution's (another record's lookup), and
+    ``answer`` for a final answer."""
+    names = []
+    for action in actions:
+        parsed = parse_action(action)
+        if parsed.is_final_answer:
+            names.append("answer")
+        else:
+            name = "+".join(call.name for call in parsed.calls) or "?"
+            names.append(name if action in solution else f"{name} (other)")
+    return names
 
 
 def final_calls(runs: list[dict[str, Any]]) -> dict[str, int]:
-    """How often each sequence of calls (``get_ticket > answer``) was the greedy policy's on a
-    held-out item at the end, over every seed, most frequent first."""
+    """How often each sequence of calls (``get_ticket > answer``, a call repeated n times in a
+    row as ``call xn``) was the final greedy policy's on a held-out item, over every seed, most
+    frequent first."""
     counts: dict[str, int] = {}
     for run in runs:
         for calls in run["calls"].values():
-            key = " > ".join(calls)
+            repeats = [(name, len(list(group))) for name, group in itertools.groupby(calls)]
+            key = " > ".join(name if n == 1 else f"{name} x{n}" for name, n in repeats)
             counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 

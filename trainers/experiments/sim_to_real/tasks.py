@@ -49,6 +49,10 @@ class FloorTask:
     def scenario(self, variant: str) -> str:
         return f"{self.task}/{variant}"
 
+    def solution(self, variant: str) -> list[str]:
+        """The reference solution's actions on one variant."""
+        return floor_tasks.solution(self.task, variant)
+
     def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
         """The real env of one variant, reset, and its prompt."""
         env = FloorEnv(self.task, variant=variant, max_steps=steps)
@@ -106,6 +110,11 @@ class McpTask:
 
     def scenario(self, variant: str) -> Any:
         return self._servers[variant]
+
+    def solution(self, variant: str) -> list[str]:
+        """The reference solution's actions on one server."""
+        scenario = self._servers[variant]
+        return [scenario.candidate_actions[i] for i in scenario.solution]
 
     def played(self, variants: list[str], steps: int | None) -> AgentWorldEnv:
         """``AgentWorld/MCP-v0`` on these servers' twins, with no world model."""
