@@ -177,3 +177,11 @@ def test_info_world_model_says_whether_greedy_answers_are_drafted(tiny_lm_dir: P
         _, _, _, _, info = env.step(info["candidate_actions"][0])
         assert info["world_model"]["draft"] == draft
         env.close()
+
+
+def test_a_match_says_how_long_a_tail_it_matched() -> None:
+    lookup = PromptLookup([5, 6, 7, 8, 5, 6])
+    assert lookup.match(3) == ([7, 8, 5], 2)  # (8, 5, 6) occurs nowhere before; (5, 6) does
+    assert lookup.match(3)[0] == lookup.propose(3)
+    assert lookup.match(0) == ([], 0)
+    assert PromptLookup([1, 2, 3]).match(4) == ([], 0)  # its last token occurs nowhere before

@@ -80,16 +80,20 @@ class PromptLookup:
     def propose(self, most: int) -> list[int]:
         """Up to ``most`` tokens that followed an earlier occurrence of the sequence's longest
         matching tail; empty when even its last token occurs nowhere before."""
+        return self.match(most)[0]
+
+    def match(self, most: int) -> tuple[list[int], int]:
+        """:meth:`propose`'s draft and the length of the tail it matched (0: no draft)."""
         tokens = self._own.tokens
         if most <= 0:
-            return []
+            return [], 0
         for n in range(min(self._ngram, len(tokens)), 0, -1):
             tail = tuple(tokens[-n:])
             for source in (self._hint, self._own, self._recent):
                 draft = source.follow(tail, most)
                 if draft:
-                    return draft
-        return []
+                    return draft, n
+        return [], 0
 
 
 class _Source:

@@ -285,8 +285,7 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
     running = [row for row, answer in enumerate(answers) if len(answer) > 1]
     total = 0.0
     while running:
-        drafts = {row: rule(*_proposal(lookups[row], min(DRAFT_TOKENS,
-                                                         most - len(new[row]) - 1)),
+        drafts = {row: rule(*lookups[row].match(min(DRAFT_TOKENS, most - len(new[row]) - 1)),
                             history[row]) for row in running}
         total += cost(len(running), 1 + max(len(d) for d in drafts.values()))
         for row in list(running):
@@ -303,16 +302,6 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
             if len(new[row]) == len(answer):
                 running.remove(row)
     return total, [tuple(row) for row in stats]
-
-
-def _proposal(lookup: Any, most: int) -> tuple[list[int], int]:
-    """``PromptLookup.propose``'s draft and the length of the tail it matched (0: none)."""
-    tokens = lookup.tokens
-    for n in range(min(lookup._ngram, len(tokens)), 0, -1) if most > 0 else ():
-        for source in (lookup._hint, lookup._own, lookup._recent):
-            if draft := source.follow(tuple(tokens[-n:]), most):
-                return draft, n
-    return [], 0
 
 
 def _fixed(most: int) -> Any:

@@ -10,7 +10,7 @@ from gymnasium.wrappers import TimeLimit
 
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.sim.env import AgentWorldEnv
-from agentworld_envs.wrappers import GIVE_UP_ACTION, wrap_for_sb3
+from agentworld_envs.wrappers import wrap_for_sb3
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
     BLIND,
@@ -99,14 +99,12 @@ class PPOAgent:
     def play(self, variant: str, seed: int) -> float:
         """The greedy policy's reward on one real variant (the task's own budget), reset with
         ``seed``."""
-        obs, info = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
+        obs, _ = self.evaluation.reset(seed=seed, options=self.eval_options(variant))
         self.last_actions = []
         while True:
             action, _ = self.model.predict(obs, deterministic=True)
-            candidates, index = info["candidates"], int(action)
-            self.last_actions.append(candidates[index] if index < len(candidates)
-                                     else GIVE_UP_ACTION)  # a padding index gives up
-            obs, reward, terminated, truncated, info = self.evaluation.step(index)
+            self.last_actions.append(self.evaluation.get_wrapper_attr("action")(int(action)))
+            obs, reward, terminated, truncated, _ = self.evaluation.step(int(action))
             if terminated or truncated:
                 return float(reward)
 
