@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FixtureDB", "compare", "load_fixture"]
+__all__ = ["FixtureDB", "compare", "load_fixture", "register_fixture"]
 
 _OPERATORS = {
     "lt": lambda a, b: a < b,
@@ -37,7 +37,21 @@ def compare(actual: Any, operator: str, expected: Any) -> bool:
         return False
 
 
+_REGISTERED: dict[str, dict[str, Any]] = {}
+"""Fixtures made at run time (:mod:`floor_tasks.generated`), by name."""
+
+
+def register_fixture(name: str, data: dict[str, Any]) -> None:
+    """Make ``load_fixture(name)`` serve ``data`` (a derived task's records); a name a packaged
+    fixture has is refused."""
+    if (resources.files("floor_tasks") / "fixtures" / f"{name}.yaml").is_file():
+        raise ValueError(f"{name} is a packaged fixture; a generated one needs its own name")
+    _REGISTERED[name] = data
+
+
 def _read_fixture(name: str) -> dict[str, Any]:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
     path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 

@@ -21,7 +21,7 @@ import pydantic
 import yaml
 
 __all__ = ["Task", "Variant", "Check", "TIERS", "TIER_NAMES", "load_task", "load_tasks",
-           "fill"]
+           "fill", "register_task"]
 
 TIERS = ("A0", "A", "B", "C", "D", "E")
 TIER_NAMES = {
@@ -156,9 +156,24 @@ class Variant(pydantic.BaseModel):
         return fill(spec, self.params)
 
 
+_REGISTERED: dict[str, Task] = {}
+"""Tasks made at run time (:mod:`floor_tasks.generated`), by id; never in the ladder."""
+
+
+def register_task(task: Task) -> None:
+    """Make ``load_task(task.id)`` return ``task``: a task derived from a packaged one (more
+    instances), which :func:`load_tasks` does not list. An id a packaged task has is refused."""
+    if (resources.files("floor_tasks") / "tasks" / f"{task.id}.yaml").is_file():
+        raise ValueError(f"{task.id} is a packaged AgentFloor task; a derived task needs its "
+                         "own id")
+    _REGISTERED[task.id] = task
+
+
 @functools.cache
 def load_task(task_id: str) -> Task:
-    """Load one task by id, e.g. ``"C3"``."""
+    """Load one task by id, e.g. ``"C3"`` (or a registered one, :func:`register_task`)."""
+    if task_id in _REGISTERED:
+        return _REGISTERED[task_id]
     path = resources.files("floor_tasks") / "tasks" / f"{task_id}.yaml"
     if not path.is_file():
         raise KeyError(f"unknown AgentFloor task {task_id!r}")

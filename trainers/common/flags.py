@@ -4,8 +4,9 @@ Each field becomes ``--field-name`` (a field without a default is a required fla
 the docstring under the field (CleanRL's style) or, failing that, its entry in the class
 docstring's ``Attributes:`` section, with the default. Booleans become ``--flag/--no-flag``,
 ``Literal`` fields take their choices, ``dict`` fields JSON, ``list`` fields comma-separated
-items, and an optional field also ``none``. A Transformers or TRL config object (``SFTConfig``,
-``GRPOConfig``) is read from its own flags by :func:`parse_config`, with the library's parser.
+items (``''``: an empty list), and an optional field also ``none``. A Transformers or TRL
+config object (``SFTConfig``, ``GRPOConfig``) is read from its own flags by
+:func:`parse_config`, with the library's parser.
 
 Example:
     >>> from dataclasses import dataclass
@@ -93,7 +94,7 @@ def _converter(hint: Any) -> tuple[Any, dict[str, Any]]:
         return json.loads, {}
     if typing.get_origin(base) is list:
         item = typing.get_args(base)[0]
-        return (lambda text: [item(part) for part in text.split(",")]), {}
+        return (lambda text: [item(part) for part in text.split(",") if part]), {}
     if optional:
         return (lambda text: None if text.lower() == "none" else base(text)), {}
     return base, {}

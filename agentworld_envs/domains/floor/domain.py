@@ -140,13 +140,14 @@ class FloorDomain(ToolDomain):
 
     def resolve(self, spec: Scenario | dict[str, Any] | str) -> Scenario:
         """Also accepts a bare task id (its first variant) and a crossed variant such as
-        ``C1/i3v2`` (instance 3 with prompt 2, :meth:`floor_tasks.task.Task.variant`)."""
+        ``C1/i3v2`` (instance 3 with prompt 2, :meth:`floor_tasks.task.Task.variant`), of an
+        AgentFloor task or a registered one (:mod:`floor_tasks.generated`)."""
         if isinstance(spec, str) and "/" not in spec:
             spec = f"{spec}/v0"
         if isinstance(spec, str) and spec not in self.builtin:
             task_id, variant = spec.split("/", 1)
-            if task_id in {t.id for t in load_tasks()} and re.fullmatch(r"i\d+v\d+", variant):
-                return _scenario(load_task(task_id), variant)
+            if re.fullmatch(r"i\d+v\d+", variant) and (task := _task(task_id)) is not None:
+                return _scenario(task, variant)
         return super().resolve(spec)
 
     def check(self, scenario: Scenario) -> None:
@@ -172,6 +173,14 @@ class FloorDomain(ToolDomain):
     def start_reality(self, scenario: Scenario, budget: int) -> FloorReality:
         """The real env of the scenario's task variant."""
         return FloorReality(_floor_ref(scenario), budget)
+
+
+def _task(task_id: str) -> Task | None:
+    """An AgentFloor task or a registered one, by id; None for an unknown id."""
+    try:
+        return load_task(task_id)
+    except KeyError:
+        return None
 
 
 def _floor_ref(scenario: Scenario) -> FloorRef:

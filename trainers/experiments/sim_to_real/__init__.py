@@ -126,11 +126,11 @@ from trainers.experiments.sim_to_real.tasks import (
     identities,
     make_task,
 )
-from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVariants
+from trainers.experiments.sim_to_real.wrappers import InstructionFirst
 
 __all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "OUTCOMES", "Args", "FloorTask",
            "InstructionFirst", "LinearAgent", "LinearPolicy", "McpTask", "PPOAgent",
-           "SimTrainer", "TrainVariants", "balanced", "call_names", "evaluate", "failed_calls",
+           "SimTrainer", "balanced", "call_names", "evaluate", "failed_calls",
            "final_calls", "identities",
            "interval", "is_id", "main", "make_task", "play_real", "plot", "real_batch",
            "record_path", "record_simulator", "result_values", "run_arm", "shown_answers",

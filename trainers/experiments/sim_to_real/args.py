@@ -15,15 +15,24 @@ class Args:
     task: str = "C1"
     """A branching AgentFloor task, or ``mcp:<family>``: generated MCP servers of one family
     (inventory, calendar, tickets, crm, fleet), scored on their executable twin."""
+    floor_records: list[int] = field(default_factory=lambda: [20, 40])
+    """C1: train on this many generated records and score on this many others (two even
+    counts; :mod:`floor_tasks.generated`), each record one variant in one of the five
+    wordings. Empty (``--floor-records ''``): the fixture's own records, as the variants
+    below name them."""
+    floor_records_seed: int = 0
+    """C1: the seed of the generated records."""
     train_variants: list[str] = field(default_factory=lambda: [
         f"i{i}v{k}" for i in (0, 1) for k in range(5)])
-    """Floor: variants trained on (both decisions must occur); ``i<M>v<N>`` is instance M
-    with prompt N. C1: CMP-31 (active) and CMP-33 (inactive), each in the five wordings."""
+    """Floor, with ``--floor-records ''``: variants trained on (both decisions must occur);
+    ``i<M>v<N>`` is instance M with prompt N. C1: CMP-31 (active) and CMP-33 (inactive), each
+    in the five wordings."""
     eval_variants: list[str] = field(default_factory=lambda: [
         f"i{i}v{k}" for i in (3, 4) for k in range(5)])
-    """Floor: held-out variants scored on the real env, on records and names never trained on.
-    C1: CMP-35 (active) and CMP-36 (inactive), each in the five wordings; CMP-34 "Coolant Loop
-    B" is left out, as its name nearly repeats training's CMP-33 "Coolant Loop A"."""
+    """Floor, with ``--floor-records ''``: held-out variants scored on the real env, on records
+    and names never trained on. C1: CMP-35 (active) and CMP-36 (inactive), each in the five
+    wordings; CMP-34 "Coolant Loop B" is left out, as its name nearly repeats training's
+    CMP-33 "Coolant Loop A"."""
     mcp_train: int = 8
     """MCP: the family's first ``mcp_train`` generated servers are trained on."""
     mcp_eval: int = 24

@@ -29,26 +29,27 @@ status), every other field true. An MCP family's are
 :data:`~trainers.experiments.sim_to_real.mcp_record_controls.MCP_CONTROLS`."""
 
 
-def record_simulator(task_id: str, control: str) -> dict[str, Any]:
-    """A rule-based simulator of a branching floor task's lookups, as a ``scripted`` backend
-    spec: every record as the fixture has it, but for the field the decision rests on (C1's
-    status), which is the fixture's (``sim-fixture``), one value for every record
-    (``sim-constant``) or the other value (``sim-inverted``)."""
-    task = floor_tasks.load_task(task_id)
-    _, field, table = decision_rule(task)
-    values = [json.loads(value) for value in table]
+def record_simulator(task_ids: list[str], control: str) -> dict[str, Any]:
+    """A rule-based simulator of branching floor tasks' lookups, as a ``scripted`` backend
+    spec: every record of the tasks' fixtures as the fixture has it, but for the field the
+    decision rests on (C1's status), which is the fixture's (``sim-fixture``), one value for
+    every record (``sim-constant``) or the other value (``sim-inverted``)."""
     rules = []
-    for record_id, record in load_fixture(task.fixture).records.items():
-        value = record[field]
-        shown = {"sim-fixture": value, "sim-constant": values[0],
-                 "sim-inverted": values[(values.index(value) + 1) % len(values)]
-                 if value in values else value}[control]
-        envelope = {"tool_name": "lookup_record", "call_id": f"{task_id}_lookup_record_1",
-                    "status": "ok", "error": None,
-                    "result": {"record_id": record_id, "fields": {**record, field: shown}}}
-        rules.append({"match": f'(?s)"lookup_record".*"{re.escape(record_id)}"',
-                      "reply": f"<predicted_observation>\n{json.dumps(envelope)}\n"
-                               "</predicted_observation>"})
+    for task_id in task_ids:
+        task = floor_tasks.load_task(task_id)
+        _, field, table = decision_rule(task)
+        values = [json.loads(value) for value in table]
+        for record_id, record in load_fixture(task.fixture).records.items():
+            value = record[field]
+            shown = {"sim-fixture": value, "sim-constant": values[0],
+                     "sim-inverted": values[(values.index(value) + 1) % len(values)]
+                     if value in values else value}[control]
+            envelope = {"tool_name": "lookup_record", "call_id": f"{task_id}_lookup_record_1",
+                        "status": "ok", "error": None,
+                        "result": {"record_id": record_id, "fields": {**record, field: shown}}}
+            rules.append({"match": f'(?s)"lookup_record".*"{re.escape(record_id)}"',
+                          "reply": f"<predicted_observation>\n{json.dumps(envelope)}\n"
+                                   "</predicted_observation>"})
     return {"name": "scripted", "rules": rules}
 
 
@@ -80,7 +81,7 @@ def sim_backend(arm: str, world_model: Any, task: FloorTask | McpTask) -> Any:
     if isinstance(task, McpTask) and arm in MCP_CONTROLS:
         return McpRecordSimulator([task.scenario(v) for v in task.train], arm)
     if arm in CONTROLS:
-        return record_simulator(task.task, arm)
+        return record_simulator(task.train_tasks, arm)
     return {"sim": world_model, "real-capped+sim": world_model,
             "sim-garbage": "scripted"}.get(arm)
 

@@ -16,12 +16,12 @@ import floor_tasks
 from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.mcp.servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.sim.env import AgentWorldEnv
-from floor_tasks import env_id as floor_env_id
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.env import FloorEnv
+from floor_tasks.generated import generated_c1
 from floor_tasks.task_sets import branching_tasks, decisions
 from trainers.experiments.sim_to_real.args import Args
-from trainers.experiments.sim_to_real.wrappers import InstructionFirst, TrainVariants
+from trainers.experiments.sim_to_real.wrappers import InstructionFirst
 
 
 def _named_variant(variant: str) -> str:
@@ -33,46 +33,71 @@ def _named_variant(variant: str) -> str:
     return f"i{instance}" if instance else f"v{prompt}"
 
 
+def _split(variant: str) -> tuple[str, str]:
+    """A floor variant's task and name (``C1/i3v2`` -> ``C1``, ``i3v2``)."""
+    task, name = variant.split("/")
+    return task, name
+
+
 class FloorTask:
-    """A branching AgentFloor task: the real env is ``AgentFloor/<ID>-v0``'s, variants by name."""
+    """A branching AgentFloor task. A variant is a scenario id, ``<task>/<variant>``: on
+    generated records (``--floor-records``) the variants are of several tasks derived from C1
+    (:mod:`floor_tasks.generated`), the held-out ones of others than the training ones;
+    otherwise all of ``--task``. The real env is ``AgentFloor/<ID>-v0``'s, and for PPO
+    ``AgentWorld/Floor-v0`` in real mode (the same tools, any task's variants)."""
 
     domain = "floor"
     score = "balanced success, held-out real variants"
 
     def __init__(self, args: Args) -> None:
-        self.task = args.task
-        self.train, self.eval = args.train_variants, args.eval_variants
-        named = decisions(args.task)
-        self.decisions = {v: named[_named_variant(v)] for v in self.train + self.eval}
+        if args.floor_records:
+            if args.task != "C1":
+                raise SystemExit(f"records are generated for C1 only, not {args.task}; pass "
+                                 "--floor-records '' and --train-variants/--eval-variants")
+            split = generated_c1(*args.floor_records, seed=args.floor_records_seed)
+            self.train, self.eval = split.train, split.held_out
+        else:
+            self.train = [f"{args.task}/{v}" for v in args.train_variants]
+            self.eval = [f"{args.task}/{v}" for v in args.eval_variants]
+        self.train_tasks = list(dict.fromkeys(_split(v)[0] for v in self.train))
+        """The tasks trained on (a simulator of their records stands in for their tools)."""
+        named = {task: decisions(task) for task, _ in map(_split, self.train + self.eval)}
+        self.decisions = {v: named[t][_named_variant(n)]
+                          for v in self.train + self.eval for t, n in [_split(v)]}
         """Each variant's decision: held-out success is balanced over them."""
 
     def scenario(self, variant: str) -> str:
-        return f"{self.task}/{variant}"
+        return variant
 
     def solution(self, variant: str) -> list[str]:
         """The reference solution's actions on one variant."""
-        return floor_tasks.solution(self.task, variant)
+        return floor_tasks.solution(*_split(variant))
 
     def play(self, variant: str, steps: int | None, seed: int) -> tuple[Any, str]:
         """The real env of one variant, reset, and its prompt."""
-        env = FloorEnv(self.task, variant=variant, max_steps=steps)
+        task, name = _split(variant)
+        env = FloorEnv(task, variant=name, max_steps=steps)
         return env, env.reset(seed=seed)[0]
 
     @property
     def budget(self) -> int:
-        return floor_tasks.load_task(self.task).max_steps
+        return floor_tasks.load_task(self.train_tasks[0]).max_steps
 
     def max_candidates(self) -> int:
-        return max(len(candidate_actions(self.task, v, wide=True))
-                   for v in self.train + self.eval)
+        return max(len(candidate_actions(*_split(v), wide=True)) for v in self.train + self.eval)
+
+    def _real(self, variants: list[str], steps: int) -> gym.Env:
+        """``AgentWorld/Floor-v0`` in real mode on these variants, shown as the real env."""
+        return InstructionFirst(TimeLimit(AgentWorldEnv("floor", max_steps=steps, mode="real",
+                                                        scenarios=variants), self.budget))
 
     def real_env(self, steps: int) -> gym.Env:
         """The real env drawing a training variant at each reset (PPO's)."""
-        return TrainVariants(gym.make(floor_env_id(self.task), max_steps=steps), self.train)
+        return self._real(self.train, steps)
 
     def eval_env(self) -> tuple[gym.Env, Callable[[str], dict[str, Any]]]:
         """The real env that scores held-out variants, and the reset options of one."""
-        return gym.make(floor_env_id(self.task)), lambda variant: {"variant": variant}
+        return self._real(self.eval, self.budget), lambda variant: {"scenario": variant}
 
 
 IDENTITY_FIELDS = ("name", "title", "plate")

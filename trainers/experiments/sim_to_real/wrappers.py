@@ -1,29 +1,11 @@
 """Gymnasium wrappers that show a real or a simulated env as the real AgentFloor env shows
-itself: a training variant drawn at each reset, the instruction as the first observation."""
+itself: the instruction as the first observation."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
-
-
-class TrainVariants(gym.Wrapper):
-    """Each reset plays one of ``variants``, drawn from a generator seeded at a seeded reset
-    (unless ``options`` names the variant)."""
-
-    def __init__(self, env: gym.Env, variants: list[str]) -> None:
-        super().__init__(env)
-        self.variants = variants
-        self._rng: np.random.Generator | None = None
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        if seed is not None or self._rng is None:
-            self._rng, _ = gym.utils.seeding.np_random(seed)
-        variant = self.variants[int(self._rng.integers(len(self.variants)))]
-        return self.env.reset(seed=seed, options={"variant": variant, **(options or {})})
 
 
 class InstructionFirst(gym.Wrapper):
