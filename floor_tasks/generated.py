@@ -9,7 +9,8 @@ candidates an episode offers), each task half active and half inactive. Each tas
 holds only its own records, so no training episode (its candidate actions, its tools'
 database, a world model's notes) names a held-out record. A
 held-out record's id and name share nothing with a training record's: names are drawn from
-disjoint word lists (no "Coolant Loop A" beside "Coolant Loop B"), ids without replacement.
+disjoint word lists (no "Coolant Loop A" beside "Coolant Loop B"), ids without replacement and
+three apart.
 Each record is one variant, in one of the five wordings (its index modulo 5), so that held-out
 items are independent records, not one record five times.
 
@@ -107,7 +108,9 @@ def generated_c1(train: int, held_out: int, seed: int = 0, per_task: int = 4) ->
     base = load_task("C1")
     stem = f"C1_g{train}_{held_out}_s{seed}"
     rng = np.random.default_rng([seed, train, held_out, per_task])
-    ids = [f"CMP-{n}" for n in rng.choice(np.arange(100, 1000), size=train + held_out,
+    # multiples of 3: a candidate with a record's number one higher (a wrong-record
+    # distractor) never names another record
+    ids = [f"CMP-{n}" for n in rng.choice(np.arange(102, 1000, 3), size=train + held_out,
                                           replace=False)]
     names = _names(rng, train, 0) + _names(rng, held_out, 1)
     variants: dict[str, list[str]] = {"train": [], "held_out": []}

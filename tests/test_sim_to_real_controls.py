@@ -12,7 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.mcp.twin import McpTwin
+from floor_tasks.database import load_fixture
 from floor_tasks.env import FloorEnv
 from floor_tasks.task import load_task
 from floor_tasks.tools import FloorToolkit
@@ -70,22 +72,50 @@ def test_the_spies_reach_a_simulated_env_that_has_a_real_counterpart(s2r, tmp_pa
 
 
 def test_the_held_out_split_shares_no_record_or_name_with_training(s2r, tmp_path: Path) -> None:
-    args = s2r.Args(out=tmp_path)
-    task = s2r.make_task(args)
+    """The default C1 split is on generated records: 40 held-out records, one item each, whose
+    ids and names no training episode shows, not even among its candidate actions."""
+    task = s2r.make_task(s2r.Args(out=tmp_path))
+
+    def shown(variants: list[str]) -> tuple[set[str], set[str]]:
+        ids, names = set(), set()
+        for variant in variants:
+            name = load_task(variant.split("/")[0]).variant(variant.split("/")[1])
+            record = load_fixture(name.task.fixture).records[name.params["record_id"]]
+            ids.add(name.params["record_id"])
+            names.update(record["name"].split())
+        return ids, names
+
+    (train_ids, train_words), (eval_ids, eval_words) = shown(task.train), shown(task.eval)
+    assert len(task.eval) == len(eval_ids) == 40 and len(train_ids) == 20
+    assert not train_ids & eval_ids and not train_words & eval_words
+    floor = get_domain("floor")
+    training_text = " ".join(  # prompts, candidate actions and the world model's notes
+        " ".join([s.instruction, s.world or "", *s.candidate_actions])
+        for s in map(floor.resolve, task.train))
+    assert all(record in training_text for record in train_ids)
+    assert not any(record in training_text for record in eval_ids)
+    for variants in (task.train, task.eval):
+        assert Counter(task.decisions[v] for v in variants) == {
+            "assign_primary": len(variants) // 2, "assign_fallback": len(variants) // 2}
+
+
+def test_the_fixture_split_is_still_there(s2r, tmp_path: Path) -> None:
+    task = s2r.make_task(s2r.Args(out=tmp_path, floor_records=[]))
 
     def records(variants: list[str]) -> set[str]:
-        return {FloorEnv("C1", variant=v).reset(seed=0)[0].split("CMP-")[1][:2] for v in variants}
+        return {FloorEnv("C1", variant=v.split("/")[1]).reset(seed=0)[0].split("CMP-")[1][:2]
+                for v in variants}
 
     assert records(task.train) == {"31", "33"} and records(task.eval) == {"35", "36"}
-    assert {task.decisions[v] for v in task.train} == {task.decisions[v] for v in task.eval} == {
-        "assign_primary", "assign_fallback"}
     assert len(task.eval) == 10  # two records, five wordings each
+    with pytest.raises(SystemExit, match="C1 only"):
+        s2r.make_task(s2r.Args(out=tmp_path, task="C3"))
 
 
 def test_the_record_controls_show_every_field_true_but_the_status(s2r) -> None:
     shown = {}
     for control in s2r.CONTROLS:
-        rule = next(r for r in s2r.record_simulator("C1", control)["rules"]
+        rule = next(r for r in s2r.record_simulator(["C1"], control)["rules"]
                     if re.search(r["match"], LOOKUP_35))
         envelope = json.loads(rule["reply"].split("\n")[1])
         shown[control] = envelope["result"]["fields"]
@@ -96,7 +126,7 @@ def test_the_record_controls_show_every_field_true_but_the_status(s2r) -> None:
 
 
 def _sim_reward(s2r, control: str, variant: str, decision: str) -> float:
-    env = gym.make("AgentWorld/Floor-v0", backend=s2r.record_simulator("C1", control),
+    env = gym.make("AgentWorld/Floor-v0", backend=s2r.record_simulator(["C1"], control),
                    real_counterpart=False, scenarios=[f"C1/{variant}"], max_steps=2)
     env.reset(seed=0)
     record_id = load_task("C1").variant(variant).params["record_id"]
