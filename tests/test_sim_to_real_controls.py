@@ -151,17 +151,24 @@ def test_the_simulated_submission_follows_what_the_simulator_showed(s2r, control
 def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r,
                                                                          tmp_path: Path) -> None:
     """One status for every record rewards one branch only: the trained policy takes that
-    branch on every held-out record, which is the blind bound, not a pass."""
-    args = s2r.Args(out=tmp_path, batch=32)
+    branch on every held-out record, which is the blind bound, not a pass. The true records,
+    with the same short training, do pass: the split can be passed by reading."""
+    args = s2r.Args(out=tmp_path, batch=64)
     task = s2r.make_task(args)
-    for seed in range(2):
-        agent = s2r.LinearAgent(args, task, "sim-constant", seed=seed, world_model="scripted")
-        for _ in range(8):
+
+    def trained(arm: str, seed: int) -> dict[str, float]:
+        agent = s2r.LinearAgent(args, task, arm, seed=seed, world_model="scripted")
+        for _ in range(args.updates):
             agent.update(real=False)
         outcomes = s2r.evaluate(task, agent)
         agent.close()
+        return outcomes
+
+    for seed in range(2):
+        outcomes = trained("sim-constant", seed)
         assert s2r.balanced(task, outcomes) <= 0.5
         assert not any(outcomes[v] for v in task.eval if task.decisions[v] == "assign_fallback")
+    assert s2r.balanced(task, trained("sim-fixture", 0)) > 0.75
 
 
 def test_world_model_takes_a_registered_name_or_a_json_spec(s2r, tmp_path: Path,
@@ -278,3 +285,18 @@ def test_scoring_lists_each_held_out_items_candidates_in_an_order_of_its_own(
     one_order = s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task, seed=0)))
     assert one_order == pytest.approx(14 / 24)
     assert s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task))) <= 1 / 3
+
+
+def test_what_each_floor_simulator_shows_of_the_asked_record(s2r, tmp_path: Path) -> None:
+    """``shown_statuses``: the true records show every field as the fixture has it, the
+    inverted control the other status on every record, the constant one the wrong status on
+    the inactive half, and the placeholder no record."""
+    task = s2r.make_task(s2r.Args(out=tmp_path))
+    shown = {arm: s2r.shown_statuses(task, task.train, s2r.sim_backend(arm, "scripted", task))
+             for arm in ("sim-fixture", "sim-inverted", "sim-constant", "sim-garbage")}
+    assert shown["sim-fixture"]["every field true"] == 1.0
+    assert shown["sim-inverted"]["status wrong"] == 1.0
+    assert shown["sim-constant"]["status wrong"] == shown["sim-constant"]["every field true"] \
+        == 0.5
+    assert shown["sim-garbage"]["none"] == 1.0
+    assert all(sum(row.values()) == pytest.approx(1.0) for row in shown.values())

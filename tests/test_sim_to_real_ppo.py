@@ -28,8 +28,9 @@ def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
     real, sim = agent._make("real"), agent._make("sim")
     assert real.observation_space == sim.observation_space == agent.evaluation.observation_space
     assert real.action_space == sim.action_space
-    real_obs, real_info = real.reset(seed=0, options={"variant": "v0"})
-    sim_obs, sim_info = sim.reset(seed=0, options={"scenario": "C1/v0"})
+    variant = agent.task.train[0]  # a generated C1 record's variant
+    real_obs, real_info = real.reset(seed=0, options={"scenario": variant})
+    sim_obs, sim_info = sim.reset(seed=0, options={"scenario": variant})
     assert np.array_equal(real_obs["prompt"], sim_obs["prompt"])  # the task, no tool list
     assert sorted(real_info["candidates"]) == sorted(sim_info["candidates"])
     agent.close()
@@ -54,8 +55,8 @@ def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) ->
 def test_real_training_draws_only_training_variants(s2r, tmp_path: Path) -> None:
     agent = _agent(s2r, tmp_path, "real")
     env = agent._make("real")
-    seen = {env.reset(seed=seed)[1]["variant"] for seed in range(40)}
-    assert seen == set(agent.args.train_variants)
+    seen = {env.reset(seed=seed)[1]["scenario_id"] for seed in range(200)}
+    assert seen == set(agent.task.train)
     agent.close()
 
 

@@ -48,23 +48,27 @@ the server's twin would on its records as the control shows them
 (:mod:`trainers.experiments.sim_to_real.mcp_record_controls`); the simulated reward, as for
 every MCP arm, checks the scenario's true answer, shown in some observation. So an MCP
 simulator cannot pay a wrong answer: it teaches only where it shows the true one, which
-``results.json`` measures per call (:mod:`.shown_answers`). The real env is
-played only by the real arms and by scoring.
+``results.json`` measures per call (:mod:`.shown_answers`); on a floor task it measures what
+each simulator's lookup of the asked record shows against the fixture (:mod:`.shown_statuses`).
+The real env is played only by the real arms and by scoring.
 
-Every arm is scored on the real env (the task's own step budget) on held-out variants
-(``--eval-variants``: records and names never trained on, each in every prompt wording),
-greedily, every ``--eval-every`` updates, as balanced success: the mean over decisions of the
-success rate on the variants that need it. A policy blind to observations scores 0.5 at most
-on a floor task. An MCP family is scored on ``--mcp-eval`` held-out servers that share no
-record id or name with the training ones (plain success; blind, one answer in three is
-right: the candidates leak nothing). Intervals are 95% hierarchical bootstraps over seeds and
-held-out items together. Training episodes have ``--train-steps`` steps. The world model's
-greedy answers are cached in ``<out>/world_model_calls.jsonl``, so a prompt is generated once
-across arms and seeds. Writes ``<out>/results.json`` (per arm: balanced success, interval,
-per-seed values, held-out items, real-env episodes for training and for scoring, simulated
-episodes, seconds) and ``<out>/curves.png``.
+Every arm is scored on the real env (the task's own step budget) on held-out variants greedily:
+on C1, 40 generated records and names never trained on (``--floor-records``,
+:mod:`floor_tasks.generated`: 20 training records, four to a task as in C1, each record one
+item in one of the five wordings; ``--floor-records ''`` keeps the fixture's own split,
+``--train-variants`` and ``--eval-variants``), every ``--eval-every`` updates, as balanced
+success: the mean over decisions of the success rate on the variants that need it. A policy
+blind to observations scores 0.5 at most on a floor task. An MCP family is scored on ``--mcp-
+eval`` held-out servers that share no record id or name with the training ones (plain success;
+blind, one answer in three is right: the candidates leak nothing). Intervals are 95%
+hierarchical bootstraps over seeds and held-out items together. Training episodes have
+``--train-steps`` steps. The world model's greedy answers are cached in
+``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes
+``<out>/results.json`` (per arm: balanced success, interval, per-seed values, held-out items,
+real-env episodes for training and for scoring, simulated episodes, seconds) and
+``<out>/curves.png``.
 
-Run (CPU; the first run generates the world model's answers: 41 minutes on 2 shared cores)::
+Run (CPU; the first run generates the world model's answers: about 12 minutes on 2 cores)::
 
     python examples/sim_to_real.py --out runs/sim_to_real
 
@@ -87,7 +91,8 @@ Modules: :mod:`.args` (the flags), :mod:`.tasks` (floor task or MCP family),
 :mod:`.features` and :mod:`.linear` (the linear agent), :mod:`.wrappers` and :mod:`.ppo` (the
 PPO agent), :mod:`.arms` (the simulator each arm trains in), :mod:`.mcp_record_controls` (an
 MCP family's record controls), :mod:`.shown_answers` (what each simulator shows on each of
-an MCP server's calls, measured before training), :mod:`.scoring` and :mod:`.run`
+an MCP server's calls, measured before training), :mod:`.shown_statuses` (what each
+simulator's lookup shows on a floor task), :mod:`.scoring` and :mod:`.run`
 (:func:`main`).
 """
 
@@ -119,6 +124,7 @@ from trainers.experiments.sim_to_real.scoring import (
     interval,
 )
 from trainers.experiments.sim_to_real.shown_answers import OUTCOMES, shown_answers
+from trainers.experiments.sim_to_real.shown_statuses import STATUS_OUTCOMES, shown_statuses
 from trainers.experiments.sim_to_real.tasks import (
     IDENTITY_FIELDS,
     FloorTask,
@@ -134,4 +140,5 @@ __all__ = ["AGENTS", "ARMS", "CONTROLS", "IDENTITY_FIELDS", "OUTCOMES", "Args", 
            "final_calls", "identities",
            "interval", "is_id", "main", "make_task", "play_real", "plot", "real_batch",
            "record_path", "record_simulator", "result_values", "run_arm", "shown_answers",
-           "sim_backend", "task_arms", "words", "world_model_spec"]
+           "shown_statuses", "STATUS_OUTCOMES", "sim_backend", "task_arms", "words",
+           "world_model_spec"]

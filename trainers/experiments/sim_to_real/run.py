@@ -28,6 +28,7 @@ from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
 from trainers.experiments.sim_to_real.scoring import balanced, evaluate, final_calls, interval
 from trainers.experiments.sim_to_real.shown_answers import shown_answers
+from trainers.experiments.sim_to_real.shown_statuses import shown_statuses
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
@@ -136,12 +137,14 @@ def main() -> None:
             **{key: sum(run[key] for run in runs) for key in runs[0]
                if key.startswith(("real_", "simulated_", "failed_"))},
             "seconds": round(sum(run["seconds"] for run in runs), 1)}
-        if not floor and (backend := sim_backend(arm, world_model, task)) is not None:
+        if (backend := sim_backend(arm, world_model, task)) is not None:
             trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
             if trained_in not in simulators_shown:
-                simulators_shown[trained_in] = shown_answers(task, task.train, backend,
-                                                             record_path(args, backend))
-            summary[arm]["shown_answers"] = simulators_shown[trained_in]
+                measure = shown_statuses if floor else shown_answers
+                simulators_shown[trained_in] = measure(task, task.train, backend,
+                                                       record_path(args, backend))
+            summary[arm]["shown_statuses" if floor else "shown_answers"] = \
+                simulators_shown[trained_in]
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
         (args.out / "results.json").write_text(json.dumps(  # after every arm
