@@ -300,3 +300,14 @@ def test_what_each_floor_simulator_shows_of_the_asked_record(s2r, tmp_path: Path
         == 0.5
     assert shown["sim-garbage"]["none"] == 1.0
     assert all(sum(row.values()) == pytest.approx(1.0) for row in shown.values())
+
+
+def test_a_perfect_score_still_gets_an_interval_from_its_items(s2r) -> None:
+    """The bootstrap of 40/40 on every seed has no width; Wilson over the 40 items does."""
+    from trainers.experiments.sim_to_real.scoring import item_intervals
+
+    perfect = {"items": {f"v{i}": 1.0 for i in range(40)}}
+    half = {"items": {f"v{i}": float(i % 2) for i in range(40)}}
+    (low, high), (low_half, high_half) = item_intervals([perfect, half])
+    assert 0.90 < low < 0.92 and high == 1.0
+    assert low_half < 0.5 < high_half

@@ -26,7 +26,13 @@ from trainers.experiments.sim_to_real.arms import (
 from trainers.experiments.sim_to_real.linear import LinearAgent
 from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
-from trainers.experiments.sim_to_real.scoring import balanced, evaluate, final_calls, interval
+from trainers.experiments.sim_to_real.scoring import (
+    balanced,
+    evaluate,
+    final_calls,
+    interval,
+    item_intervals,
+)
 from trainers.experiments.sim_to_real.shown_answers import shown_answers
 from trainers.experiments.sim_to_real.shown_statuses import shown_statuses
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
@@ -132,6 +138,7 @@ def main() -> None:
         summary[arm] = {
             "balanced_success": round(float(np.mean(finals)), 4),
             "ci95": interval(task, runs), "per_seed": finals,
+            "wilson95_items_per_seed": item_intervals(runs),
             "held_out_items": len(task.eval), "seeds": len(runs),
             "final_calls": final_calls(runs),
             **{key: sum(run[key] for run in runs) for key in runs[0]
