@@ -311,3 +311,17 @@ def test_a_perfect_score_still_gets_an_interval_from_its_items(s2r) -> None:
     (low, high), (low_half, high_half) = item_intervals([perfect, half])
     assert 0.90 < low < 0.92 and high == 1.0
     assert low_half < 0.5 < high_half
+
+
+def test_the_table_the_docs_copy_holds_every_arm_and_its_figures() -> None:
+    from trainers.experiments.sim_to_real.run import table
+
+    row = {"balanced_success": 0.905, "ci95": [0.725, 1.0], "per_seed": [1.0, 0.55],
+           "wilson95_items_per_seed": [[0.912, 1.0], [0.394, 0.696]],
+           "real_training_episodes": 640, "real_scoring_episodes": 1200,
+           "simulated_episodes": 5760, "seconds": 174.5}
+    lines = table({"real-capped+sim": row, "sim": {**row, "per_seed": [0.0, 0.0]}}).splitlines()
+    assert len(lines) == 4
+    assert lines[2] == ("| real-capped+sim | 640 / 1,200 | 5,760 | 0.91 (0.72–1.00) | "
+                        "0.39–1.00 | 1.00, .55 | 174 |")
+    assert lines[3].startswith("| sim |") and "| .00, .00 |" in lines[3]

@@ -161,4 +161,24 @@ def main() -> None:
              **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
              "runs": results},
             indent=2))
+        (args.out / "table.md").write_text(table(summary))
     plot(results, args.out / "curves.png", task.score)
+
+
+def table(summary: dict[str, dict[str, Any]]) -> str:
+    """The arms as a Markdown table: the docs' tables are copies of it."""
+    rows = ["| arm | real-env episodes: training / scoring | simulated episodes | success "
+            "(95% CI) | Wilson 95% over a seed's items (lowest–highest bound) | per seed | "
+            "seconds |",
+            "|---|---|---|---|---|---|---|"]
+    for arm, row in summary.items():
+        unit = "episodes" if "real_training_episodes" in row else "timesteps"
+        low, high = row["ci95"]
+        wilson = row["wilson95_items_per_seed"]
+        rows.append(
+            f"| {arm} | {row[f'real_training_{unit}']:,} / {row['real_scoring_episodes']:,} | "
+            f"{row[f'simulated_{unit}']:,} | {row['balanced_success']:.2f} ({low:.2f}–"
+            f"{high:.2f}) | {min(w[0] for w in wilson):.2f}–{max(w[1] for w in wilson):.2f} | "
+            + ", ".join(f"{v:.2f}".removeprefix("0") for v in row["per_seed"])
+            + f" | {row['seconds']:,.0f} |")
+    return "\n".join(rows) + "\n"
