@@ -5,14 +5,14 @@ Importing the package registers ``AgentFloor/<ID>-v0`` for every task, e.g.
 Task data credit: AgentFloor (Karmakar & Chatterjee), CC-BY 4.0.
 """
 
-from gymnasium.envs.registration import WrapperSpec, register, registry
+from gymnasium.envs.registration import WrapperSpec, register
 
 from floor_tasks.solutions import solution
 from floor_tasks.task import TIER_NAMES, TIERS, Task, load_task, load_tasks
 from floor_tasks.verifier import check_names
 
 __all__ = ["TASK_IDS", "TIERS", "TIER_NAMES", "Task", "env_id", "load_task", "load_tasks",
-           "register_env", "solution"]
+           "solution"]
 
 
 def env_id(task_id: str) -> str:
@@ -22,18 +22,10 @@ def env_id(task_id: str) -> str:
 
 _BUDGET_SYNC = WrapperSpec(name="StepBudgetSync", entry_point="floor_tasks.env:StepBudgetSync",
                            kwargs={})
-
-
-def register_env(task: Task) -> None:
-    """Register ``AgentFloor/<ID>-v0`` for a task (once), its budget as ``max_episode_steps``."""
-    check_names(task)
-    if env_id(task.id) not in registry:
-        register(id=env_id(task.id), entry_point="floor_tasks.env:FloorEnv",
-                 kwargs={"task_id": task.id}, max_episode_steps=task.max_steps,
-                 additional_wrappers=(_BUDGET_SYNC,))
-
-
 TASK_IDS: tuple[str, ...] = tuple(t.id for t in load_tasks())
 for _task in load_tasks():
-    register_env(_task)
+    check_names(_task)
+    register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
+             kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps,
+             additional_wrappers=(_BUDGET_SYNC,))
 del _task

@@ -15,10 +15,11 @@ Each record is one variant, in one of the five wordings (its index modulo 5), so
 items are independent records, not one record five times.
 
 Each task is registered (:func:`floor_tasks.task.register_task`, its fixture with
-:func:`floor_tasks.database.register_fixture`, and ``AgentFloor/<id>-v0``), so every tool that
-takes a task id (``FloorEnv``, the candidates, the verifier, ``AgentWorld/Floor-v0``'s
-``<id>/<variant>`` scenarios) takes it too; it is not one of the 30 AgentFloor tasks and not in
-the ladder. Its draws come from ``seed`` alone.
+:func:`floor_tasks.database.register_fixture`), so every tool that takes a task id
+(``FloorEnv``, the candidates, the verifier, ``AgentWorld/Floor-v0``'s ``<id>/<variant>``
+scenarios, real mode included) takes it too. It is not one of the 30 AgentFloor tasks: not in
+the ladder, and no ``AgentFloor/<id>-v0`` is registered for it. Its draws come from ``seed``
+alone.
 
 Example:
     >>> split = generated_c1(train=4, held_out=4, seed=0, per_task=2)
@@ -35,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from floor_tasks import register_env
 from floor_tasks.database import register_fixture
 from floor_tasks.task import Task, load_task, register_task
+from floor_tasks.verifier import check_names
 
 __all__ = ["GeneratedSplit", "generated_c1"]
 
@@ -91,8 +92,8 @@ def _register(base: Task, task_id: str, rng: np.random.Generator, ids: list[str]
     task = Task.model_validate({**base.model_dump(), "id": task_id, "fixture": fixture,
                                 "instances": instances,
                                 "title": f"{base.title} (generated records)"})
+    check_names(task)
     register_task(task)
-    register_env(task)
     return [f"{task_id}/i{k}v{(first + k) % len(base.prompts)}" for k in range(len(ids))]
 
 

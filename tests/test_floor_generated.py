@@ -58,7 +58,7 @@ def test_each_generated_variant_is_played_and_judged_as_c1() -> None:
         task_id, name = variant.split("/")
         solution = floor_tasks.solution(task_id, name)
         assert set(solution) <= set(candidate_actions(task_id, name, wide=True))
-        env = gym.make(floor_tasks.env_id(task_id))
+        env = FloorEnv(task_id)
         env.reset(seed=0, options={"variant": name})
         assert env.step(solution[0])[1:3] == (0.0, False)
         assert env.step(solution[1])[1:3] == (1.0, True)
@@ -78,6 +78,7 @@ def test_registered_tasks_stay_out_of_the_ladder_and_cannot_shadow_a_packaged_on
     generated_c1(4, 4)
     assert len(load_tasks()) == len(floor_tasks.TASK_IDS) == 30
     assert not any(re.search("_g", t.id) for t in load_tasks())
+    assert not [k for k in gym.registry if k.startswith("AgentFloor/C1_")]
     with pytest.raises(ValueError, match="packaged AgentFloor task"):
         register_task(load_task("C1"))
     with pytest.raises(ValueError, match="packaged fixture"):
