@@ -325,3 +325,7 @@ def test_the_table_the_docs_copy_holds_every_arm_and_its_figures() -> None:
     assert lines[2] == ("| real-capped+sim | 640 / 1,200 | 5,760 | 0.91 (0.72–1.00) | "
                         "0.39–1.00 | 1.00, .55 | 174 |")
     assert lines[3].startswith("| sim |") and "| .00, .00 |" in lines[3]
+    ppo = {key.replace("episodes", "timesteps") if key.endswith("training_episodes")
+           or key.startswith("simulated") else key: value for key, value in row.items()}
+    assert table({"real": ppo}).startswith("| arm | real-env timesteps (training) / episodes "
+                                           "(scoring) | simulated timesteps |")

@@ -167,12 +167,13 @@ def main() -> None:
 
 def table(summary: dict[str, dict[str, Any]]) -> str:
     """The arms as a Markdown table: the docs' tables are copies of it."""
-    rows = ["| arm | real-env episodes: training / scoring | simulated episodes | success "
-            "(95% CI) | Wilson 95% over a seed's items (lowest–highest bound) | per seed | "
-            "seconds |",
+    unit = ("timesteps" if any("real_training_timesteps" in row for row in summary.values())
+            else "episodes")  # PPO's updates are counted in timesteps
+    rows = [f"| arm | real-env {unit} (training) / episodes (scoring) | simulated {unit} | "
+            "success (95% CI) | Wilson 95% over a seed's items (lowest–highest bound) | "
+            "per seed | seconds |",
             "|---|---|---|---|---|---|---|"]
     for arm, row in summary.items():
-        unit = "episodes" if "real_training_episodes" in row else "timesteps"
         low, high = row["ci95"]
         wilson = row["wilson95_items_per_seed"]
         rows.append(
