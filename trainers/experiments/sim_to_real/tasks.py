@@ -43,8 +43,9 @@ class FloorTask:
     """A branching AgentFloor task. A variant is a scenario id, ``<task>/<variant>``: on
     generated records (``--floor-records``) the variants are of several tasks derived from C1
     (:mod:`floor_tasks.generated`), the held-out ones of others than the training ones;
-    otherwise all of ``--task``. The real env is ``AgentFloor/<ID>-v0``'s, and for PPO
-    ``AgentWorld/Floor-v0`` in real mode (the same tools, any task's variants)."""
+    otherwise all of ``--task``. The real env is the task's ``FloorEnv``; PPO's is
+    ``AgentWorld/Floor-v0`` in real mode with the real verifier's reward (the same tools and
+    verdict, and it draws variants of any task)."""
 
     domain = "floor"
     score = "balanced success, held-out real variants"
@@ -88,8 +89,9 @@ class FloorTask:
 
     def _real(self, variants: list[str], steps: int) -> gym.Env:
         """``AgentWorld/Floor-v0`` in real mode on these variants, shown as the real env."""
-        return InstructionFirst(TimeLimit(AgentWorldEnv("floor", max_steps=steps, mode="real",
-                                                        scenarios=variants), self.budget))
+        return InstructionFirst(TimeLimit(AgentWorldEnv(
+            "floor", max_steps=steps, mode="real", reward="real", scenarios=variants),
+            self.budget))
 
     def real_env(self, steps: int) -> gym.Env:
         """The real env drawing a training variant at each reset (PPO's)."""
