@@ -110,6 +110,10 @@ def test_the_fixture_split_is_still_there(s2r, tmp_path: Path) -> None:
     assert len(task.eval) == 10  # two records, five wordings each
     with pytest.raises(SystemExit, match="C1 only"):
         s2r.make_task(s2r.Args(out=tmp_path, task="C3"))
+    with pytest.raises(SystemExit, match="two counts"):
+        s2r.make_task(s2r.Args(out=tmp_path, floor_records=[20]))
+    with pytest.raises(SystemExit, match="--floor-records: each split needs"):
+        s2r.make_task(s2r.Args(out=tmp_path, floor_records=[20, 30]))
 
 
 def test_the_record_controls_show_every_field_true_but_the_status(s2r) -> None:

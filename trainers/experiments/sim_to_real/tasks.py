@@ -55,7 +55,13 @@ class FloorTask:
             if args.task != "C1":
                 raise SystemExit(f"records are generated for C1 only, not {args.task}; pass "
                                  "--floor-records '' and --train-variants/--eval-variants")
-            split = generated_c1(*args.floor_records, seed=args.floor_records_seed)
+            if len(args.floor_records) != 2:
+                raise SystemExit(f"--floor-records takes two counts, training and held-out "
+                                 f"records (such as 20,40), not {args.floor_records}")
+            try:
+                split = generated_c1(*args.floor_records, seed=args.floor_records_seed)
+            except ValueError as error:
+                raise SystemExit(f"--floor-records: {error}") from error
             self.train, self.eval = split.train, split.held_out
         else:
             self.train = [f"{args.task}/{v}" for v in args.train_variants]
