@@ -6,13 +6,12 @@ rule (status ``active`` -> ``assign_primary``, ``inactive`` -> ``assign_fallback
 generated records: ``train`` records for training and ``held_out`` others, a few to a task as
 in C1 (whose candidate actions offer every instance's steps, so a task's size sets how many
 candidates an episode offers), each task half active and half inactive. Each task's fixture
-holds only its own records, so no training episode (its candidate actions, its tools'
-database, a world model's notes) names a held-out record. A
-held-out record's id and name share nothing with a training record's: names are drawn from
-disjoint word lists (no "Coolant Loop A" beside "Coolant Loop B"), ids without replacement and
-three apart.
-Each record is one variant, in one of the five wordings (its index modulo 5), so that held-out
-items are independent records, not one record five times.
+holds only its own records, so no training episode (its candidate actions, its tools' database,
+a world model's notes) names a held-out record. A held-out record's id and name share nothing
+with a training record's: names are drawn from disjoint word lists (no "Coolant Loop A" beside
+"Coolant Loop B"), ids without replacement and three apart. Each record is one variant, in one
+of the five wordings (its index modulo 5), so that held-out items are independent records, not
+one record five times.
 
 Each task is registered (:func:`floor_tasks.task.register_task`, its fixture with
 :func:`floor_tasks.database.register_fixture`), so every tool that takes a task id

@@ -68,7 +68,7 @@ hierarchical bootstraps over seeds and held-out items together. Training episode
 real-env episodes for training and for scoring, simulated episodes, seconds) and
 ``<out>/curves.png``.
 
-Run (CPU; the first run generates the world model's answers: about 12 minutes on 2 cores)::
+Run (CPU; the first run generates the world model's answers: 10.5 minutes on 2 cores)::
 
     python examples/sim_to_real.py --out runs/sim_to_real
 

@@ -12,6 +12,9 @@ episode in a simulated env with the arm's simulator and sorts what it shows:
 ``status wrong``           the other status (or another value);
 ``an error``               no record, and an error result;
 ``none``                   no record and no error.
+
+"Status" is the field the task's decision rests on (C1's ``status``;
+:func:`~agentworld_envs.domains.floor.verdict.decision_rule`), as the record controls read it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import gymnasium as gym
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
+from agentworld_envs.domains.floor.verdict import decision_rule
 from agentworld_envs.protocol.bounded_json import find_objects
 from agentworld_envs.registration import env_id
 from floor_tasks.database import load_fixture
@@ -36,14 +40,16 @@ STATUS_OUTCOMES = ("every field true", "status true, other field wrong", "status
                    "an error", "none")
 
 
-def _outcome(observation: str, record_id: str, record: dict[str, Any]) -> str:
+def _outcome(observation: str, record_id: str, record: dict[str, Any], field: str) -> str:
+    """Which of :data:`STATUS_OUTCOMES` an observation is, ``field`` being the one the
+    decision rests on (C1's status)."""
     envelopes = [o for o in find_objects(observation) if isinstance(o, dict)]
     for envelope in envelopes:
         result = envelope.get("result")
         if isinstance(result, dict) and result.get("record_id") == record_id \
                 and isinstance(result.get("fields"), dict):
             fields = result["fields"]
-            if fields.get("status") != record["status"]:
+            if fields.get(field) != record[field]:
                 return STATUS_OUTCOMES[2]
             return STATUS_OUTCOMES[0] if fields == record else STATUS_OUTCOMES[1]
     return STATUS_OUTCOMES[3] if any(e.get("error") for e in envelopes) else STATUS_OUTCOMES[4]
@@ -66,7 +72,8 @@ def shown_statuses(task: FloorTask, variants: Sequence[str], backend: Any,
             env.reset(seed=0, options={"scenario": variant})
             lookup = task.solution(variant)[0]
             counts[_outcome(env.step(lookup)[0], record_id,
-                            load_fixture(floor_task.fixture).records[record_id])] += 1
+                            load_fixture(floor_task.fixture).records[record_id],
+                            decision_rule(floor_task)[1])] += 1
     finally:
         env.close()
     return {o: round(counts[o] / len(variants), 4) for o in STATUS_OUTCOMES}
