@@ -3,6 +3,7 @@ tiny model: the decoder against the ragged one, and the ``hf`` backend's ``draft
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,12 @@ def test_hf_drafted_answers_are_the_plain_answers(tiny_lm_dir: Path, plain: HFBa
 
 def test_a_hint_changes_the_speed_not_the_answer(tiny_lm_dir: Path, plain: HFBackend) -> None:
     reference = plain.complete(requests())
-    hints = [c.text for c in reference]  # a counterpart that says what the model will say
+    # a counterpart that says what the model will say
+    hinted_requests = [dataclasses.replace(r, draft_hint=c.text)
+                       for r, c in zip(requests(), reference, strict=True)]
+    assert hinted_requests[0].to_dict() == requests()[0].to_dict()  # never recorded or sent
     without = HFBackend(str(tiny_lm_dir)).complete(requests())
-    hinted = HFBackend(str(tiny_lm_dir)).complete(requests(), hints)
+    hinted = HFBackend(str(tiny_lm_dir)).complete(hinted_requests)
     assert [c.raw["token_ids"] for c in hinted] == [c.raw["token_ids"] for c in reference]
     assert [c.raw["token_ids"] for c in without] == [c.raw["token_ids"] for c in reference]
     assert (sum(c.raw["draft"]["forwards"] for c in hinted)
@@ -185,3 +189,44 @@ def test_a_match_says_how_long_a_tail_it_matched() -> None:
     assert lookup.match(3)[0] == lookup.propose(3)
     assert lookup.match(0) == ([], 0)
     assert PromptLookup([1, 2, 3]).match(4) == ([], 0)  # its last token occurs nowhere before
+
+
+@pytest.mark.parametrize(("env_id", "kwargs", "tagged"), [
+    ("AgentWorld/Floor-v0", {}, True),  # its prompt asks for the observation tag
+    ("AgentWorld/MCP-v0", {"scenarios": "generated"}, False)])
+def test_a_simulated_env_drafts_from_its_real_counterparts_observation(
+        tiny_lm_dir: Path, tmp_path: Path, env_id: str, kwargs: dict[str, Any],
+        tagged: bool) -> None:
+    import gymnasium as gym
+
+    import agentworld_envs  # noqa: F401 - registers the envs
+    from agentworld_envs.world.parsing import faithful_output
+
+    backend = HFBackend(str(tiny_lm_dir))
+    complete = backend.complete
+    asked: list[ChatRequest] = []
+
+    def spy(requests: Any) -> Any:
+        asked.extend(requests)
+        return complete(requests)
+
+    backend.complete = spy  # type: ignore[method-assign]
+    observations = {}
+    for counterpart in (True, False):
+        asked.clear()
+        env = gym.make(env_id, max_steps=3, sampling={"max_tokens": 24}, backend=backend,
+                       real_counterpart=counterpart, reveal_reference=counterpart,
+                       record_path=str(tmp_path / f"{counterpart}.jsonl"), **kwargs)
+        _, info = env.reset(seed=0)
+        call = next(a for a in info["candidate_actions"] if "submit" not in a)
+        seen = []
+        for _ in range(2):
+            observation, _, _, _, info = env.step(call)
+            seen.append(observation)
+            hint = asked[-1].draft_hint
+            assert hint == (faithful_output(info["real_observation"], tagged) if counterpart
+                            else None)
+        env.close()
+        observations[counterpart] = seen
+        assert "draft_hint" not in (tmp_path / f"{counterpart}.jsonl").read_text()
+    assert observations[True] == observations[False]  # the hint changed no answer

@@ -45,7 +45,7 @@ class HFBackend(Backend):
             has seen is answered without generating (exact: greedy decoding is
             deterministic). 0 keeps none.
         draft: ``"prompt"`` (the default): greedy requests decode with drafts looked up in
-            their prompt, a hint and the last answers
+            their prompt, the request's ``draft_hint`` and the last answers
             (:mod:`agentworld_envs.backends.drafting`), several tokens per forward pass, the
             same tokens; ``"none"``: one token per forward pass. Sampled requests, requests
             with generation settings that need ``generate`` (``SamplingParams.extra`` such as
@@ -148,13 +148,12 @@ class HFBackend(Backend):
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
-    def complete(self, requests: Sequence[ChatRequest],
-                 hints: Sequence[str | None] | None = None) -> list[Completion]:
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Generate for every request, batching requests that share sampling settings.
 
-        ``hints`` (one per request, or None) are texts a greedy answer is likely to copy, such
-        as the real counterpart's observation: drafts are also taken from them. They change
-        only the speed, never an answer.
+        A request's ``draft_hint`` (a text a greedy answer is likely to copy, such as the real
+        counterpart's observation) is drafted from too: it changes only the speed, never an
+        answer.
 
         Seeds may differ within a batch: each request samples from its own generator. Greedy
         requests that read the same prompt (envs of a vector that play the same action in the
@@ -184,8 +183,7 @@ class HFBackend(Backend):
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
                 batch = self._generate([requests[i] for i in chunk],
-                                       [prompts[i] for i in chunk],
-                                       [hints[i] for i in chunk] if hints else None)
+                                       [prompts[i] for i in chunk])
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
         for i, source in copies.items():
@@ -213,10 +211,8 @@ class HFBackend(Backend):
         return generation_config(self._model.generation_config, sampling,
                                  self._tokenizer.pad_token_id)
 
-    def _generate(self, requests: list[ChatRequest], prompts: list[str],
-                  hints: list[str | None] | None = None) -> list[Completion]:
-        """Generate for requests that share sampling settings, given their rendered prompts
-        (and the hints of drafted decoding)."""
+    def _generate(self, requests: list[ChatRequest], prompts: list[str]) -> list[Completion]:
+        """Generate for requests that share sampling settings, given their rendered prompts."""
         torch = self._torch
         sampling = requests[0].sampling
         config = self._generation_config(sampling)
@@ -228,7 +224,8 @@ class HFBackend(Backend):
             rows, lengths = self._static_generate(prompts, config, sampling, generators)
         elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
             ids = self._token_ids(prompts)
-            hint_ids = [self._token_ids([h])[0] if h else [] for h in hints or [None] * len(ids)]
+            hint_ids = [self._token_ids([r.draft_hint])[0] if r.draft_hint else []
+                        for r in requests]
             rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
                                                   hint_ids)
             lengths = [len(i) for i in ids]

@@ -72,6 +72,11 @@ class ChatRequest:
     messages_digest: str | None = field(default=None, repr=False)
     """:func:`messages_digest` of ``messages``, when the builder kept it running
     (:class:`MessageLog`); :meth:`digest` computes it otherwise."""
+    draft_hint: str | None = field(default=None, repr=False, compare=False)
+    """A text the answer is likely to copy (a simulated env's real counterpart's observation):
+    a backend that drafts greedy answers (``hf``) drafts from it too, which changes only its
+    speed. Never sent to a server, recorded or part of the request's identity (:meth:`to_dict`,
+    :meth:`digest`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""

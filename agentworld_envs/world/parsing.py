@@ -30,6 +30,7 @@ __all__ = [
     "RESPONSE_MARKER",
     "WorldModelOutput",
     "clean_response_marker",
+    "faithful_output",
     "last_tagged_block",
     "parse_model_output",
     "parse_world_model_output",
@@ -39,6 +40,17 @@ OBSERVATION_TAG = "predicted_observation"
 RESPONSE_MARKER = "**Environment Observation:**"
 NO_OUTPUT = "No output"
 TRUNCATION_NOTE = "\n...[observation truncated]"
+
+
+def faithful_output(observation: str, tagged: bool = True) -> str:
+    """What a world model that predicts ``observation`` exactly writes: the observation in
+    the ``<predicted_observation>`` block where the prompt asks for one.
+
+    Example:
+        >>> faithful_output("ok")
+        '<predicted_observation>\\nok\\n</predicted_observation>'
+    """
+    return f"<{OBSERVATION_TAG}>\n{observation}\n</{OBSERVATION_TAG}>" if tagged else observation
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,19 @@ The embedded model (SmolLM2-135M with the ``tools`` adapter, from the installed
 ``AgentWorld/Floor-v0`` and of ``AgentWorld/MCP-v0`` (generated servers), alone and in a
 vector of 16, every env playing a call among its own scenario's candidates, with its greedy
 sampling. Each is timed, on the same backend and the same states (reset with seed 0), with
-three settings: ``plain`` (``draft="none"``, no prefix cache: one token per forward pass),
-``drafted`` (``draft="prompt"``) and ``default`` (drafted, with the embedded model's prefix
-cache: a step prefills only what its prompt adds to the last). Before a round the decoder is
-made afresh and has seen one answer of another episode (seed 1,000), as a running env has
-seen earlier steps; the prefix cache starts empty. Recorded in ``benchmark.extra_info`` and
-printed: wall and CPU seconds per env-step over the 3 steps and over steps 2-3 (the first
-step has no kept prefix), new tokens per second, the ratios plain / this setting of the same
-run (wall and CPU: on shared cores the CPU seconds are the steadier measure), the draft
-acceptance (kept / proposed drafted tokens), new tokens per forward pass and the share of
-prompt tokens taken from the prefix cache. Every setting's answers are checked to be the
-plain ones, token for token. Run with::
+four settings: ``plain`` (``draft="none"``, no prefix cache: one token per forward pass),
+``drafted`` (``draft="prompt"``, drafts from the prompt and the last answers only),
+``cached`` (drafted, with the embedded model's prefix cache: a step prefills only what its
+prompt adds to the last) and ``default`` (cached, and drafting from each request's
+``draft_hint``, the real counterpart's observation, as the envs send it). Before a round the
+decoder is made afresh and has seen one answer of another episode (seed 1,000), as a running
+env has seen earlier steps; the prefix cache starts empty. Recorded in
+``benchmark.extra_info`` and printed: wall and CPU seconds per env-step over the 3 steps and
+over steps 2-3 (the first step has no kept prefix), new tokens per second, the ratios plain /
+this setting of the same run (wall and CPU: on shared cores the CPU seconds are the steadier
+measure), the draft acceptance (kept / proposed drafted tokens), new tokens per forward pass
+and the share of prompt tokens taken from the prefix cache. Every setting's answers are
+checked to be the plain ones, token for token. Run with::
 
     python -m pytest tests/bench/test_bench_drafting.py -m benchmark --benchmark-only \\
         -p no:cacheprovider -o addopts="" -s
@@ -24,6 +26,7 @@ plain ones, token for token. Run with::
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -46,22 +49,28 @@ ENVS = {"floor": ("AgentWorld/Floor-v0", {}),
         "mcp": ("AgentWorld/MCP-v0", {"scenarios": "generated"})}
 STEPS = 3
 """Steps of the episode each round plays."""
-SETTINGS = {"plain": ("none", 0), "drafted": ("prompt", 0),
-            "default": ("prompt", EMBEDDED_PREFIX_CACHE)}
-"""``draft`` and ``prefix_cache`` of each setting."""
+SETTINGS = {"plain": ("none", 0, False), "drafted": ("prompt", 0, False),
+            "cached": ("prompt", EMBEDDED_PREFIX_CACHE, False),
+            "default": ("prompt", EMBEDDED_PREFIX_CACHE, True)}
+"""``draft``, ``prefix_cache`` and whether the requests keep their ``draft_hint``, by
+setting."""
 PLAIN: dict[tuple[str, int], tuple[float, float, list[list[list[int]]]]] = {}
 """Wall and CPU seconds of the plain runs' episode, and their answers, by (domain, envs)."""
 
 
 class _Counted:
-    """The backend's completions of each call, kept for the figures."""
+    """The backend's completions of each call, kept for the figures; the requests' draft
+    hints dropped unless ``hinted``."""
 
     def __init__(self, backend: HFBackend) -> None:
         self.calls: list[list[Completion]] = []
+        self.hinted = True
         self._complete = backend.complete
 
-    def __call__(self, requests: Sequence[ChatRequest], hints: Any = None) -> list[Completion]:
-        self.calls.append(self._complete(requests, hints))
+    def __call__(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if not self.hinted:
+            requests = [dataclasses.replace(r, draft_hint=None) for r in requests]
+        self.calls.append(self._complete(requests))
         return self.calls[-1]
 
 
@@ -94,7 +103,7 @@ def _calls(info: dict[str, Any], num_envs: int) -> Any:
 
 def _use(backend: HFBackend, setting: str) -> None:
     """Decode with ``setting`` from now on, on a fresh decoder and an empty prefix cache."""
-    backend.draft, backend.prefix_cache = SETTINGS[setting]
+    backend.draft, backend.prefix_cache, backend.complete.hinted = SETTINGS[setting]
     backend._decoder, backend._drafted = _UNSET, None
 
 
@@ -177,9 +186,9 @@ def test_prefill_from_kept_prefixes(benchmark: Any, backend: HFBackend, domain: 
     prompts: list[list[list[int]]] = []
     generate = backend._generate
 
-    def spy(requests: Any, texts: list[str], hints: Any = None) -> Any:
+    def spy(requests: Any, texts: list[str]) -> Any:
         prompts.append(backend._token_ids(texts))
-        return generate(requests, texts, hints)
+        return generate(requests, texts)
 
     backend._generate = spy  # type: ignore[method-assign]
     env = _env(domain, 16, backend)
