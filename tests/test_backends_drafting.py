@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentworld_envs.backends import ChatRequest, SamplingParams
-from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup
+from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup, draft_length
 from agentworld_envs.backends.hf import HFBackend
 from agentworld_envs.backends.ragged import RaggedDecoder
 from tests.helpers.decoding import VOCAB, greedy, token_prompts
@@ -181,6 +181,28 @@ def test_info_world_model_says_whether_greedy_answers_are_drafted(tiny_lm_dir: P
         _, _, _, _, info = env.step(info["candidate_actions"][0])
         assert info["world_model"]["draft"] == draft
         env.close()
+
+
+def test_of_a_tails_occurrences_the_one_matching_furthest_back_wins() -> None:
+    # (2, 3, 4) follows 8 first, then 7, as the row's tail does: the second is taken
+    assert PromptLookup([8, 2, 3, 4, 10, 7, 2, 3, 4, 11, 0, 7, 2, 3, 4]).propose(1) == [11]
+    # the same across sources: the row's own match runs back 4 tokens, the hint's 3
+    assert PromptLookup([7, 2, 3, 4, 11, 0, 7, 2, 3, 4], hint=[2, 3, 4, 99]).propose(1) == [11]
+    # an equal run: the hint first, then where copying went on
+    assert PromptLookup([0, 2, 3, 4, 11, 0, 2, 3, 4], hint=[0, 2, 3, 4, 99]).propose(1) == [99]
+    assert PromptLookup([5, 1, 6, 1, 7, 1]).propose(1) == [6]  # a fresh row: the first
+
+
+def test_a_lone_row_drafts_further_than_a_batch(ragged: RaggedDecoder) -> None:
+    assert [draft_length(rows) for rows in (1, 2, 3, 16)] == [24, 12, 8, 8]
+    prompt = token_prompts(4, 1)[0]
+    answer = greedy(ragged, [prompt], 30)[0]
+    (out,), (stats,) = drafted(ragged).decode([prompt], 30, set(), [prompt[-3:] + answer])
+    assert out == answer
+    assert stats.forwards == 2  # 1 + 24 tokens, then 1 + the last 4 of the hint's answer
+    (out,), (stats,) = drafted(ragged, pass_tokens=0).decode([prompt], 30, set(),
+                                                            [prompt[-3:] + answer])
+    assert out == answer and stats.forwards == 4  # 8 a pass
 
 
 def test_a_match_says_how_long_a_tail_it_matched() -> None:

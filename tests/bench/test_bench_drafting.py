@@ -280,7 +280,7 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
     model: the same lookups as ``DraftedDecoder`` (hint, own tokens, recent answers), each
     row keeping the longest prefix of its draft that its recorded greedy answer continues
     with, then the answer's next token (the model's own)."""
-    from agentworld_envs.backends.drafting import DRAFT_TOKENS, NGRAM, PromptLookup
+    from agentworld_envs.backends.drafting import NGRAM, PromptLookup, draft_length
 
     recent = [token for answer in call["recent"] for token in answer]
     answers, most = call["answers"], call["max_new_tokens"]
@@ -294,7 +294,8 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
     running = [row for row, answer in enumerate(answers) if len(answer) > 1]
     total = 0.0
     while running:
-        drafts = {row: rule(*lookups[row].match(min(DRAFT_TOKENS, most - len(new[row]) - 1)),
+        drafts = {row: rule(*lookups[row].match(min(draft_length(len(running)),
+                                                    most - len(new[row]) - 1)),
                             history[row]) for row in running}
         total += cost(len(running), 1 + max(len(d) for d in drafts.values()))
         for row in list(running):
@@ -315,13 +316,13 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
 
 def _fixed(most: int) -> Any:
     """Drafts of at most ``most`` tokens."""
-    return lambda draft, tail, history: draft[:most]
+    return lambda draft, reach, history: draft[:most]
 
 
 def _by_tail(three: int, two: int, one: int) -> Any:
-    """Drafts cut by the length of the tail they matched (3, 2 or 1 tokens)."""
+    """Drafts cut by how far back their match ran (3 or more, 2 or 1 tokens)."""
     most = {3: three, 2: two, 1: one, 0: 0}
-    return lambda draft, tail, history: draft[: most[tail]]
+    return lambda draft, reach, history: draft[: most[min(reach, 3)]]
 
 
 def _adaptive(lowest: int, grow: int) -> Any:
@@ -337,7 +338,7 @@ def _adaptive(lowest: int, grow: int) -> Any:
 
 
 DRAFT_RULES: dict[str, Any] = {
-    "default (up to 8)": _fixed(8),
+    "default": lambda draft, reach, history: draft,
     **{f"fixed {k}": _fixed(k) for k in (0, 1, 2, 3, 4, 6)},
     **{f"by matched tail 3/2/1: {a}/{b}/{c}": _by_tail(a, b, c)
        for a, b, c in ((8, 4, 2), (8, 8, 0), (8, 2, 0), (8, 4, 1))},
@@ -345,22 +346,23 @@ DRAFT_RULES: dict[str, Any] = {
     "adaptive, from 2, +2": _adaptive(2, 2),
     "adaptive, from 1, +4": _adaptive(1, 4),
 }
-"""Draft-length rules: each cuts the lookup's draft (up to 8 tokens) given the length of the
-tail it matched and the row's (proposed, kept) history; ``fixed 0`` is plain decoding."""
+"""Draft-length rules: each cuts the lookup's draft (up to the decoder's length) given how far
+back its match ran and the row's (proposed, kept) history; ``fixed 0`` is plain decoding."""
 
 
 def test_draft_length_rules(benchmark: Any, backend: HFBackend,
                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Would another draft length be faster? The default path's decode calls of the first 3
     steps of each env setting (Floor and MCP, alone and in a vector of 16) are recorded, the
-    wall time of a forward pass is measured on the model for 1-16 rows and 1-9 positions (over
+    wall time of a forward pass is measured on the model for 1-16 rows and every width the
+    decoder feeds them (1-25 positions for one row, 1-9 for three or more; over
     a 600-token cache, the best of 3 after a warm-up), and each rule of :data:`DRAFT_RULES` is
     replayed exactly on the recorded answers (:func:`_replay`): its passes and their cost, as
     the default's cost over the rule's (above 1: the rule is faster). The default's replay is
     checked against the decoder's own counts, row by row."""
     import torch
 
-    from agentworld_envs.backends.drafting import DraftedDecoder
+    from agentworld_envs.backends.drafting import DraftedDecoder, draft_length
 
     calls: dict[str, list[dict[str, Any]]] = {}
     decode = DraftedDecoder.decode
@@ -391,7 +393,7 @@ def test_draft_length_rules(benchmark: Any, backend: HFBackend,
         for rows in (1, 2, 4, 8, 12, 16):
             cache = model(input_ids=torch.zeros((rows, 600), dtype=torch.long),
                           use_cache=True).past_key_values
-            for width in range(1, 10):
+            for width in range(1, 2 + draft_length(rows)):
                 tokens = torch.zeros((rows, width), dtype=torch.long)
                 times = []
                 for _ in range(4):  # the first warms up
@@ -409,13 +411,13 @@ def test_draft_length_rules(benchmark: Any, backend: HFBackend,
 
     for recorded_calls in calls.values():
         for call in recorded_calls:  # the replay is the decoder's, pass for pass
-            _, rows = _replay(call, DRAFT_RULES["default (up to 8)"], cost)
+            _, rows = _replay(call, DRAFT_RULES["default"], cost)
             assert rows == [tuple(s) for s in call["stats"]]
     figures: dict[str, dict[str, Any]] = {}
 
     def replay_all() -> None:
         for setting, recorded_calls in calls.items():
-            default = sum(_replay(c, DRAFT_RULES["default (up to 8)"], cost)[0]
+            default = sum(_replay(c, DRAFT_RULES["default"], cost)[0]
                           for c in recorded_calls)
             figures[setting] = {}
             for name, rule in DRAFT_RULES.items():
