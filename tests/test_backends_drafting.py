@@ -213,16 +213,14 @@ def test_a_match_says_how_long_a_tail_it_matched() -> None:
     assert PromptLookup([1, 2, 3]).match(4) == ([], 0)  # its last token occurs nowhere before
 
 
-@pytest.mark.parametrize(("env_id", "kwargs", "tagged"), [
-    ("AgentWorld/Floor-v0", {}, True),  # its prompt asks for the observation tag
-    ("AgentWorld/MCP-v0", {"scenarios": "generated"}, False)])
+@pytest.mark.parametrize(("env_id", "kwargs"), [("AgentWorld/Floor-v0", {}),
+                                                ("AgentWorld/MCP-v0", {"scenarios": "generated"})])
 def test_a_simulated_env_drafts_from_its_real_counterparts_observation(
-        tiny_lm_dir: Path, tmp_path: Path, env_id: str, kwargs: dict[str, Any],
-        tagged: bool) -> None:
+        tiny_lm_dir: Path, tmp_path: Path, env_id: str, kwargs: dict[str, Any]) -> None:
     import gymnasium as gym
 
     import agentworld_envs  # noqa: F401 - registers the envs
-    from agentworld_envs.world.parsing import faithful_output
+    from agentworld_envs.world.parsing import tagged_observation
 
     backend = HFBackend(str(tiny_lm_dir))
     complete = backend.complete
@@ -246,7 +244,7 @@ def test_a_simulated_env_drafts_from_its_real_counterparts_observation(
             observation, _, _, _, info = env.step(call)
             seen.append(observation)
             hint = asked[-1].draft_hint
-            assert hint == (faithful_output(info["real_observation"], tagged) if counterpart
+            assert hint == (tagged_observation(info["real_observation"]) if counterpart
                             else None)
         env.close()
         observations[counterpart] = seen

@@ -23,7 +23,7 @@ from agentworld_envs.protocol.seeding import request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.observation import Reading, read_step, reset_info, step_info
 from agentworld_envs.world.controls import control_text, fired_controls
-from agentworld_envs.world.parsing import faithful_output
+from agentworld_envs.world.parsing import tagged_observation
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import observation_turn
 from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle_sources
@@ -111,8 +111,9 @@ class Episode:
                 self.scenario, self.model_turns + 1, interpretation.action_text,
                 interpretation.language, self.state, self.fictional, controls)
             seed = request_seed(self.rng, self.sampling_stream)
-            hint = (faithful_output(real.observation, self.domain.uses_tags)
-                    if real is not None else None)
+            # tagged even where the prompt does not ask (MCP): the embedded model writes the
+            # tag there too, and a model that does not loses nothing by it
+            hint = tagged_observation(real.observation) if real is not None else None
             request = self.chat.request({"role": "user", "content": content},
                                         sampling=self.sampling.with_seed(seed), draft_hint=hint)
         self._pending = PendingStep(text, interpretation, request, controls, real, decided)

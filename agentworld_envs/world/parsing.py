@@ -30,10 +30,10 @@ __all__ = [
     "RESPONSE_MARKER",
     "WorldModelOutput",
     "clean_response_marker",
-    "faithful_output",
     "last_tagged_block",
     "parse_model_output",
     "parse_world_model_output",
+    "tagged_observation",
 ]
 
 OBSERVATION_TAG = "predicted_observation"
@@ -42,15 +42,15 @@ NO_OUTPUT = "No output"
 TRUNCATION_NOTE = "\n...[observation truncated]"
 
 
-def faithful_output(observation: str, tagged: bool = True) -> str:
-    """What a world model that predicts ``observation`` exactly writes: the observation in
-    the ``<predicted_observation>`` block where the prompt asks for one.
+def tagged_observation(observation: str) -> str:
+    """``observation`` in the ``<predicted_observation>`` block, as a world model trained on
+    the release's format writes it.
 
     Example:
-        >>> faithful_output("ok")
+        >>> tagged_observation("ok")
         '<predicted_observation>\\nok\\n</predicted_observation>'
     """
-    return f"<{OBSERVATION_TAG}>\n{observation}\n</{OBSERVATION_TAG}>" if tagged else observation
+    return f"<{OBSERVATION_TAG}>\n{observation}\n</{OBSERVATION_TAG}>"
 
 
 @dataclass(frozen=True)

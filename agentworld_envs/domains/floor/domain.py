@@ -32,7 +32,7 @@ from typing import Any
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.domains.floor.verdict import decided_observation, simulated_verdict
 from agentworld_envs.protocol.endings import SUBMITTED
-from agentworld_envs.world.parsing import faithful_output
+from agentworld_envs.world.parsing import tagged_observation
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import environment_notes, fence, fill_template
 from agentworld_envs.world.reality import Reality, RealStep
@@ -94,7 +94,7 @@ def _demonstrations(demos: Sequence[Demonstration]) -> str:
         return "(no demonstrations for this environment)"
     return "\n\n".join(
         f"Example {n}\nAction:\n{fence(d.action, 'json')}\nOutput:\n"
-        f"{faithful_output(d.observation)}" for n, d in enumerate(demos, start=1))
+        f"{tagged_observation(d.observation)}" for n, d in enumerate(demos, start=1))
 
 
 def _scenario(task: Task, variant_name: str) -> Scenario:
