@@ -193,6 +193,23 @@ def test_of_a_tails_occurrences_the_one_matching_furthest_back_wins() -> None:
     assert PromptLookup([5, 1, 6, 1, 7, 1]).propose(1) == [6]  # a fresh row: the first
 
 
+def test_after_a_missed_draft_a_weak_match_drafts_two_tokens() -> None:
+    lookup = PromptLookup([1, 2, 3, 4, 5, 6, 7, 1])
+    assert lookup.match(5) == ([2, 3, 4, 5, 6], 1)  # a weak match, no miss yet: uncut
+    lookup.extend([9])  # the model did not write 2: the draft missed its first token
+    assert lookup.missed
+    lookup.extend([1])
+    assert lookup.match(5) == ([2, 3], 1)  # weak again: cut
+    lookup.extend([2, 3, 4])  # the cut draft was kept, then the model's 4
+    assert not lookup.missed
+    assert lookup.propose(5) == [5, 6, 7, 1, 9]  # a strong match (runs back 4) is never cut
+    missed = PromptLookup([5, 6, 7, 8, 0, 5, 6, 7])
+    missed.propose(3)
+    missed.extend([1])
+    missed.extend([5, 6, 7])
+    assert missed.missed and missed.match(3) == ([8, 0, 5], 3)  # strong: uncut after a miss
+
+
 def test_a_lone_row_drafts_further_than_a_batch(ragged: RaggedDecoder) -> None:
     assert [draft_length(rows) for rows in (1, 2, 3, 16)] == [24, 12, 8, 8]
     prompt = token_prompts(4, 1)[0]
