@@ -10,7 +10,8 @@ decoder's last answers (an envelope's boilerplate repeats from answer to answer)
 occurrences of the row's longest matching tail (up to ``ngram`` tokens) the one whose match
 runs furthest back wins. A draft holds up to ``draft_tokens`` tokens, or ``pass_tokens``
 shared among the rows when fewer rows run: a pass of one or two rows reads all the weights
-whatever its width, so a wider one costs little more. One batched forward pass,
+whatever its width, so a wider one costs little more. Right after a row's draft missed its
+first token, a weak match drafts only a couple of tokens. One batched forward pass,
 on the joined cache of :class:`~agentworld_envs.backends.ragged.RaggedDecoder`, scores every
 position; each row keeps the longest prefix of its draft that equals the model's own greedy
 choices there, plus the model's choice after it, so rows advance by different amounts. The
