@@ -210,6 +210,26 @@ def test_after_a_missed_draft_a_weak_match_drafts_two_tokens() -> None:
     assert missed.missed and missed.match(3) == ([8, 0, 5], 3)  # strong: uncut after a miss
 
 
+def test_past_a_one_token_substitution_the_hint_goes_on() -> None:
+    hint = [10, 11, 12, 13, 14, 15, 16]
+    lookup = PromptLookup([1, 10], hint=hint)
+    assert lookup.propose(3) == [11, 12, 13]
+    lookup.extend([11, 99])  # kept 11, then wrote 99 where the hint has 12 (another digit)
+    assert lookup.propose(3) == [13, 14, 15]  # 99 occurs nowhere: the hint goes on past it
+    missed = PromptLookup([1, 10], hint=hint)
+    missed.propose(3)
+    missed.extend([99])  # missed the first token: no run to carry over
+    assert missed.propose(3) == []
+    strong = PromptLookup([10, 11, 99, 7, 7, 3, 10], hint=hint)
+    assert strong.propose(3) == [11, 12, 13]  # the hint (an equal 1-token run: ties go to it)
+    strong.extend([11, 99])
+    assert strong.propose(2) == [7, 7]  # the row's own (10, 11, 99) is a strong match: it wins
+    own = PromptLookup([5, 6, 7, 8, 9, 0, 5, 6])
+    assert own.propose(2) == [7, 8]
+    own.extend([7, 42])  # a substitution in a draft from the row itself: no carrying over
+    assert own.propose(2) == []
+
+
 def test_a_lone_row_drafts_further_than_a_batch(ragged: RaggedDecoder) -> None:
     assert [draft_length(rows) for rows in (1, 2, 3, 16)] == [24, 12, 8, 8]
     prompt = token_prompts(4, 1)[0]

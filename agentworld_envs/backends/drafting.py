@@ -10,8 +10,9 @@ decoder's last answers (an envelope's boilerplate repeats from answer to answer)
 occurrences of the row's longest matching tail (up to ``ngram`` tokens) the one whose match
 runs furthest back wins. A draft holds up to ``draft_tokens`` tokens, or ``pass_tokens``
 shared among the rows when fewer rows run: a pass of one or two rows reads all the weights
-whatever its width, so a wider one costs little more. Right after a row's draft missed its
-first token, a weak match drafts only a couple of tokens. One batched forward pass,
+whatever its width, so a wider one costs little more. Past a token the row wrote in place of
+the hint's, the hint goes on; right after a row's draft missed its first token, a weak match
+drafts only a couple of tokens. One batched forward pass,
 on the joined cache of :class:`~agentworld_envs.backends.ragged.RaggedDecoder`, scores every
 position; each row keeps the longest prefix of its draft that equals the model's own greedy
 choices there, plus the model's choice after it, so rows advance by different amounts. The
@@ -82,9 +83,11 @@ class PromptLookup:
     each source, where copying went on, the first after that source's last match, else the
     latest, and the :data:`CANDIDATES` latest), the one preceded by the longest run of the
     row's tokens (up to :data:`REACH`) wins, then the hint over the row over recent answers,
-    then where copying went on. Right after a draft that missed its first token, a weak
-    match drafts at most :data:`AFTER_A_MISS` tokens. A new token costs ``ngram`` dictionary
-    writes.
+    then where copying went on. Where that match is weak and the row, since a draft from the
+    hint, followed some of it and then wrote one token of its own in place of the hint's (an
+    id's other digit), the hint goes on past that token instead. Right after a draft that
+    missed its first token, a weak match drafts at most :data:`AFTER_A_MISS` tokens. A new
+    token costs ``ngram`` dictionary writes.
 
     Example:
         >>> lookup = PromptLookup([5, 6, 7, 8, 5, 6])
@@ -102,6 +105,8 @@ class PromptLookup:
         self._drafted: int | None = None  # the first token of the draft not yet followed
         self.missed = False
         """Whether the row's last draft missed its first token."""
+        self._last: tuple[_Source, int, int, int] | None = None
+        """The last draft's source, start and reach, and the row's length then."""
 
     @property
     def tokens(self) -> list[int]:
@@ -124,24 +129,43 @@ class PromptLookup:
         tokens = self._own.tokens
         if most <= 0:
             return [], 0
+        best = None
         sources = (self._hint, self._own, self._recent)
         for n in range(min(self._ngram, len(tokens)), 0, -1):
             tail = tuple(tokens[-n:])
-            best: tuple[tuple[int, int, bool], _Source, int] | None = None
             for rank, source in enumerate(sources):
                 for start, going_on in source.occurrences(tail):
                     key = (source.reach(start, tokens), -rank, going_on)
                     if best is None or key > best[0]:
                         best = (key, source, start)
             if best is not None:
-                (reach, _, _), source, start = best
-                source.cursor = start
-                if self.missed and reach < WEAK_REACH:
-                    most = min(most, AFTER_A_MISS)
-                draft = source.tokens[start : start + most]
-                self._drafted = draft[0] if draft else None
-                return draft, reach
-        return [], 0
+                break
+        if best is None or best[0][0] < WEAK_REACH:
+            best = self._past_a_substitution() or best
+        if best is None:
+            return [], 0
+        (reach, _, _), source, start = best
+        source.cursor = start
+        if self.missed and reach < WEAK_REACH:
+            most = min(most, AFTER_A_MISS)
+        draft = source.tokens[start : start + most]
+        self._drafted = draft[0] if draft else None
+        self._last = (source, start, reach, len(tokens)) if draft else None
+        return draft, reach
+
+    def _past_a_substitution(self) -> tuple[tuple[int, int, bool], _Source, int] | None:
+        """Where the last draft's source goes on if the row, since it, followed some of the
+        draft and then wrote one token of its own in place of the draft's (another digit of an
+        id, say): the match's reach carries over, counting the followed tokens."""
+        if self._last is None or self._last[0] is not self._hint:
+            return None
+        source, start, reach, length = self._last
+        written = self._own.tokens[length:]
+        at = start + len(written)
+        if (len(written) < 2 or at >= len(source.tokens) or source.tokens[at - 1] == written[-1]
+                or source.tokens[start : at - 1] != written[:-1]):
+            return None
+        return (min(REACH, reach + len(written) - 1), -1, True), source, at
 
 
 class _Source:
