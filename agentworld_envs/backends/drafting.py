@@ -105,8 +105,9 @@ class PromptLookup:
         self._drafted: int | None = None  # the first token of the draft not yet followed
         self.missed = False
         """Whether the row's last draft missed its first token."""
-        self._last: tuple[_Source, int, int, int] | None = None
-        """The last draft's source, start and reach, and the row's length then."""
+        self._from_hint: tuple[int, int, int] | None = None
+        """The last draft's start in the hint and reach, and the row's length then, when it
+        came from the hint."""
 
     @property
     def tokens(self) -> list[int]:
@@ -129,43 +130,48 @@ class PromptLookup:
         tokens = self._own.tokens
         if most <= 0:
             return [], 0
-        best = None
-        sources = (self._hint, self._own, self._recent)
-        for n in range(min(self._ngram, len(tokens)), 0, -1):
-            tail = tuple(tokens[-n:])
-            for rank, source in enumerate(sources):
-                for start, going_on in source.occurrences(tail):
-                    key = (source.reach(start, tokens), -rank, going_on)
-                    if best is None or key > best[0]:
-                        best = (key, source, start)
-            if best is not None:
-                break
-        if best is None or best[0][0] < WEAK_REACH:
-            best = self._past_a_substitution() or best
-        if best is None:
+        found = self._longest_match(tokens)
+        if found is None or found[0] < WEAK_REACH:
+            found = self._past_a_substitution() or found
+        if found is None:
             return [], 0
-        (reach, _, _), source, start = best
+        reach, source, start = found
         source.cursor = start
         if self.missed and reach < WEAK_REACH:
             most = min(most, AFTER_A_MISS)
         draft = source.tokens[start : start + most]
         self._drafted = draft[0] if draft else None
-        self._last = (source, start, reach, len(tokens)) if draft else None
+        self._from_hint = ((start, reach, len(tokens)) if draft and source is self._hint
+                           else None)
         return draft, reach
 
-    def _past_a_substitution(self) -> tuple[tuple[int, int, bool], _Source, int] | None:
-        """Where the last draft's source goes on if the row, since it, followed some of the
-        draft and then wrote one token of its own in place of the draft's (another digit of an
-        id, say): the match's reach carries over, counting the followed tokens."""
-        if self._last is None or self._last[0] is not self._hint:
+    def _longest_match(self, tokens: list[int]) -> tuple[int, _Source, int] | None:
+        """The reach, source and start of the best occurrence of the longest matching tail."""
+        for n in range(min(self._ngram, len(tokens)), 0, -1):
+            tail = tuple(tokens[-n:])
+            best: tuple[tuple[int, int, bool], _Source, int] | None = None
+            for rank, source in enumerate((self._hint, self._own, self._recent)):
+                for start, going_on in source.occurrences(tail):
+                    key = (source.reach(start, tokens), -rank, going_on)
+                    if best is None or key > best[0]:
+                        best = (key, source, start)
+            if best is not None:
+                return best[0][0], best[1], best[2]
+        return None
+
+    def _past_a_substitution(self) -> tuple[int, _Source, int] | None:
+        """Where the hint goes on if the row, since the last draft (from the hint), followed
+        some of it and then wrote one token of its own in place of the hint's (another digit
+        of an id, say): the draft's reach carries over, counting the followed tokens."""
+        if self._from_hint is None:
             return None
-        source, start, reach, length = self._last
-        written = self._own.tokens[length:]
+        start, reach, length = self._from_hint
+        hint, written = self._hint.tokens, self._own.tokens[length:]
         at = start + len(written)
-        if (len(written) < 2 or at >= len(source.tokens) or source.tokens[at - 1] == written[-1]
-                or source.tokens[start : at - 1] != written[:-1]):
+        if (len(written) < 2 or at >= len(hint) or hint[at - 1] == written[-1]
+                or hint[start : at - 1] != written[:-1]):
             return None
-        return (min(REACH, reach + len(written) - 1), -1, True), source, at
+        return min(REACH, reach + len(written) - 1), self._hint, at
 
 
 class _Source:
