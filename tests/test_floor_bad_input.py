@@ -215,8 +215,10 @@ def broken_tag_call(draw: st.DrawFn, task_id: str) -> tuple[str, Expect]:
         body = call[: draw(st.integers(0, len(call) - 1))]
         return f"{before}<tool_call>{body}</tool_call>", Expect("error", ("JSON",), "parse_error")
     if kind == "junk":
-        body = draw(no_tags.filter(lambda t: _classify_argument_string(t) is not None
-                                   and "not valid" in _classify_argument_string(t).words[0]))
+        # junk as the parser reads a tag's body: stripped (so "0\f" is the number 0, not junk)
+        body = draw(no_tags.filter(
+            lambda t: (expect := _classify_argument_string(t.strip())) is not None
+            and "not valid" in expect.words[0]))
         return f"{before}<tool_call>{body}</tool_call>", Expect("error", ("JSON",), "parse_error")
     if kind == "not_a_call":
         body = draw(st.sampled_from(["[]", "{}", "42", '"lookup_record"', '{"name": "x"}',
