@@ -11,6 +11,7 @@ from typing import Any
 
 import floor_tasks
 from agentworld_envs.domains.floor.verdict import decision_rule
+from agentworld_envs.world.parsing import tagged_observation
 from floor_tasks.database import load_fixture
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.mcp_record_controls import (
@@ -48,8 +49,7 @@ def record_simulator(task_ids: list[str], control: str) -> dict[str, Any]:
                         "status": "ok", "error": None,
                         "result": {"record_id": record_id, "fields": {**record, field: shown}}}
             rules.append({"match": f'(?s)"lookup_record".*"{re.escape(record_id)}"',
-                          "reply": f"<predicted_observation>\n{json.dumps(envelope)}\n"
-                                   "</predicted_observation>"})
+                          "reply": tagged_observation(json.dumps(envelope))})
     return {"name": "scripted", "rules": rules}
 
 

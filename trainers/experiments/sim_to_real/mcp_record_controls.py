@@ -32,6 +32,7 @@ from agentworld_envs.backends import Backend, BackendError, ChatRequest, Complet
 from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.protocol.tool_calls import parse_action
 from agentworld_envs.world.controls import control_text
+from agentworld_envs.world.parsing import tagged_observation
 from agentworld_envs.world.prompting import simulation_instruction
 from agentworld_envs.world.scenario import Control, Scenario
 
@@ -151,5 +152,4 @@ class McpRecordSimulator(Backend):
         return observation
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return [Completion(text=f"<predicted_observation>\n{self.observation(r)}\n"
-                                "</predicted_observation>") for r in requests]
+        return [Completion(text=tagged_observation(self.observation(r))) for r in requests]
