@@ -13,7 +13,13 @@ from trainers import stale_sequential, teamtr
 from trainers.common.args import ConfigError
 from trainers.common.objectives import message_advantages
 from trainers.common.team import Team, build_team, make_optimizer
-from trainers.common.updates import UpdateSettings, snapshot, trust_region_update
+from trainers.common.updates import (
+    UpdateSettings,
+    message_log_ratios,
+    snapshot,
+    trust_region_update,
+)
+from trainers.policies.symbolic import SymbolicAgent
 
 EASY = {"n_agents": 2, "env_kwargs": {"vocab_size": 3}, "prompts_per_rollout": 32,
         "learning_rate": 2e-2, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
@@ -274,3 +280,55 @@ def test_each_stage_logs_its_time_per_phase() -> None:
     assert all(t >= 0 for t in phases) and record["time/rollout_s"] > 0
     assert sum(phases) <= record["time/stage_s"] + 1e-9
     assert "transcript" not in record and "charts/tokens_per_s" not in record  # symbolic
+
+
+def test_an_accepted_update_returns_the_log_ratios_its_check_scored() -> None:
+    args = easy_args(n_agents=2)
+    team = build_team(args)
+    batch = team.collect(args.prompts_per_rollout, args.group_size)
+    policy, samples = team.policies[0], batch.samples[0]
+    for delta, accepted in ((100.0, True), (1e-9, False)):
+        result = trust_region_update(
+            policy, team.optimizers[0], samples, message_advantages(batch, 0, args.adv_clip),
+            UpdateSettings.from_args(args), team.generator, delta=delta, beta=0.01,
+            quantile=0.99, beta_growth=1.5, max_backtracks=1)
+        assert result.accepted is accepted
+        if accepted:
+            assert torch.equal(result.log_ratios, message_log_ratios(policy, samples))
+            assert result.log_ratios.abs().sum() > 0  # the policy did move
+        else:
+            assert result.log_ratios is None
+
+
+def test_the_stale_gap_reuses_the_checks_scoring_with_the_same_figures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stage's fresh surrogates, taken from the trust-region checks, equal those of scoring
+    each accepted update again (one scoring pass fewer per agent), and the first agent's stale
+    surrogate is its fresh one (the stage-start rollouts are its fresh rollouts)."""
+    args = easy_args(n_agents=3, prompts_per_rollout=8, total_episodes=3 * 32, eval_every=1000,
+                     eval_episodes=8)
+    passes: list[int] = []
+    scoring = SymbolicAgent._scored
+
+    def counted(self, samples):
+        passes[-1] += 1
+        return scoring(self, samples)
+
+    def rescoring(*call, **kwargs):
+        return dataclasses.replace(trust_region_update(*call, **kwargs), log_ratios=None)
+
+    monkeypatch.setattr(SymbolicAgent, "_scored", counted)
+    runs = []
+    for patch in (False, True):
+        with monkeypatch.context() as context:
+            if patch:
+                context.setattr(teamtr, "trust_region_update", rescoring)
+            passes.append(0)
+            runs.append(teamtr.train(args).history[1])
+    surrogates = [{k: v for k, v in run.items() if k.startswith("surrogate/")} for run in runs]
+    assert surrogates[0] == surrogates[1] and len(surrogates[0]) == 7
+    first = next(a for a in range(3) if runs[0][f"trust_region/agent_{a}/position"] == 0)
+    assert surrogates[0][f"surrogate/agent_{first}/fresh"] == surrogates[0][
+        f"surrogate/agent_{first}/stale"]
+    assert all(runs[0][f"trust_region/agent_{a}/accepted"] for a in range(3))
+    assert passes[1] - passes[0] == 3

@@ -23,12 +23,7 @@ from trainers.common.flags import parse_args
 from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
 from trainers.common.objectives import episode_log_ratio, kl_summary, message_advantages
 from trainers.common.team import Team, agent_order, build_team
-from trainers.common.updates import (
-    UpdateSettings,
-    measure_kl,
-    message_log_ratios,
-    policy_update,
-)
+from trainers.common.updates import UpdateSettings, log_ratios_and_kl, policy_update
 
 __all__ = ["Args", "train", "main"]
 
@@ -59,10 +54,9 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
             losses = policy_update(team.policies[agent], team.optimizers[agent], samples,
                                    message_advantages(batch, agent, args.adv_clip), settings,
                                    team.generator, weights=factor[samples.episode])
-            log_factor += episode_log_ratio(message_log_ratios(team.policies[agent], samples),
-                                            samples.episode, batch.episodes)
-            kl = kl_summary(measure_kl(team.policies[agent], samples), team.deltas[agent],
-                            args.kl_quantile)
+            log_ratios, kl_values = log_ratios_and_kl(team.policies[agent], samples)
+            log_factor += episode_log_ratio(log_ratios, samples.episode, batch.episodes)
+            kl = kl_summary(kl_values, team.deltas[agent], args.kl_quantile)
             outside.append(kl["kl_checked"] > team.deltas[agent])
             record.update(agent_record(agent, {**kl, "factor_mean": float(factor.mean()),
                                                "factor_max": float(factor.max())},

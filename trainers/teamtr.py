@@ -248,9 +248,14 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
                 "accepted": float(result.accepted), "step_fraction": result.step_fraction,
                 "delta": team.deltas[agent], "position": position}, "trust_region"))
             record.update(agent_record(agent, result.losses, "losses"))
-            # Stale gap: the accepted update scored on stage-start vs fresh rollouts.
-            gains = {"fresh": _gain(team.policies[agent], fresh, agent),
-                     "stale": _gain(team.policies[agent], stage_start, agent)}
+            # Stale gap: the accepted update scored on stage-start vs fresh rollouts (on the
+            # fresh ones, the trust-region check has already scored it).
+            ratios = result.log_ratios
+            if ratios is None:  # rejected: the restored policy, not the one checked last
+                ratios = message_log_ratios(team.policies[agent], samples)
+            gains = {"fresh": surrogate_gain(ratios, samples.episode, fresh)}
+            gains["stale"] = (gains["fresh"] if stage_start is fresh
+                              else _gain(team.policies[agent], stage_start, agent))
             if probe:
                 gains.update(probe.after(agent))
             if exact:

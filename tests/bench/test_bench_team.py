@@ -6,13 +6,21 @@
 * the AEC step of each symbolic team env against PettingZoo's ``rps_v2`` (the same random-action
   AEC loop, the two timed alternately); ``speed_vs_rps`` (team steps per second over rps steps
   per second, goal at least 0.5) goes to ``benchmark.extra_info`` and to the terminal. Needs
-  ``pygame`` (rps imports it).
+  ``pygame`` (rps imports it);
+* one TeamTR stage of a SmolLM2 team, here and in another checkout of the project named by
+  ``AGENTWORLD_BASELINE`` (an earlier commit, e.g. ``git worktree add /tmp/before 24c5a24``),
+  in the same run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,12 +130,14 @@ def test_aec_step_vs_rps(benchmark, name: str) -> None:
           f"({rps_rate:,.0f} steps/s, timed alternately)")
 
 
+LM_STAGE = dict(env_id="team_envs/arithmetic_chain-v0", n_agents=3, lora_rank=8,
+                prompts_per_rollout=2, group_size=2, total_episodes=12, eval_episodes=1,
+                eval_every=1000, update_epochs=1, log_dir="", delta=1e3)
+"""One TeamTR stage of a 3-agent LoRA team: 4 episodes, one update epoch (``teamtr.Args``)."""
+
+
 def _lm_stage(model: str, max_new_tokens: int) -> teamtr.Args:
-    """One TeamTR stage of a 3-agent LoRA team on ``model``: 4 episodes, one update epoch."""
-    return teamtr.Args(env_id="team_envs/arithmetic_chain-v0", n_agents=3, model=model,
-                       lora_rank=8, max_new_tokens=max_new_tokens, prompts_per_rollout=2,
-                       group_size=2, total_episodes=12, eval_episodes=1, eval_every=1000,
-                       update_epochs=1, log_dir="", delta=1e3)
+    return teamtr.Args(model=model, max_new_tokens=max_new_tokens, **LM_STAGE)
 
 
 def _smollm2() -> str:
@@ -241,3 +251,56 @@ def test_lm_rollout_old_logprobs_from_sampling(benchmark, model: str, tiny_lm_di
                                 speedup=round(scored / kept, 2))
     print(f"{model}: rollout {kept:.1f} CPU s with the sampling pass's log-probs, {scored:.1f} "
           f"re-scoring them ({scored / kept:.2f}x)")
+
+
+STAGE_DRIVER = """
+import json, sys
+from trainers import teamtr
+from trainers.common.team import build_team
+args = teamtr.Args(**json.loads(sys.argv[1]))
+history = teamtr.train(args, team=build_team(args)).history
+print(json.dumps({k: v for k, v in history[1].items() if k.startswith("time/")}))
+"""
+"""Trains one stage with ``teamtr.Args`` from JSON, in whichever checkout ``PYTHONPATH`` puts
+first, and prints its ``time/`` figures: fields every version since the LM teams has."""
+
+
+def _stage_in(checkout: Path | None, settings: dict[str, Any]) -> dict[str, float]:
+    """The ``time/`` figures of a stage trained in a fresh process on ``checkout``'s code (this
+    checkout's when None), each version with its own defaults (threads among them)."""
+    env = dict(os.environ)
+    if checkout is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout),
+                                                          env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", STAGE_DRIVER, json.dumps(settings)],
+                          env=env, cwd=checkout, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_lm_team_stage_against_a_checkout(benchmark) -> None:
+    """The stage of :func:`test_lm_team_stage` (SmolLM2-135M, 3 agents, 4 episodes, 32-token
+    messages) in ``AGENTWORLD_BASELINE``'s code with its defaults, then in this checkout's with
+    float32 (the default) and with bfloat16, each in a fresh process, one after the other:
+    ``extra_info`` has each one's stage, rollout and update seconds and its speed-up over the
+    baseline's stage."""
+    pytest.importorskip("peft")
+    if not os.environ.get("AGENTWORLD_BASELINE"):
+        pytest.skip("set AGENTWORLD_BASELINE to another checkout of the project")
+    baseline = Path(os.environ["AGENTWORLD_BASELINE"]).resolve()
+    shared = {**LM_STAGE, "model": _smollm2(), "max_new_tokens": 32}
+    runs = {"baseline": (baseline, shared), "float32": (None, shared),
+            "bfloat16": (None, {**shared, "dtype": "bfloat16"})}
+    stages: dict[str, dict[str, float]] = {}
+
+    def run_all() -> None:
+        for name, (checkout, values) in runs.items():
+            stages[name] = _stage_in(checkout, values)
+
+    benchmark.pedantic(run_all, rounds=1)
+    before = stages["baseline"]["time/stage_s"]
+    for name, stage in stages.items():
+        figures = {key: round(stage.get(f"time/{key}", 0.0), 2)
+                   for key in ("stage_s", "rollout_s", "update_s")}
+        figures["speedup"] = round(before / stage["time/stage_s"], 2)
+        benchmark.extra_info[name] = figures
+        print(f"[{name}] {figures}")

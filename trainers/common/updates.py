@@ -29,7 +29,7 @@ from trainers.common.objectives import (
 __all__ = ["AgentPolicy", "UpdateSettings", "TrustRegionResult", "trainable", "accumulate",
            "policy_update",
            "simultaneous_update", "trust_region_update", "trust_region_summary", "measure_kl",
-           "message_log_ratios", "snapshot", "restore", "BACKTRACK_MODES"]
+           "message_log_ratios", "log_ratios_and_kl", "snapshot", "restore", "BACKTRACK_MODES"]
 
 
 class AgentPolicy(Protocol):
@@ -186,6 +186,14 @@ def message_log_ratios(policy: AgentPolicy, samples: Samples) -> torch.Tensor:
     return message_log_ratio(policy.token_logprobs(samples), samples.old_logp, samples.mask)
 
 
+@torch.no_grad()
+def log_ratios_and_kl(policy: AgentPolicy, samples: Samples) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(M,)`` log-ratio current/old and KL(old ‖ current) of each message, from one scoring
+    pass."""
+    logp, kl = policy.score(samples)
+    return message_log_ratio(logp, samples.old_logp, samples.mask), kl
+
+
 def snapshot(policy: AgentPolicy, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """Copies of the policy's trainable parameters and the optimiser's state."""
     return {"params": [p.detach().clone() for p in trainable(policy)],
@@ -216,6 +224,9 @@ class TrustRegionResult:
     step_fraction: float = 1.0
     """The kept fraction of the optimiser's step (``interpolate``: 2^-backtracks; 0 if rejected;
     ``beta_only``: 1 or 0)."""
+    log_ratios: torch.Tensor | None = None
+    """``(M,)`` log-ratio kept/old of each message, from the accepted attempt's KL check (what
+    :func:`message_log_ratios` would score again); None when rejected."""
 
 
 BACKTRACK_MODES = ("interpolate", "beta_only")
@@ -246,8 +257,8 @@ def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, s
     If no attempt fits, the agent's parameters and optimiser state are restored.
 
     Returns:
-        Whether an attempt fit, the new β, the number of backtracks, the KL statistics and the
-        kept step fraction.
+        Whether an attempt fit, the new β, the number of backtracks, the KL statistics, the
+        kept step fraction and, when accepted, the messages' log-ratios from the last check.
     """
     if backtrack not in BACKTRACK_MODES:
         raise ValueError(f"backtrack must be one of {BACKTRACK_MODES}, got {backtrack!r}")
@@ -264,9 +275,10 @@ def trust_region_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, s
                 stepped = [p.detach().clone() for p in trainable(policy)]
         else:
             _interpolate(policy, saved["params"], stepped, fraction)
-        kl_stats = kl_summary(measure_kl(policy, samples), delta, quantile)
+        log_ratios, kl = log_ratios_and_kl(policy, samples)
+        kl_stats = kl_summary(kl, delta, quantile)
         if kl_stats["kl_checked"] <= delta:
-            return TrustRegionResult(True, beta, attempt, kl_stats, losses, fraction)
+            return TrustRegionResult(True, beta, attempt, kl_stats, losses, fraction, log_ratios)
         beta *= beta_growth
         if backtrack == "beta_only":
             restore(policy, optimizer, saved)

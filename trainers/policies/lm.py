@@ -107,6 +107,14 @@ def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
     return tokens[:low]
 
 
+def _contiguous_input(_: Any, args: tuple) -> tuple:
+    """The output layer's input made contiguous. ``logits_to_keep`` slices the last positions
+    of a batch, and torch's CPU ``linear`` turns such a strided 3-D input into a batched
+    matmul over a copy of the weight for each row: in bfloat16, 40 times slower than on a
+    contiguous input (half of a prefill's time), in float32 1.3 times."""
+    return (args[0].contiguous(), *args[1:])
+
+
 class CausalLMPolicy:
     """A transformers causal LM playing one agent (or several, when shared).
 
@@ -196,6 +204,7 @@ class CausalLMPolicy:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         network = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
+        network.get_output_embeddings().register_forward_pre_hook(_contiguous_input)
         if self.gradient_checkpointing:  # renamed activation_checkpointing_enable in 5.x
             enable = getattr(network, "activation_checkpointing_enable",
                              network.gradient_checkpointing_enable)
