@@ -273,7 +273,9 @@ def _stage_in(checkout: Path | None, settings: dict[str, Any]) -> dict[str, floa
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout),
                                                           env.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, "-c", STAGE_DRIVER, json.dumps(settings)],
-                          env=env, cwd=checkout, capture_output=True, text=True, check=True)
+                          env=env, cwd=checkout, capture_output=True, text=True)
+    if done.returncode:
+        pytest.fail(f"the stage failed on {checkout or 'this checkout'}:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
