@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from agentworld_envs.backends import ChatRequest, SamplingParams
-from agentworld_envs.backends.drafting import DraftedDecoder, PromptLookup, draft_length
+from agentworld_envs.backends.drafting import (
+    CORPUS_NGRAM,
+    DraftCorpus,
+    DraftedDecoder,
+    PromptLookup,
+    draft_length,
+)
 from agentworld_envs.backends.hf import HFBackend
 from agentworld_envs.backends.ragged import RaggedDecoder
 from tests.helpers.decoding import VOCAB, greedy, token_prompts
@@ -111,6 +117,45 @@ def test_prompt_lookup() -> None:
     assert lookup.propose(1) == [2]
     lookup.extend([9, 4])
     assert lookup.propose(1) == [5]
+
+
+def test_a_corpus_drafts_only_where_the_rows_own_sources_match_weakly() -> None:
+    corpus = DraftCorpus([[1, 2, 3, 4, 5, 6, 7, 8], [20, 2, 3, 4, 5, 6, 9]], end=0)
+    assert CORPUS_NGRAM == 6
+    # no match elsewhere: what followed the row's last 6 tokens in the corpus
+    assert PromptLookup([1, 2, 3, 4, 5, 6], corpus=corpus).propose(3) == [7, 8, 0]
+    assert PromptLookup([20, 2, 3, 4, 5, 6], corpus=corpus).propose(3) == [9, 0]  # its end
+    # fewer than 6 matching tokens find nothing there
+    assert PromptLookup([50, 3, 4, 5, 6], corpus=corpus).propose(3) == []
+    assert PromptLookup([50, 50, 3, 4, 5, 6], corpus=corpus).propose(3) == []
+    # a weak match in the row loses to the corpus's longer one ...
+    assert PromptLookup([6, 40, 1, 2, 3, 4, 5, 6], corpus=corpus).propose(2) == [7, 8]
+    # ... a strong one (running back as far as the corpus's windows) keeps its place
+    assert PromptLookup([1, 2, 3, 4, 5, 6, 41, 1, 2, 3, 4, 5, 6],
+                        corpus=corpus).propose(2) == [41, 1]
+    # copying from the corpus goes on where it left off, in each row apart
+    lookup = PromptLookup([1, 2, 3, 4, 5, 6], corpus=corpus)
+    other = PromptLookup([20, 2, 3, 4, 5, 6], corpus=corpus)
+    assert (lookup.propose(1), other.propose(1)) == ([7], [9])
+    lookup.extend([7])
+    assert lookup.propose(2) == [8, 0]
+
+
+def test_drafts_from_a_corpus_keep_the_greedy_tokens(ragged: RaggedDecoder) -> None:
+    import numpy as np
+
+    prompts = [list(range(100 + 40 * i, 140 + 40 * i)) for i in range(4)]  # no repeats
+    reference = greedy(ragged, prompts, 24)
+    plain_forwards = sum(s.forwards for s in drafted(ragged).decode(prompts, 24, set())[1])
+    # answers the model was trained on: the right ones, and some that go wrong midway
+    rng = np.random.default_rng(0)
+    wrong = [r[:10] + rng.integers(3, VOCAB, 14).tolist() for r in reference]
+    for answers in (reference, wrong, wrong + reference):
+        out, stats = drafted(ragged, corpus=DraftCorpus(answers, end=0)).decode(prompts, 24,
+                                                                               set())
+        assert out == reference
+        if answers is not wrong:
+            assert sum(s.forwards for s in stats) < plain_forwards
 
 
 # The ``hf`` backend's setting, on chats.

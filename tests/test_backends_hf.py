@@ -310,6 +310,9 @@ BAD_SETTINGS = {  # the fuzzers' configs: each refused at construction, before a
     "adapter='tools'": ({"adapter": "tools"}, "use the 'embedded' backend with adapter='tools'"),
     "a missing folder": ({"adapter": "./runs/none"}, "adapter './runs/none' is no folder"),
     "draft='fast'": ({"draft": "fast"}, "draft must be one of ('prompt', 'none'), not 'fast'"),
+    "a missing corpus": ({"draft_corpus": "./none.jsonl"},
+                         "draft_corpus must be a file of answers (JSON lines) or None, not "
+                         "'./none.jsonl'"),
     "two at once": ({"view": "big", "cache": "x"}, "view must be one of ['compact'] or None, "
                     "not 'big'; cache must be one of ('dynamic', 'static')"),
 }
@@ -332,6 +335,17 @@ def test_bad_settings_are_refused_before_anything_loads(case: str, tiny_lm_dir: 
     settings, message = BAD_SETTINGS[case]
     with pytest.raises(ValueError, match=re.escape(message)):
         HFBackend(str(tiny_lm_dir), **settings)
+
+
+@pytest.mark.parametrize(("text", "message"), [('"ok"\n{"a": 1}\n', ":2: an answer must be a "
+                                                                     "JSON string, not dict"),
+                                              ('"ok"\n"cut', ":2: not JSON")])
+def test_a_bad_draft_corpus_is_refused_before_anything_loads(
+        text: str, message: str, tiny_lm_dir: Path, tmp_path: Path, nothing_loads: None) -> None:
+    corpus = tmp_path / "answers.jsonl"
+    corpus.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{corpus}{message}")):
+        HFBackend(str(tiny_lm_dir), draft_corpus=str(corpus))
 
 
 def test_a_hub_name_with_the_hub_off_is_refused_before_any_attempt(

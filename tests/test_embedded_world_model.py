@@ -4,6 +4,7 @@ adapters as the registered defaults, and a default's prediction on a held-out ca
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -164,13 +165,25 @@ def test_wm_sft_trains_a_lora_adapter_through_the_view_and_hf_loads_it_merged(
     assert isinstance(reply[0].text, str)
 
 
-def test_embedded_backend_names_the_base_adapter_and_view() -> None:
+def test_embedded_backend_names_the_base_adapter_view_and_draft_corpus() -> None:
     assert embedded_backend("tools") == {
         "name": "hf", "model": "smollm2", "adapter": str(adapter_dir("tools")),
-        "view": "compact", "device": "cpu", "batch_size": 16, "greedy_memo": 4096,
-        "prefix_cache": 16_384}
+        "view": "compact", "draft_corpus": str(adapter_dir("tools") / "draft_corpus.jsonl"),
+        "device": "cpu", "batch_size": 16, "greedy_memo": 4096, "prefix_cache": 16_384}
+    assert embedded_backend()["draft_corpus"] is None
     with pytest.raises(ValueError, match="no shipped adapter"):
         embedded_backend("floor")
+
+
+def test_the_shipped_draft_corpus_holds_training_answers_only() -> None:
+    from agentworld_envs.backends.drafting import read_corpus
+
+    answers = read_corpus(adapter_dir("tools") / "draft_corpus.jsonl")
+    assert len(answers) > 1000 and len(set(answers)) == len(answers)
+    assert all(a.startswith("<predicted_observation>\n") for a in answers)
+    floor_tasks = {m.group(1) for a in answers
+                   for m in re.finditer(r'"call_id": "([A-E]\d)_', a)}
+    assert floor_tasks and not floor_tasks & {"A5", "C1", "C2", "D5", "E5"}  # held out
 
 
 def test_identical_greedy_requests_are_generated_once(tiny_lm_dir: Path,

@@ -29,14 +29,18 @@ token, as it already can between a batch and a single prompt.
 from __future__ import annotations
 
 import bisect
+import copy
+import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends.ragged import RaggedDecoder
 
-__all__ = ["DRAFTS", "DraftStats", "DraftedDecoder", "PromptLookup", "draft_length"]
+__all__ = ["DRAFTS", "DraftCorpus", "DraftStats", "DraftedDecoder", "PromptLookup",
+           "draft_length", "read_corpus"]
 
 DRAFTS = ("prompt", "none")
 """The values of the ``hf`` backend's ``draft``: prompt-lookup drafts for greedy requests, or
@@ -61,6 +65,9 @@ token: the row is writing text no source holds, where a wide pass costs more tha
 (on the embedded model, an estimated 15% of Floor's time alone, nothing on MCP's)."""
 RECENT = 16
 """Answers a :class:`DraftedDecoder` keeps to draft from."""
+CORPUS_NGRAM = 6
+"""Tail of a row's tokens looked up in a :class:`DraftCorpus`: so many answers share short
+runs of JSON that only a longer tail says which one the row is writing."""
 
 
 def draft_length(rows: int, draft_tokens: int = DRAFT_TOKENS,
@@ -96,12 +103,13 @@ class PromptLookup:
     """
 
     def __init__(self, tokens: Sequence[int], hint: Sequence[int] = (), ngram: int = NGRAM,
-                 recent: Sequence[int] = ()) -> None:
+                 recent: Sequence[int] = (), corpus: DraftCorpus | None = None) -> None:
         self._ngram = ngram
         self._hint, self._own, self._recent = _Source(ngram), _Source(ngram), _Source(ngram)
         self._hint.extend(hint)
         self._own.extend(tokens)
         self._recent.extend(recent)
+        self._corpus = corpus.view() if corpus is not None else None
         self._drafted: int | None = None  # the first token of the draft not yet followed
         self.missed = False
         """Whether the row's last draft missed its first token."""
@@ -133,6 +141,8 @@ class PromptLookup:
         found = self._longest_match(tokens)
         if found is None or found[0] < WEAK_REACH:
             found = self._past_a_substitution() or found
+        if self._corpus is not None and (found is None or found[0] < self._corpus.shortest):
+            found = self._corpus_match(tokens) or found
         if found is None:
             return [], 0
         reach, source, start = found
@@ -159,6 +169,16 @@ class PromptLookup:
                 return best[0][0], best[1], best[2]
         return None
 
+    def _corpus_match(self, tokens: list[int]) -> tuple[int, _Source, int] | None:
+        """The reach, source and start of the corpus's best occurrence of the row's tail."""
+        corpus = self._corpus
+        if corpus is None or len(tokens) < corpus.shortest:
+            return None
+        best = max(((corpus.reach(start, tokens), going_on, start)
+                    for start, going_on in corpus.occurrences(tuple(tokens[-corpus.shortest:]))),
+                   default=None)
+        return None if best is None else (best[0], corpus, best[2])
+
     def _past_a_substitution(self) -> tuple[int, _Source, int] | None:
         """Where the hint goes on if the row, since the last draft (from the hint), followed
         some of it and then wrote one token of its own in place of the hint's (another digit
@@ -175,11 +195,13 @@ class PromptLookup:
 
 
 class _Source:
-    """Tokens indexed by the n-grams (up to ``ngram`` long) that precede each position."""
+    """Tokens indexed by the n-grams (``shortest`` to ``ngram`` long) that precede each
+    position."""
 
-    def __init__(self, ngram: int) -> None:
+    def __init__(self, ngram: int, shortest: int = 1) -> None:
         self.tokens: list[int] = []
         self._ngram = ngram
+        self.shortest = shortest
         self._starts: dict[tuple[int, ...], list[int]] = {}
         self.cursor = 0
         """Where the last draft taken from this source started."""
@@ -187,7 +209,7 @@ class _Source:
     def extend(self, tokens: Sequence[int]) -> None:
         for token in tokens:
             end = len(self.tokens)
-            for n in range(1, min(self._ngram, end) + 1):
+            for n in range(self.shortest, min(self._ngram, end) + 1):
                 self._starts.setdefault(tuple(self.tokens[end - n : end]), []).append(end)
             self.tokens.append(token)
 
@@ -211,6 +233,50 @@ class _Source:
         return reach
 
 
+class DraftCorpus(_Source):
+    """Answers a model was trained to write, each followed by an end token, indexed by their
+    :data:`CORPUS_NGRAM`-token windows, for every row to draft from.
+
+    Example:
+        >>> corpus = DraftCorpus([[1, 2, 3, 4, 5, 6, 7, 8]], end=0)
+        >>> PromptLookup([9, 1, 2, 3, 4, 5, 6], corpus=corpus).propose(3)
+        [7, 8, 0]
+    """
+
+    def __init__(self, answers: Sequence[Sequence[int]], end: int,
+                 ngram: int = CORPUS_NGRAM) -> None:
+        super().__init__(ngram, shortest=ngram)
+        for answer in answers:
+            self.extend([*answer, end])
+
+    def view(self) -> _Source:
+        """The corpus with a cursor of its own (for one row): the tokens and index are
+        shared."""
+        view = copy.copy(self)
+        view.cursor = 0
+        return view
+
+
+def read_corpus(path: str | Path) -> list[str]:
+    """The answers of a draft corpus file: JSON lines, each a string.
+
+    Raises:
+        ValueError: naming the file and line of one that is not.
+    """
+    answers = []
+    with Path(path).expanduser().open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                answer = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(answer, str):
+                raise ValueError(f"{path}:{number}: an answer must be a JSON string, not "
+                                 f"{type(answer).__name__}")
+            answers.append(answer)
+    return answers
+
+
 @dataclass(slots=True)
 class DraftStats:
     """How one row was decoded: forward passes after the prefill, drafted tokens fed, drafted
@@ -230,11 +296,13 @@ class DraftStats:
 class DraftedDecoder:
     """Greedy decoding of token-id prompts in one ragged batch, with prompt-lookup drafts
     verified in one forward pass per step (see the module docstring). It keeps its last
-    ``recent`` answers to draft from."""
+    ``recent`` answers to draft from, and drafts from ``corpus`` where nothing else matches
+    well."""
 
     def __init__(self, torch: Any, ragged: RaggedDecoder, pad_id: int,
                  draft_tokens: int = DRAFT_TOKENS, ngram: int = NGRAM, recent: int = RECENT,
-                 pass_tokens: int = PASS_TOKENS) -> None:
+                 pass_tokens: int = PASS_TOKENS, corpus: DraftCorpus | None = None) -> None:
+        self._corpus = corpus
         self._torch = torch
         self._ragged = ragged
         self._pad_id = pad_id
@@ -251,7 +319,7 @@ class DraftedDecoder:
         hints = hints or [()] * len(prompts)
         # a copy: a call that outlived the simulator's timeout may still be adding to it
         recent = [token for answer in list(self._recent) for token in answer]
-        lookups = [PromptLookup(p, h, self._ngram, recent)
+        lookups = [PromptLookup(p, h, self._ngram, recent, self._corpus)
                    for p, h in zip(prompts, hints, strict=True)]
         with self._torch.inference_mode():
             cache, mask, positions, scores, reused = self._ragged.prefill(prompts)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld_envs.models import adapter_dir
+from agentworld_envs.models import DRAFT_CORPUS, adapter_dir
 
 if TYPE_CHECKING:
     from agentworld_envs.backends.hf import HFBackend
@@ -59,16 +59,18 @@ def default_world_model(domain: str) -> dict[str, Any]:
 
 def embedded_backend(adapter: str | None = None, **overrides: Any) -> dict[str, Any]:
     """Plain-data ``hf`` config of the embedded model: the base, with the shipped ``adapter``
-    (and its compact view) when one is named; CPU, batches of 16, the last 4,096 greedy
-    answers kept for states an env comes back to, and the keys and values of the last 16,384
-    prompt tokens (:data:`EMBEDDED_PREFIX_CACHE`) for prompts that extend them.
+    (and its compact view and draft corpus) when one is named; CPU, batches of 16, the last
+    4,096 greedy answers kept for states an env comes back to, and the keys and values of the
+    last 16,384 prompt tokens (:data:`EMBEDDED_PREFIX_CACHE`) for prompts that extend them.
 
     The base's folder is resolved (converted on first use) when the backend is built.
     Keyword arguments override the config's fields, e.g. ``device="cuda:0"``.
     """
     return {"name": "hf", "model": "smollm2",
             "adapter": str(adapter_dir(adapter)) if adapter else None,
-            "view": "compact" if adapter else None, "device": "cpu", "batch_size": 16,
+            "view": "compact" if adapter else None,
+            "draft_corpus": str(adapter_dir(adapter) / DRAFT_CORPUS) if adapter else None,
+            "device": "cpu", "batch_size": 16,
             "greedy_memo": 4096, "prefix_cache": EMBEDDED_PREFIX_CACHE, **overrides}
 
 

@@ -69,6 +69,12 @@ class HFBackend(Backend):
             slower than eager), and the eager static cache is about 20% slower than the
             dynamic one. Greedy and seeded tokens equal the dynamic cache's (tested on a CPU).
 
+        draft_corpus: A file of answers the model was trained to write (JSON lines, each a
+            string, :func:`~agentworld_envs.backends.drafting.read_corpus`), drafted from
+            where a row's prompt, hint and the last answers hold no strong match (text no
+            prompt holds, such as an error message); it changes only the speed. The
+            embedded adapters ship theirs.
+
     ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
     its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
     ``min_new_tokens``. ``Completion.raw`` holds the generated token ids.
@@ -89,10 +95,14 @@ class HFBackend(Backend):
         cache: str = "dynamic",
         draft: str = "prompt",
         prefix_cache: int = 0,
+        draft_corpus: str | None = None,
     ) -> None:
         torch, transformers = import_hf()  # first, for its install hint; nothing loads yet
         check_settings(model, dtype, batch_size, enable_thinking, adapter, view, greedy_memo,
-                       cache, draft, prefix_cache)
+                       cache, draft, prefix_cache, draft_corpus)
+        from agentworld_envs.backends.drafting import read_corpus
+
+        answers = read_corpus(draft_corpus) if draft_corpus else []
         try:
             torch.device(device)
         except (RuntimeError, TypeError):
@@ -109,6 +119,8 @@ class HFBackend(Backend):
         self.cache = cache
         self.draft = draft
         self.prefix_cache = prefix_cache
+        self.draft_corpus = draft_corpus
+        self._corpus_answers = answers
         self._memo = GreedyMemo(greedy_memo)
         self._view = chat_view(view)
         self._torch = torch
@@ -121,12 +133,12 @@ class HFBackend(Backend):
         """Pickle as the constructor's arguments; unpickling loads the model again."""
         return (type(self), (self.model, self.device, self.dtype, self.batch_size,
                              self.enable_thinking, self.adapter, self.view, self.greedy_memo,
-                             self.cache, self.draft, self.prefix_cache))
+                             self.cache, self.draft, self.prefix_cache, self.draft_corpus))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata (``cache`` only when static: a default run's are as
         before; ``draft`` always, so ``info["world_model"]`` says whether greedy answers were
-        drafted; ``prefix_cache`` when it keeps any)."""
+        drafted; ``prefix_cache`` when it keeps any; ``draft_corpus`` when there is one)."""
         return {
             "name": self.name,
             "model": self.model,
@@ -140,6 +152,7 @@ class HFBackend(Backend):
             **({"cache": self.cache} if self.cache != "dynamic" else {}),
             "draft": self.draft,
             **({"prefix_cache": self.prefix_cache} if self.prefix_cache else {}),
+            **({"draft_corpus": self.draft_corpus} if self.draft_corpus else {}),
         }
 
     def close(self) -> None:
@@ -258,13 +271,20 @@ class HFBackend(Backend):
 
     def _drafter(self) -> Any:
         """The drafted decoder on the ragged one (which :meth:`_ragged` made), made once: it
-        drafts from its last answers too."""
+        drafts from its last answers and the ``draft_corpus`` too."""
         if self._drafted is None:
-            from agentworld_envs.backends.drafting import DraftedDecoder
+            from agentworld_envs.backends.drafting import DraftCorpus, DraftedDecoder
 
+            corpus = (DraftCorpus(self._token_ids(self._corpus_answers), self._end_id())
+                      if self._corpus_answers else None)
             self._drafted = DraftedDecoder(self._torch, self._decoder,
-                                           self._tokenizer.pad_token_id)
+                                           self._tokenizer.pad_token_id, corpus=corpus)
         return self._drafted
+
+    def _end_id(self) -> int:
+        """The token that ends an answer: the tokenizer's end token where it ends answers."""
+        end = self._tokenizer.eos_token_id
+        return end if end in self._eos_ids else min(self._eos_ids)
 
     def _ragged(self, config: Any) -> bool:
         """Whether a batch can use ragged decoding (a single prompt has no padding to skip, and

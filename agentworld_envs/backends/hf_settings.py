@@ -24,7 +24,7 @@ def _is_count(value: Any, least: int) -> bool:
 
 def check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any,
                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any,
-                   prefix_cache: Any) -> None:
+                   prefix_cache: Any, draft_corpus: Any) -> None:
     """Refuse a bad setting before anything loads; the message names the allowed values.
 
     Raises:
@@ -47,6 +47,9 @@ def check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any
         (draft not in DRAFTS, f"draft must be one of {DRAFTS}, not {draft!r}"),
         (not _is_count(prefix_cache, 0), f"prefix_cache must be an integer >= 0 (0 keeps none), "
                                          f"not {prefix_cache!r}"),
+        (draft_corpus is not None and not (isinstance(draft_corpus, str)
+                                           and Path(draft_corpus).expanduser().is_file()),
+         f"draft_corpus must be a file of answers (JSON lines) or None, not {draft_corpus!r}"),
     ) if bad]
     problems += [problem for name, value in (("model", model), ("adapter", adapter))
                  if isinstance(value, str) and (problem := _unreachable(name, value))]

@@ -14,14 +14,17 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["ADAPTERS", "adapter_dir"]
+__all__ = ["ADAPTERS", "DRAFT_CORPUS", "adapter_dir"]
 
 ADAPTERS = ("tools",)
 """The shipped adapters."""
+DRAFT_CORPUS = "draft_corpus.jsonl"
+"""The file of an adapter's folder that holds the answers of its training split (JSON lines),
+which the ``hf`` backend drafts from (its ``draft_corpus``)."""
 
 
 def adapter_dir(name: str) -> Path:
-    """The folder of a shipped adapter (weights, config, model card)."""
+    """The folder of a shipped adapter (weights, config, model card, draft corpus)."""
     if name not in ADAPTERS:
         raise ValueError(f"no shipped adapter {name!r}; shipped: {list(ADAPTERS)}")
     return Path(str(resources.files("agentworld_envs.models") / "adapters" / name))

