@@ -161,7 +161,7 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
         assert _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}}
                     )["type"] == "observation"
         huge = _ask(ws, {"type": "step", "data": {"message": "{" * 3_000_000}})
-        assert huge["type"] == "observation"  # read as a (wrong) final answer
+        assert huge["type"] == "observation", huge["data"]  # read as a (wrong) final answer
         assert (huge["data"]["reward"], huge["data"]["done"]) == (0.0, True)
         _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}})
         for action in floor_tasks.solution("B3", "v0"):
