@@ -125,6 +125,9 @@ def test_a_corpus_drafts_only_where_the_rows_own_sources_match_weakly() -> None:
     # no match elsewhere: what followed the row's last 6 tokens in the corpus
     assert PromptLookup([1, 2, 3, 4, 5, 6], corpus=corpus).propose(3) == [7, 8, 0]
     assert PromptLookup([20, 2, 3, 4, 5, 6], corpus=corpus).propose(3) == [9, 0]  # its end
+    # a model with no end token: answers follow each other
+    assert PromptLookup([20, 2, 3, 4, 5, 6], corpus=DraftCorpus(
+        [[20, 2, 3, 4, 5, 6, 9], [1]], end=None)).propose(3) == [9, 1]
     # fewer than 6 matching tokens find nothing there
     assert PromptLookup([50, 3, 4, 5, 6], corpus=corpus).propose(3) == []
     assert PromptLookup([50, 50, 3, 4, 5, 6], corpus=corpus).propose(3) == []
@@ -204,6 +207,24 @@ def test_a_hint_changes_the_speed_not_the_answer(tiny_lm_dir: Path, plain: HFBac
     assert [c.raw["token_ids"] for c in without] == [c.raw["token_ids"] for c in reference]
     assert (sum(c.raw["draft"]["forwards"] for c in hinted)
             < sum(c.raw["draft"]["forwards"] for c in without))
+
+
+def test_a_draft_corpus_changes_the_speed_not_the_answer(tiny_lm_dir: Path, plain: HFBackend,
+                                                        tmp_path: Path) -> None:
+    import json
+    import pickle
+
+    reference = plain.complete(requests())
+    corpus = tmp_path / "answers.jsonl"  # answers the model "was trained on": its own
+    corpus.write_text("".join(json.dumps(c.text) + "\n" for c in reference))
+    backend = HFBackend(str(tiny_lm_dir), draft_corpus=str(corpus))
+    out = backend.complete(requests())
+    assert [c.raw["token_ids"] for c in out] == [c.raw["token_ids"] for c in reference]
+    without = HFBackend(str(tiny_lm_dir)).complete(requests())
+    assert (sum(c.raw["draft"]["forwards"] for c in out)
+            < sum(c.raw["draft"]["forwards"] for c in without))
+    assert backend.describe()["draft_corpus"] == str(corpus)
+    assert pickle.loads(pickle.dumps(backend)).draft_corpus == str(corpus)
 
 
 def test_sampled_requests_are_never_drafted(tiny_lm_dir: Path, plain: HFBackend) -> None:

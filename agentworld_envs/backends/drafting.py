@@ -234,8 +234,9 @@ class _Source:
 
 
 class DraftCorpus(_Source):
-    """Answers a model was trained to write, each followed by an end token, indexed by their
-    :data:`CORPUS_NGRAM`-token windows, for every row to draft from.
+    """Answers a model was trained to write, each followed by an end token (when the model
+    has one), indexed by their :data:`CORPUS_NGRAM`-token windows, for every row to draft
+    from.
 
     Example:
         >>> corpus = DraftCorpus([[1, 2, 3, 4, 5, 6, 7, 8]], end=0)
@@ -243,11 +244,11 @@ class DraftCorpus(_Source):
         [7, 8, 0]
     """
 
-    def __init__(self, answers: Sequence[Sequence[int]], end: int,
+    def __init__(self, answers: Sequence[Sequence[int]], end: int | None,
                  ngram: int = CORPUS_NGRAM) -> None:
         super().__init__(ngram, shortest=ngram)
         for answer in answers:
-            self.extend([*answer, end])
+            self.extend([*answer] if end is None else [*answer, end])
 
     def view(self) -> _Source:
         """The corpus with a cursor of its own (for one row): the tokens and index are

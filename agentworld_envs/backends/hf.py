@@ -281,10 +281,12 @@ class HFBackend(Backend):
                                            self._tokenizer.pad_token_id, corpus=corpus)
         return self._drafted
 
-    def _end_id(self) -> int:
-        """The token that ends an answer: the tokenizer's end token where it ends answers."""
+    def _end_id(self) -> int | None:
+        """The token that ends an answer: the tokenizer's end token where it ends answers, else
+        the lowest that does (None for a model with none)."""
+        ends = {token for token in self._eos_ids if token is not None}
         end = self._tokenizer.eos_token_id
-        return end if end in self._eos_ids else min(self._eos_ids)
+        return end if end in ends else min(ends, default=None)
 
     def _ragged(self, config: Any) -> bool:
         """Whether a batch can use ragged decoding (a single prompt has no padding to skip, and
