@@ -103,12 +103,17 @@ class PromptLookup:
     """
 
     def __init__(self, tokens: Sequence[int], hint: Sequence[int] = (), ngram: int = NGRAM,
-                 recent: Sequence[int] = (), corpus: DraftCorpus | None = None) -> None:
+                 recent: Sequence[int] | _Source = (), corpus: DraftCorpus | None = None
+                 ) -> None:
         self._ngram = ngram
-        self._hint, self._own, self._recent = _Source(ngram), _Source(ngram), _Source(ngram)
+        self._hint, self._own = _Source(ngram), _Source(ngram)
         self._hint.extend(hint)
         self._own.extend(tokens)
-        self._recent.extend(recent)
+        if isinstance(recent, _Source):  # indexed once for every row of a batch
+            self._recent = recent.view()
+        else:
+            self._recent = _Source(ngram)
+            self._recent.extend(recent)
         self._corpus = corpus.view() if corpus is not None else None
         self._drafted: int | None = None  # the first token of the draft not yet followed
         self.missed = False
@@ -170,9 +175,10 @@ class PromptLookup:
         return None
 
     def _corpus_match(self, tokens: list[int]) -> tuple[int, _Source, int] | None:
-        """The reach, source and start of the corpus's best occurrence of the row's tail."""
+        """The reach, source and start of the corpus's best occurrence of the row's tail (the
+        row has a corpus)."""
         corpus = self._corpus
-        if corpus is None or len(tokens) < corpus.shortest:
+        if len(tokens) < corpus.shortest:
             return None
         best = max(((corpus.reach(start, tokens), going_on, start)
                     for start, going_on in corpus.occurrences(tuple(tokens[-corpus.shortest:]))),
@@ -232,6 +238,12 @@ class _Source:
             reach += 1
         return reach
 
+    def view(self) -> _Source:
+        """These tokens and their index, shared, with a cursor of its own (for one row)."""
+        view = copy.copy(self)
+        view.cursor = 0
+        return view
+
 
 class DraftCorpus(_Source):
     """Answers a model was trained to write, each followed by an end token (when the model
@@ -249,13 +261,6 @@ class DraftCorpus(_Source):
         super().__init__(ngram, shortest=ngram)
         for answer in answers:
             self.extend([*answer] if end is None else [*answer, end])
-
-    def view(self) -> _Source:
-        """The corpus with a cursor of its own (for one row): the tokens and index are
-        shared."""
-        view = copy.copy(self)
-        view.cursor = 0
-        return view
 
 
 def read_corpus(path: str | Path) -> list[str]:
@@ -319,7 +324,8 @@ class DraftedDecoder:
         how each row was decoded. ``hints`` (one per prompt) only change the speed."""
         hints = hints or [()] * len(prompts)
         # a copy: a call that outlived the simulator's timeout may still be adding to it
-        recent = [token for answer in list(self._recent) for token in answer]
+        recent = _Source(self._ngram)
+        recent.extend([token for answer in list(self._recent) for token in answer])
         lookups = [PromptLookup(p, h, self._ngram, recent, self._corpus)
                    for p, h in zip(prompts, hints, strict=True)]
         with self._torch.inference_mode():
