@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from agentworld_envs.backends import make_backend
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.bench.items import load_items
 from agentworld_envs.bench.sample import sample_path
@@ -26,8 +27,8 @@ def test_agreement_names_each_changed_item_where_its_answer_first_differs() -> N
     other = {"name": "scripted", "rules": [{"match": re.escape(changed),
                                             "reply": "<predicted_observation>no</"
                                                      "predicted_observation>"}]}
-    result = agreement({"reference": scripted, "same": scripted, "other": other}, items, 16,
-                       batch_size=4)
+    result = agreement({"reference": make_backend(scripted), "same": make_backend(scripted),
+                        "other": make_backend(other)}, items, 16, batch_size=4)
     assert result["items"] == 6 and result["reference"] == "reference"
     assert set(result["cpu_seconds"]) == {"reference", "same", "other"}
     assert result["same"] == {"identical": 6, "differ": []}
@@ -44,5 +45,6 @@ def test_agreement_names_each_changed_item_where_its_answer_first_differs() -> N
 def test_agreement_stops_at_a_failed_request_instead_of_comparing_it() -> None:
     failing = {"name": "scripted", "rules": [{"match": ".", "error": "out of memory"}]}
     with pytest.raises(TooManyFaultsError, match="out of memory"):
-        agreement({"reference": {"name": "scripted"}, "other": failing},
+        agreement({"reference": make_backend({"name": "scripted"}),
+                   "other": make_backend(failing)},
                   load_items(sample_path())[:2], 16)

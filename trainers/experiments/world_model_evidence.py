@@ -62,7 +62,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import agentworld_envs  # noqa: F401 - registers the envs
-from agentworld_envs.backends import SamplingParams, make_backend
+from agentworld_envs.backends import Backend, SamplingParams, make_backend
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING, embedded_backend
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
@@ -224,14 +224,13 @@ def first_difference(a: str, b: str) -> int | None:
     return None if a == b else len(os.path.commonprefix([a, b]))
 
 
-def agreement(backends: dict[str, dict[str, Any]], items: list[BenchItem], max_tokens: int,
+def agreement(backends: dict[str, Backend], items: list[BenchItem], max_tokens: int,
               batch_size: int = 16) -> dict[str, Any]:
     """Greedy answers of the first backend and each other one on the same items, batch by batch
     in turn (so that a busy moment costs each alike): per other backend, the items whose answer
     differs from the first's, and every backend's CPU seconds. A failed request stops it
     (:class:`TooManyFaultsError`): it has no answer to compare."""
-    models = {label: TalliedBackend(make_backend(config), FaultTally(0))
-              for label, config in backends.items()}
+    models = {label: TalliedBackend(backend, FaultTally(0)) for label, backend in backends.items()}
     sampling = SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens}, seed=0)
     answers: dict[str, list[str | None]] = {label: [] for label in models}
     cpu = dict.fromkeys(models, 0.0)
@@ -242,8 +241,6 @@ def agreement(backends: dict[str, dict[str, Any]], items: list[BenchItem], max_t
             answers[label] += predict(model, items[start:start + batch_size], sampling,
                                       batch_size)
             cpu[label] += time.process_time() - clock
-    for model in models.values():
-        model.inner.close()
     reference, *others = models
     result: dict[str, Any] = {"items": len(items), "reference": reference,
                               "cpu_seconds": {k: round(v, 1) for k, v in cpu.items()}}
@@ -260,12 +257,17 @@ def agreement(backends: dict[str, dict[str, Any]], items: list[BenchItem], max_t
 def agree(out: Path, dtype: str, count: int, adapter: str | None, max_tokens: int) -> None:
     """``agreement`` of the embedded model in ``dtype`` with float32 on both domains."""
     model = _adapter_config(Path(adapter)) if adapter else embedded_backend("tools")
-    backends = {"float32": {**model, "dtype": "float32"}, dtype: {**model, "dtype": dtype}}
+    backends = {"float32": make_backend({**model, "dtype": "float32"}),
+                dtype: make_backend({**model, "dtype": dtype})}
     evidence = {}
-    for domain in ("floor", "mcp"):
-        evidence[domain] = agreement(backends, _draw(out, domain, count), max_tokens)
-        print(domain, {k: v for k, v in evidence[domain].items() if k != dtype},
-              f"{dtype} identical: {evidence[domain][dtype]['identical']}", flush=True)
+    try:
+        for domain in ("floor", "mcp"):
+            evidence[domain] = agreement(backends, _draw(out, domain, count), max_tokens)
+            print(domain, {k: v for k, v in evidence[domain].items() if k != dtype},
+                  f"{dtype} identical: {evidence[domain][dtype]['identical']}", flush=True)
+    finally:
+        for backend in backends.values():
+            backend.close()
     (out / f"agreement_{dtype}.json").write_text(json.dumps(evidence, indent=2))
 
 
