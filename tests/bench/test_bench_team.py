@@ -9,7 +9,7 @@
   ``pygame`` (rps imports it);
 * one TeamTR stage of a SmolLM2 team, here and in another checkout of the project named by
   ``AGENTWORLD_BASELINE`` (an earlier commit, e.g. ``git worktree add /tmp/before 24c5a24``),
-  in the same run.
+  in the same run, with the floor under this checkout's stage (:mod:`tests.bench.lm_stage_floor`).
 """
 
 from __future__ import annotations
@@ -266,14 +266,17 @@ first, and prints its ``time/`` figures: fields every version since the LM teams
 
 
 def _stage_in(checkout: Path | None, settings: dict[str, Any]) -> dict[str, float]:
-    """The ``time/`` figures of a stage trained in a fresh process on ``checkout``'s code (this
-    checkout's when None), each version with its own defaults (threads among them)."""
+    """The ``time/`` figures of a stage trained in a fresh process on ``checkout``'s code, or
+    on this checkout's (None) with its floor (:mod:`tests.bench.lm_stage_floor`), each version
+    with its own defaults (threads among them)."""
     env = dict(os.environ)
     if checkout is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout),
                                                           env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-c", STAGE_DRIVER, json.dumps(settings)],
-                          env=env, cwd=checkout, capture_output=True, text=True)
+    driver = ["-c", STAGE_DRIVER] if checkout else ["-m", "tests.bench.lm_stage_floor"]
+    done = subprocess.run([sys.executable, *driver, json.dumps(settings)], env=env,
+                          cwd=checkout or Path(__file__).parents[2], capture_output=True,
+                          text=True)
     if done.returncode:
         pytest.fail(f"the stage failed on {checkout or 'this checkout'}:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -284,7 +287,9 @@ def test_lm_team_stage_against_a_checkout(benchmark) -> None:
     messages) in ``AGENTWORLD_BASELINE``'s code with its defaults, then in this checkout's with
     float32 (the default) and with bfloat16, each in a fresh process, one after the other:
     ``extra_info`` has each one's stage, rollout and update seconds and its speed-up over the
-    baseline's stage."""
+    baseline's stage; for this checkout also the floor under its stage
+    (:mod:`tests.bench.lm_stage_floor`: the update and prefill as measured, decoding at the cost
+    of its matrix products alone) and the speed-up that floor would give."""
     pytest.importorskip("peft")
     if not os.environ.get("AGENTWORLD_BASELINE"):
         pytest.skip("set AGENTWORLD_BASELINE to another checkout of the project")
@@ -304,5 +309,9 @@ def test_lm_team_stage_against_a_checkout(benchmark) -> None:
         figures = {key: round(stage.get(f"time/{key}", 0.0), 2)
                    for key in ("stage_s", "rollout_s", "update_s")}
         figures["speedup"] = round(before / stage["time/stage_s"], 2)
+        if "floor/floor_s" in stage:
+            figures.update({key.removeprefix("floor/"): round(value, 4)
+                            for key, value in stage.items() if key.startswith("floor/")})
+            figures["floor_speedup"] = round(before / stage["floor/floor_s"], 2)
         benchmark.extra_info[name] = figures
         print(f"[{name}] {figures}")
