@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentworld_envs.protocol import format_tool_call, parse_action
-from agentworld_envs.protocol.text_space import UnicodeText
+from agentworld_envs.protocol import UnicodeText, format_tool_call, parse_action
 from agentworld_envs.protocol.tool_calls import MAX_ERRORS, MAX_NAME_LENGTH
 from agentworld_envs.protocol.tools import (
     ToolArgumentError,

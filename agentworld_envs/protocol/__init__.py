@@ -1,5 +1,6 @@
 """The text protocol shared by every env: text spaces, tool-call parsing and tool schemas."""
 
+from agentworld_envs.protocol.text_space import UnicodeText
 from agentworld_envs.protocol.tool_calls import (
     ParsedAction,
     ParseError,
@@ -8,4 +9,5 @@ from agentworld_envs.protocol.tool_calls import (
     parse_action,
 )
 
-__all__ = ["ParseError", "ParsedAction", "ToolCall", "format_tool_call", "parse_action"]
+__all__ = ["ParseError", "ParsedAction", "ToolCall", "UnicodeText", "format_tool_call",
+           "parse_action"]
