@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from trainers import teamtr
+from trainers.common.args import ConfigError
 from trainers.common.batch import Samples
+from trainers.common.objectives import message_kl
 from trainers.common.rollouts import TextRollouts
 from trainers.common.updates import UpdateSettings, policy_update
 from trainers.policies.lm import CausalLMPolicy, fit_context
@@ -95,6 +97,70 @@ def test_a_stop_string_cuts_the_message_after_the_token_that_completes_it(
             assert stopped.texts[row] == full.texts[row].split(stop, 1)[0]
         else:
             assert stopped.texts[row] == full.texts[row]
+
+
+def test_a_stop_string_begun_in_the_prompt_does_not_end_the_message(tiny_lm_dir: Path) -> None:
+    """A stop string made of the prompt's last character and a message's first is not in the
+    message: the message runs on as if there were no stop string (transformers' own
+    ``stop_strings`` ended it there, padded to the batch's longest)."""
+    free = CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=8)
+    observations = [_observation(s) for s in (1, 2, 3, 4)]
+    full = free.generate(observations, torch.Generator().manual_seed(3))
+    end = free.tokenizer.decode(free.encode_prompt(observations[0]))[-1]
+    stop = next(end + text[0] for text in full.texts if text and end + text[0] not in text)
+    stopped = CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=8, stop=[stop]).generate(
+        observations, torch.Generator().manual_seed(3))
+    kept = [row for row, text in enumerate(full.texts) if stop not in text]
+    assert any(full.texts[row].startswith(stop[1:]) for row in kept)
+    for row in kept:
+        assert stopped.response_ids[row] == full.response_ids[row]
+        assert stopped.logprobs[row] == pytest.approx(full.logprobs[row], abs=1e-5)
+
+
+def _model_copy(tiny_lm_dir: Path, folder: Path, file: str, **changes) -> Path:
+    """A copy of the tiny model with ``changes`` made to one of its JSON files."""
+    import json
+    import shutil
+
+    shutil.copytree(tiny_lm_dir, folder)
+    settings = json.loads((folder / file).read_text())
+    (folder / file).write_text(json.dumps({**settings, **changes}))
+    return folder
+
+
+def test_the_models_generation_defaults_do_not_change_the_draw_but_its_end_tokens_end_it(
+        tiny_lm_dir: Path, tmp_path: Path) -> None:
+    """A ``repetition_penalty`` in the model's generation defaults would draw from another
+    distribution than the one scored; an end token named only there still ends a message."""
+    observation = _observation()
+    plain = CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=16)
+    greedy = plain.generate([observation], torch.Generator(), greedy=True).response_ids[0]
+    assert len(set(greedy)) < len(greedy)  # a repeated token, which a penalty would change
+    penalised = _model_copy(tiny_lm_dir, tmp_path / "penalised", "generation_config.json",
+                            repetition_penalty=1e6)
+    policy = CausalLMPolicy(str(penalised), max_new_tokens=16)
+    assert policy.generate([observation], torch.Generator(), greedy=True).response_ids == [greedy]
+    sampled = [p.generate([observation], torch.Generator().manual_seed(1)).response_ids
+               for p in (plain, policy)]
+    assert sampled[0] == sampled[1]
+    end = next(i for i, token in enumerate(greedy) if i and token not in greedy[:i])
+    ended = _model_copy(tiny_lm_dir, tmp_path / "ended", "generation_config.json",
+                        eos_token_id=[plain.tokenizer.eos_token_id, greedy[end]])
+    policy = CausalLMPolicy(str(ended), max_new_tokens=16)
+    assert policy.generate([observation], torch.Generator(), greedy=True).response_ids == [
+        greedy[:end + 1]]
+
+
+def test_a_policy_has_no_dropout_when_checkpointing_scores_in_training_mode(
+        tiny_lm_dir: Path, tmp_path: Path) -> None:
+    noisy = _model_copy(tiny_lm_dir, tmp_path / "dropout", "config.json", attention_dropout=0.5)
+    policy = CausalLMPolicy(str(noisy), max_new_tokens=6, gradient_checkpointing=True)
+    samples = _samples(policy, [_observation(s) for s in (1, 2)], seed=0)
+    with torch.enable_grad():
+        trained = [policy.token_logprobs(samples).detach() for _ in range(2)]
+    assert torch.allclose(trained[0], samples.old_logp, atol=1e-5)
+    assert torch.allclose(trained[1], samples.old_logp, atol=1e-5)
+    assert not policy.module.training
 
 
 def test_the_context_budget_cuts_the_prompt_in_the_middle(tiny_lm_dir: Path) -> None:
@@ -186,6 +252,47 @@ def test_a_bfloat16_lora_team_trains_a_stage(tiny_lm_dir: Path) -> None:
     record = result.history[1]
     assert all(np.isfinite(v) for v in record.values() if isinstance(v, float))
     assert result.team.collections == 2
+
+
+def test_bfloat16_rollouts_take_the_old_log_probs_from_a_scoring_pass(tiny_lm_dir: Path) -> None:
+    """In bf16 the cached sampling pass rounds otherwise than a scoring pass, so its log-probs
+    would start every update off its own old policy; float32 keeps the sampling pass's."""
+    pytest.importorskip("peft")
+    for dtype in ("float32", "bfloat16"):
+        policy = CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, dtype=dtype, max_new_tokens=16,
+                                score_batch_size=2)
+        messages = policy.generate([_observation(s) for s in (1, 2, 3)],
+                                   torch.Generator().manual_seed(0))
+        assert (messages.logprobs is None) == (dtype == "bfloat16")
+        batch = TextRollouts("team_envs/countdown-v0", {"n_agents": 2}).collect(
+            [policy, policy], 2, 2, np.random.default_rng(0), torch.Generator().manual_seed(0))
+        for samples in batch.samples:
+            with torch.no_grad():
+                new = policy.token_logprobs(samples)
+            assert float(message_kl(new, samples.old_logp, samples.mask).max()) < 1e-6
+
+
+def test_an_update_reports_the_losses_of_its_last_pass(tiny_lm_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """5 messages in 4 minibatches are 3 chunks (torch's ``chunk``): the statistics are the
+    last epoch's 3, not 4 reaching back into the epoch before."""
+    import trainers.common.updates as updates
+
+    policy = CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=4)
+    samples = _samples(policy, [_observation(s) for s in range(1, 6)], seed=0)
+    chunks = iter(range(100))
+    monkeypatch.setattr(updates, "accumulate", lambda *_: {"loss": float(next(chunks))})
+    losses = policy_update(policy, torch.optim.SGD(policy.module.parameters(), lr=0.0), samples,
+                           torch.ones(5), UpdateSettings(2, 4, 0.2, 1.0),
+                           torch.Generator().manual_seed(0))
+    assert next(chunks) == 6 and losses == {"loss": 4.0}  # chunks 3, 4, 5 of 0..5
+
+
+def test_bfloat16_weights_train_only_as_lora_adapters(tiny_lm_dir: Path) -> None:
+    settings = dict(env_id="team_envs/countdown-v0", model=str(tiny_lm_dir), dtype="bfloat16")
+    with pytest.raises(ConfigError, match="dtype: bfloat16 weights train only as LoRA"):
+        teamtr.Args(**settings)
+    assert teamtr.Args(**settings, lora_rank=4).dtype == "bfloat16"
 
 
 def test_text_rollouts_score_in_micro_batches_like_one_batch(tiny_lm_dir: Path) -> None:

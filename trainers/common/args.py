@@ -159,6 +159,10 @@ class TeamArgs:
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
                                             f"a group, got {self.group_size}")
+        if self.dtype != "float32" and not self.lora_rank:
+            raise ConfigError("dtype", f"{self.dtype} weights train only as LoRA adapters (peft "
+                                       "keeps those in float32): set lora_rank; AdamW steps on "
+                                       f"{self.dtype} weights lose most small updates")
         if self.generation == "vllm" and not self.lora_rank:
             raise ConfigError("generation", "vllm serves the agents as LoRA adapters: set "
                                             "lora_rank")

@@ -127,16 +127,15 @@ def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples
         return {}
     params = trainable(policy)
     loss_of = _ppo_loss(policy, advantages, settings.clip, beta, weights)
-    stats: list[dict[str, float]] = []
     for _ in range(settings.epochs):
         order = torch.randperm(len(samples), generator=generator)
+        stats: list[dict[str, float]] = []  # this pass's (chunk may give fewer than asked)
         for chunk in order.chunk(settings.minibatches):
             optimizer.zero_grad(set_to_none=True)
             stats.append(accumulate(policy, samples, chunk.numpy(), loss_of))
             torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
             optimizer.step()
-    return {name: float(np.mean([s[name] for s in stats[-settings.minibatches:]]))
-            for name in stats[-1]}
+    return {name: float(np.mean([s[name] for s in stats])) for name in stats[-1]}
 
 
 def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.optim.Optimizer],

@@ -107,6 +107,58 @@ def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
     return tokens[:low]
 
 
+class MessageStops:
+    """A ``generate`` stopping criterion: a row ends once its own message holds a stop string.
+
+    transformers' ``stop_strings`` also match across the prompt's end (a stop string that starts
+    in the assistant header and ends in the first generated token stops the row), leaving a
+    message with no stop string in it, padded to the batch's longest. Here only the generated
+    tokens are read: the last ``window`` of them, enough to spell the longest stop string
+    (a character takes at most 4 byte tokens), so a step costs the same however long the
+    message. :func:`cut_at_stop` then finds the token that completed it.
+    """
+
+    def __init__(self, start: int, stop: Sequence[str], tokenizer: Any) -> None:
+        self.start, self.stop, self.tokenizer = start, tuple(stop), tokenizer
+        self.window = 4 * max(map(len, self.stop)) + 1
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        tail = input_ids[:, max(self.start, input_ids.shape[1] - self.window):]
+        texts = self.tokenizer.batch_decode(tail, skip_special_tokens=True)
+        return torch.tensor([any(s in text for s in self.stop) for text in texts],
+                            dtype=torch.bool, device=input_ids.device)
+
+
+def neutral_generation_config(network: Any, tokenizer: Any) -> Any:
+    """The model's generation defaults replaced by transformers' neutral ones, keeping its
+    special tokens, every end token among them (those of the model's config, of its generation
+    defaults and of the tokenizer).
+
+    ``generate`` fills whatever a call leaves unset from the model's defaults: one such as a
+    ``repetition_penalty`` would sample from another distribution than the tempered one whose
+    log-probs the updates use, and greedy evaluation would change with it."""
+    from transformers import GenerationConfig
+
+    defaults = network.generation_config
+    ends: set[int] = set()
+    for ids in (network.config.eos_token_id, defaults.eos_token_id, tokenizer.eos_token_id):
+        ends.update([ids] if isinstance(ids, int) else ids or ())
+    return GenerationConfig(bos_token_id=defaults.bos_token_id, eos_token_id=sorted(ends),
+                            pad_token_id=tokenizer.pad_token_id)
+
+
+def without_dropout(network: torch.nn.Module) -> None:
+    """Turns off every dropout of ``network`` (its ``Dropout`` layers and the attention
+    dropout rate of its attention layers), as TRL does for a policy: scoring runs in training
+    mode when gradient checkpointing is on, and dropout would make the new log-probs noisy
+    against the old ones."""
+    for module in network.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
+
+
 def _contiguous_input(_: Any, args: tuple) -> tuple:
     """The output layer's input made contiguous. ``logits_to_keep`` slices the last positions
     of a batch, and torch's CPU ``linear`` turns such a strided 3-D input into a batched
@@ -187,9 +239,7 @@ class CausalLMPolicy:
         if self.context_tokens <= self.max_new_tokens:
             raise ValueError(f"context_tokens ({self.context_tokens}) must exceed max_new_tokens "
                              f"({self.max_new_tokens})")
-        eos = config.eos_token_id
-        self._eos = {eos} if isinstance(eos, int) else set(eos or ())
-        self._eos.add(self.tokenizer.eos_token_id)
+        self._eos = set(self.module.generation_config.eos_token_id)
 
     def _load(self, transformers: Any, dtype: str, checkpointing: bool, device: str,
               alpha: int, seed: int) -> None:
@@ -204,6 +254,8 @@ class CausalLMPolicy:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         network = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
+        network.generation_config = neutral_generation_config(network, self.tokenizer)
+        without_dropout(network)
         network.get_output_embeddings().register_forward_pre_hook(_contiguous_input)
         if self.gradient_checkpointing:  # renamed activation_checkpointing_enable in 5.x
             enable = getattr(network, "activation_checkpointing_enable",
@@ -305,15 +357,14 @@ class CausalLMPolicy:
             attention[row, start:prompt_width + len(response)] = 1
         return ids.to(self.device), attention.to(self.device)
 
-    def _generation_config(self, greedy: bool) -> Any:
+    def _generation_config(self, greedy: bool, **outputs: bool) -> Any:
         from transformers import GenerationConfig
 
         sampling = {} if greedy else {"temperature": self.temperature, "top_p": self.top_p,
                                       "top_k": self.top_k}
         return GenerationConfig(do_sample=not greedy, max_new_tokens=self.max_new_tokens,
                                 eos_token_id=sorted(self._eos),
-                                pad_token_id=self.tokenizer.pad_token_id,
-                                stop_strings=list(self.stop) or None, **sampling)
+                                pad_token_id=self.tokenizer.pad_token_id, **sampling, **outputs)
 
     @torch.no_grad()
     def generate(self, observations: Sequence[dict[str, Any]], generator: torch.Generator,
@@ -343,24 +394,31 @@ class CausalLMPolicy:
     def _generated(self, prompts: list[list[int]], greedy: bool,
                    seed: int) -> tuple[list[list[int]], list[list[float]] | None]:
         """The token ids ``generate`` appends to each prompt (padding after eos included) and,
-        when sampling, each one's log-prob under the tempered full distribution, from the
-        sampling pass's own logits (so the old log-probs need no second forward pass)."""
+        when sampling in float32, each one's log-prob under the tempered full distribution,
+        from the sampling pass's own logits (so the old log-probs need no second forward pass).
+
+        In bfloat16 the cached decoding pass and a scoring pass round differently (on
+        SmolLM2-135M a message KL of up to 0.1 at zero update, over 32 tokens), so the old
+        log-probs are left to a scoring pass, measured as the new ones are."""
         width = max(len(p) for p in prompts)
         ids, attention = self._padded([(p, ()) for p in prompts], width, width)
+        recorded = not greedy and self.dtype == "float32"
+        stops = [MessageStops(width, self.stop, self.tokenizer)] if self.stop else None
         self.activate()
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             output = self.module.generate(
-                input_ids=ids, attention_mask=attention,
-                generation_config=self._generation_config(greedy), tokenizer=self.tokenizer,
-                return_dict_in_generate=True, output_logits=not greedy)
+                input_ids=ids, attention_mask=attention, stopping_criteria=stops,
+                generation_config=self._generation_config(
+                    greedy, return_dict_in_generate=True, output_logits=recorded))
         tokens = output.sequences[:, width:]
-        if greedy:
+        if not recorded:
             return tokens.cpu().tolist(), None
-        logits = torch.stack(output.logits, dim=1).float() / self.temperature
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1))
-        return tokens.cpu().tolist(), logprobs.squeeze(-1).cpu().tolist()
+        logprobs = torch.stack([  # one step's distribution at a time
+            torch.log_softmax(step.float() / self.temperature, dim=-1).gather(
+                -1, tokens[:, i, None]).squeeze(-1) for i, step in enumerate(output.logits)], 1)
+        return tokens.cpu().tolist(), logprobs.cpu().tolist()
 
     def token_logprobs(self, samples: Samples) -> torch.Tensor:
         """Per-token log-probs ``(M, T)`` of the agent's message tokens (0 elsewhere), under
@@ -374,11 +432,15 @@ class CausalLMPolicy:
         if not len(messages):  # an agent that wrote nothing in the batch (router handoff)
             return torch.zeros((0, width))
         self.activate()
+        # training mode only turns checkpointing on: the policy has no dropout (``_load``)
         self.module.train(self.gradient_checkpointing and torch.is_grad_enabled())
         size = self.score_batch_size or len(messages)
-        parts = [self._scored(messages.subset(np.arange(start, min(start + size, len(messages)))),
-                              width) for start in range(0, len(messages), size)]
-        self.module.eval()
+        try:
+            parts = [self._scored(messages.subset(np.arange(start, min(start + size,
+                                                                       len(messages)))), width)
+                     for start in range(0, len(messages), size)]
+        finally:
+            self.module.eval()
         return torch.cat(parts) * samples.mask
 
     def _scored(self, messages: TextMessages, width: int) -> torch.Tensor:
