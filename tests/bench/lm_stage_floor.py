@@ -12,9 +12,10 @@ measures, on the same team and the same prompts:
 * ``prefill_gflop_per_s``: the prefill's rate in the products of its layers (2 flops per
   weight and token, the output layer left out: it runs on one position a row).
 
-``floor_s`` is the stage's update seconds plus the prefill plus ``decode_steps`` times
-``linears_s``: the stage if decoding cost nothing but its weight reads, the update and the
-prefill as they are. It prints the stage's ``time/`` figures and these as one JSON line.
+``floor_s`` is the stage with its rollouts cut to the prefill plus ``decode_steps`` times
+``linears_s``: the stage if decoding (and the env, and the chat template) cost nothing but the
+weight reads, the scoring and update passes and the prefill as they are. It prints the stage's
+``time/`` figures and these as one JSON line.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def main(settings: dict[str, Any]) -> dict[str, float]:
         "floor/prefill_s": prefill, "floor/linears_s": linears, "floor/decode_steps": steps,
         "floor/generate_calls": len(calls), "floor/prefill_tokens": padded,
         "floor/prefill_gflop_per_s": 2 * products * padded / prefill / 1e9,
-        "floor/floor_s": figures["time/update_s"] + prefill + steps * linears})
+        "floor/floor_s": (figures["time/stage_s"] - figures["time/rollout_s"] + prefill
+                          + steps * linears)})
     return figures
 
 

@@ -286,10 +286,10 @@ def test_lm_team_stage_against_a_checkout(benchmark) -> None:
     """The stage of :func:`test_lm_team_stage` (SmolLM2-135M, 3 agents, 4 episodes, 32-token
     messages) in ``AGENTWORLD_BASELINE``'s code with its defaults, then in this checkout's with
     float32 (the default) and with bfloat16, each in a fresh process, one after the other:
-    ``extra_info`` has each one's stage, rollout and update seconds and its speed-up over the
-    baseline's stage; for this checkout also the floor under its stage
-    (:mod:`tests.bench.lm_stage_floor`: the update and prefill as measured, decoding at the cost
-    of its matrix products alone) and the speed-up that floor would give."""
+    ``extra_info`` has each one's stage, rollout, scoring and update seconds and its speed-up
+    over the baseline's stage; for this checkout also the floor under its stage
+    (:mod:`tests.bench.lm_stage_floor`: the passes and the prefill as measured, decoding at the
+    cost of its matrix products alone) and the speed-up that floor would give."""
     pytest.importorskip("peft")
     if not os.environ.get("AGENTWORLD_BASELINE"):
         pytest.skip("set AGENTWORLD_BASELINE to another checkout of the project")
@@ -307,7 +307,7 @@ def test_lm_team_stage_against_a_checkout(benchmark) -> None:
     before = stages["baseline"]["time/stage_s"]
     for name, stage in stages.items():
         figures = {key: round(stage.get(f"time/{key}", 0.0), 2)
-                   for key in ("stage_s", "rollout_s", "update_s")}
+                   for key in ("stage_s", "rollout_s", "scoring_s", "update_s")}
         figures["speedup"] = round(before / stage["time/stage_s"], 2)
         if "floor/floor_s" in stage:
             figures.update({key.removeprefix("floor/"): round(value, 4)
