@@ -288,6 +288,26 @@ def test_an_update_reports_the_losses_of_its_last_pass(tiny_lm_dir: Path,
     assert next(chunks) == 6 and losses == {"loss": 4.0}  # chunks 3, 4, 5 of 0..5
 
 
+def test_a_team_update_reports_the_losses_of_its_last_pass(tiny_lm_dir: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for every agent's update at once: 6 episodes in 4 minibatches, 2 epochs."""
+    import trainers.common.updates as updates
+
+    policy = CausalLMPolicy(str(tiny_lm_dir), max_new_tokens=4)
+    batch = TextRollouts("team_envs/countdown-v0", {"n_agents": 2}).collect(
+        [policy, policy], 3, 2, np.random.default_rng(0), torch.Generator().manual_seed(0))
+    assert batch.episodes == 6
+    chunks = iter(range(100))
+    monkeypatch.setattr(updates, "accumulate", lambda *_: {"policy_loss": float(next(chunks))})
+    optimizer = torch.optim.SGD(policy.module.parameters(), lr=0.0)
+    losses = updates.simultaneous_update([policy, policy], [optimizer, optimizer], batch, 1.0,
+                                         UpdateSettings(2, 4, 0.2, 1.0),
+                                         torch.Generator().manual_seed(0))
+    # 6 episodes in 4 minibatches are 3 chunks of 2; each sums its 2 agents' losses
+    assert next(chunks) == 12
+    assert losses == {"policy_loss": np.mean([6 + 7, 8 + 9, 10 + 11])}
+
+
 def test_bfloat16_weights_train_only_as_lora_adapters(tiny_lm_dir: Path) -> None:
     settings = dict(env_id="team_envs/countdown-v0", model=str(tiny_lm_dir), dtype="bfloat16")
     with pytest.raises(ConfigError, match="dtype: bfloat16 weights train only as LoRA"):

@@ -145,15 +145,16 @@ def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.opti
 
     Minibatches are sets of episodes, holding every agent's messages in them; the gradient norm
     is clipped over all parameters together and every optimiser steps. With a policy shared by
-    all agents this is single-agent GRPO over all of the team's messages.
+    all agents this is single-agent GRPO over the team's messages, each role's loss a mean over
+    its own messages and the roles' losses summed. Returns the mean loss of the last pass.
     """
     advantages = torch.as_tensor(group_advantages(batch.rewards, batch.groups, adv_clip),
                                  dtype=torch.float32)
     unique = list({id(o): o for o in optimizers}.values())
     params = list({id(p): p for policy in policies for p in trainable(policy)}.values())
-    losses: list[float] = []
     for _ in range(settings.epochs):
         order = torch.randperm(batch.episodes, generator=generator)
+        losses: list[float] = []  # this pass's (chunk may give fewer than asked)
         for chunk in order.chunk(settings.minibatches):
             chosen = np.zeros(batch.episodes, dtype=bool)
             chosen[chunk.numpy()] = True
@@ -170,7 +171,7 @@ def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.opti
             for optimizer in unique:
                 optimizer.step()
             losses.append(loss)
-    return {"policy_loss": float(np.mean(losses[-settings.minibatches:]))}
+    return {"policy_loss": float(np.mean(losses))}
 
 
 @torch.no_grad()
