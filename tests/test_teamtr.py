@@ -191,6 +191,73 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(tmp_path) -> None:
         "agent_0.pt", "agent_1.pt", "trainer.pt"]
 
 
+def test_a_resumed_run_logs_every_point_an_uninterrupted_one_logs_once(tmp_path) -> None:
+    """TensorBoard's log of a run resumed after stage 1 equals that of a run never stopped:
+    the resumed writer purges what came after the last saved stage, not that stage's points,
+    and the final evaluation is not logged again at a step whose stage was evaluated."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    def points(run_dir: str) -> dict[str, list[tuple[int, float]]]:
+        events = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        return {tag: [(e.step, e.value) for e in events.Scalars(tag)]
+                for tag in ("charts/team_reward", "charts/eval_team_reward")}
+
+    settings = dict(total_episodes=4 * 256, eval_every=1, eval_episodes=64)
+    full = teamtr.train(easy_args(**settings, log_dir=str(tmp_path / "full")))
+
+    def interrupt(stage: int, team: Team, record: dict) -> None:
+        if stage == 1:
+            raise KeyboardInterrupt
+
+    args = easy_args(**settings, log_dir=str(tmp_path / "cut"),
+                     checkpoint_dir=str(tmp_path / "checkpoint"))
+    with pytest.raises(KeyboardInterrupt):
+        teamtr.train(args, on_stage_end=interrupt)
+    resumed = teamtr.train(dataclasses.replace(args, resume=True))
+    logged = points(full.run_dir)
+    assert [step for step, _ in logged["charts/team_reward"]] == [256, 512, 768, 1024]
+    assert [step for step, _ in logged["charts/eval_team_reward"]] == [0, 256, 512, 768, 1024]
+    assert points(resumed.run_dir) == logged
+    assert full.history[-1]["charts/final_eval"] == full.history[-2]["charts/eval_team_reward"]
+
+
+def test_a_run_resumes_only_with_its_own_settings(tmp_path) -> None:
+    args = easy_args(total_episodes=2 * 256, checkpoint_dir=str(tmp_path))
+    teamtr.train(args)
+    longer = dataclasses.replace(args, total_episodes=3 * 256, resume=True)
+    with pytest.raises(ConfigError, match="^seed: 2 differs from the checkpoint's 1"):
+        teamtr.train(dataclasses.replace(longer, seed=2))
+    with pytest.raises(ConfigError, match="^exp_name: 'stale_sequential' differs"):
+        stale_sequential.train(stale_sequential.Args(**{
+            **EASY, "total_episodes": 3 * 256, "checkpoint_dir": str(tmp_path),
+            "resume": True}))
+    assert teamtr.train(longer).team.episodes == 3 * 256  # a longer budget may resume
+
+
+def test_a_replacement_must_name_an_agent_and_a_stage_the_budget_reaches() -> None:
+    with pytest.raises(ConfigError, match="^replace_agent: 5 is not an agent of this 3-agent"):
+        teamtr.train(easy_args(n_agents=None, replace_agent=5, total_episodes=512))
+    with pytest.raises(ConfigError, match="^replace_at_stage: stage 4 is past the last one"):
+        teamtr.train(easy_args(replace_agent=1, replace_at_stage=4, total_episodes=4 * 256))
+    assert teamtr.train(easy_args(replace_agent=1, replace_at_stage=2, total_episodes=3 * 256 +
+                                  128)).team.episodes == 3 * 256 + 128
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("kl_coef", float("nan")), ("weight_decay", float("inf")), ("beta_growth", float("inf")),
+    ("stage0_delta", float("inf")), ("max_grad_norm", float("nan")),
+])
+def test_a_setting_that_is_not_a_finite_number_is_refused(field: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=f"^{field}: expected a finite number"):
+        teamtr.Args(**{field: value})
+
+
+def test_beta_only_backtracking_needs_a_positive_kl_coef() -> None:
+    with pytest.raises(ConfigError, match="^kl_coef: backtrack beta_only grows beta"):
+        teamtr.Args(backtrack="beta_only", kl_coef=0.0)
+
+
 @pytest.mark.parametrize(("field", "value"), [
     ("group_size", 1), ("total_episodes", 10), ("learning_rate", -1.0), ("delta", 0.0),
     ("kl_quantile", 1.5), ("n_agents", 9), ("order", "sideways"), ("beta_growth", 1.0),

@@ -38,7 +38,7 @@ from trainers.common.args import ConfigError, TrustRegionArgs
 from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.exact_gains import ExactGainProbe, exact_supported
 from trainers.common.flags import parse_args
-from trainers.common.loop import StageHook, TrainResult, agent_record, run_stages
+from trainers.common.loop import StageHook, TrainResult, agent_record, budget_stages, run_stages
 from trainers.common.objectives import message_advantages, surrogate_gain
 from trainers.common.team import (
     Team,
@@ -101,7 +101,7 @@ class Args(TrustRegionArgs):
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
         if self.replace_agent < -1 or (self.n_agents and self.replace_agent >= self.n_agents):
             raise ConfigError("replace_agent", f"must be -1 or an agent index, "
-                                               f"got {self.replace_agent}")
+                                               f"got {self.replace_agent}")  # and see train()
         for name in ("stage0_delta", "stage0_learning_rate"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
@@ -212,6 +212,14 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
     def stage_cost(stage: int) -> int:
         replacing = args.replace_agent >= 0 and stage == args.replace_at_stage
         return (-(-n // args.resample_every) + replacing) * args.rollout_episodes
+
+    if args.replace_agent >= n:
+        raise ConfigError("replace_agent", f"{args.replace_agent} is not an agent of this "
+                                           f"{n}-agent team")
+    if args.replace_agent >= 0 and args.replace_at_stage >= budget_stages(
+            stage_cost, args.total_episodes):
+        raise ConfigError("replace_at_stage", f"stage {args.replace_at_stage} is past the last "
+                                              f"one that {args.total_episodes} episodes pay for")
 
     def play_stage(stage: int) -> dict[str, Any]:
         record: dict[str, Any] = {}

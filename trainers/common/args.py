@@ -202,6 +202,9 @@ class TrustRegionArgs(TeamArgs):
             raise ConfigError("beta_growth", f"must exceed 1, got {self.beta_growth}")
         if self.max_backtracks < 0:
             raise ConfigError("max_backtracks", f"must not be negative, got {self.max_backtracks}")
+        if self.backtrack == "beta_only" and not self.kl_coef > 0:
+            raise ConfigError("kl_coef", "backtrack beta_only grows beta from kl_coef, so it must "
+                                         f"be positive, got {self.kl_coef}")
 
 
 def _check_types(args: TeamArgs) -> None:
@@ -221,7 +224,8 @@ def _matches(value: Any, hint: Any) -> bool:
     if hint is type(None):
         return value is None
     if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(
+            value)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin in (dict, list):
@@ -233,4 +237,6 @@ def _matches(value: Any, hint: Any) -> bool:
 def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(hint)))
+    if hint is float:
+        return "a finite number"
     return getattr(hint, "__name__", str(hint))

@@ -6,7 +6,7 @@ Layout under ``checkpoint_dir``::
     stage_000012/agent_0/ ...                    # LoRA policies: the agent's own peft adapter
                                                  # instead of the weights (save_pretrained, also
                                                  # when the team shares one base)
-    stage_000012/trainer.pt                      # stage, history, RNG states, budget used
+    stage_000012/trainer.pt                      # stage, history, settings, RNG states, budget
     latest.json                                  # {"stage_dir": "stage_000012"}
 
 A LoRA agent's adapter folder is what ``peft.PeftModel.from_pretrained(base, folder)`` and
@@ -18,6 +18,7 @@ resumes from its last finished stage. A shared policy is saved once, as ``shared
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,11 +27,20 @@ from typing import Any
 
 import torch
 
+from trainers.common.args import ConfigError, TeamArgs
 from trainers.common.team import Team, make_optimizer
 
-__all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint"]
+__all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint", "resume_settings", "RESUMABLE"]
 
 _LATEST = "latest.json"
+RESUMABLE = ("total_episodes", "resume", "checkpoint_dir", "log_dir", "torch_threads")
+"""Settings a resumed run may change (a longer budget, where files go, threads); any other
+setting that differs from the checkpoint's is refused."""
+
+
+def resume_settings(args: TeamArgs) -> dict[str, Any]:
+    """What a resumed run must share with its checkpoint: every setting but :data:`RESUMABLE`."""
+    return {k: v for k, v in dataclasses.asdict(args).items() if k not in RESUMABLE}
 
 
 def _units(team: Team) -> list[tuple[str, list[int]]]:
@@ -77,23 +87,42 @@ def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) ->
     return stage_dir
 
 
+def _check_settings(saved: dict[str, Any] | None, settings: dict[str, Any] | None) -> None:
+    if saved is None or settings is None:
+        return
+    # the trainer (exp_name) first: another trainer's checkpoint differs in many fields
+    for name in sorted(set(saved) | set(settings), key=lambda n: (n != "exp_name", n)):
+        if saved.get(name) != settings.get(name):
+            raise ConfigError(name, f"{settings.get(name)!r} differs from the checkpoint's "
+                                    f"{saved.get(name)!r}: resume with the run's own settings "
+                                    f"(only {', '.join(RESUMABLE)} may change)")
+
+
 def has_checkpoint(directory: str | Path) -> bool:
     """Whether ``directory`` holds a complete checkpoint."""
     return (Path(directory) / _LATEST).is_file()
 
 
-def load_checkpoint(directory: str | Path, team: Team) -> dict[str, Any]:
-    """Load the latest checkpoint into ``team`` (rebuilding replaced agents); returns its state."""
+def load_checkpoint(directory: str | Path, team: Team,
+                    settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Load the latest checkpoint into ``team`` (rebuilding replaced agents); returns its state.
+
+    Raises:
+        ConfigError: ``settings`` differ from those the checkpoint was written with (checked
+            before anything loads; checkpoints written before settings were kept are not checked).
+    """
     root = Path(directory)
     stage_dir = root / json.loads((root / _LATEST).read_text())["stage_dir"]
+    trainer = torch.load(stage_dir / "trainer.pt", weights_only=False)
+    _check_settings(trainer["state"].get("settings"), settings)
     for name, agents in _units(team):
         saved = torch.load(stage_dir / f"{name}.pt", weights_only=False)
         policy = team.policies[agents[0]]
         if policy.spec() != saved["spec"]:
             policy = team.factory(agents[0], saved["spec"])
-            team.policies[agents[0]] = policy
-            team.optimizers[agents[0]] = make_optimizer(policy, team.learning_rate,
-                                                        team.weight_decay)
+            optimizer = make_optimizer(policy, team.learning_rate, team.weight_decay)
+            for agent in agents:  # a shared policy plays every agent
+                team.policies[agent], team.optimizers[agent] = policy, optimizer
         if "params" in saved:
             policy.module.load_state_dict(saved["params"], strict=False)
         else:
@@ -101,7 +130,6 @@ def load_checkpoint(directory: str | Path, team: Team) -> dict[str, Any]:
         team.optimizers[agents[0]].load_state_dict(saved["optimizer"])
         for agent, beta in zip(agents, saved["betas"], strict=True):
             team.betas[agent] = beta
-    trainer = torch.load(stage_dir / "trainer.pt", weights_only=False)
     team.rng.bit_generator.state = trainer["numpy_rng"]
     team.generator.set_state(trainer["torch_rng"])
     team.episodes = trainer["episodes"]

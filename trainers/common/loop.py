@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainers.common.args import ConfigError, TeamArgs
-from trainers.common.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
+from trainers.common.checkpoint import (
+    has_checkpoint,
+    load_checkpoint,
+    resume_settings,
+    save_checkpoint,
+)
 from trainers.common.runlog import RunLogger
 from trainers.common.team import EVAL_SEED_OFFSET, Team
 
-__all__ = ["TrainResult", "run_stages", "agent_record"]
+__all__ = ["TrainResult", "run_stages", "agent_record", "budget_stages"]
 
 StageHook = Callable[[int, Team, dict[str, Any]], None]
 
@@ -37,6 +42,15 @@ class TrainResult:
     """The trained team on the task's held-out items (:meth:`Team.evaluate_held_out`; empty
     for tasks without them)."""
     run_dir: str | None
+
+
+def budget_stages(stage_cost: Callable[[int], int], total_episodes: int) -> int:
+    """How many stages ``total_episodes`` pays for, from the first."""
+    stages = spent = 0
+    while spent + stage_cost(stages) <= total_episodes:
+        spent += stage_cost(stages)
+        stages += 1
+    return stages
 
 
 def agent_record(agent: int, values: dict[str, float], group: str) -> dict[str, float]:
@@ -77,7 +91,7 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
     if args.resume and has_checkpoint(args.checkpoint_dir):
-        state = load_checkpoint(args.checkpoint_dir, team)
+        state = load_checkpoint(args.checkpoint_dir, team, resume_settings(args))
         stage, history, run_dir = state["stage"], state["history"], state["run_dir"]
     elif stage_cost(0) > args.total_episodes:
         raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
@@ -105,14 +119,19 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
             stage += 1
             if args.checkpoint_dir:
                 save_checkpoint(args.checkpoint_dir, team, {
-                    "stage": stage, "history": logger.history, "run_dir": logger.run_dir})
+                    "stage": stage, "history": logger.history, "run_dir": logger.run_dir,
+                    "settings": resume_settings(args)})
             if on_stage_end is not None:
                 on_stage_end(stage - 1, team, record)
-        final = team.evaluate(args.eval_episodes, eval_seed)
+        last = logger.history[-1] if logger.history else {}
+        if last.get("episodes") == team.episodes and "charts/eval_team_reward" in last:
+            final, record = last["charts/eval_team_reward"], {}  # the same team, seed and step
+        else:
+            final = team.evaluate(args.eval_episodes, eval_seed)
+            record = {"charts/eval_team_reward": final}
         held_out = team.evaluate_held_out(args.pass_k, eval_seed)
-        logger.log({"stage": stage, "episodes": team.episodes,
-                    "charts/eval_team_reward": final, "charts/final_eval": final, **held_out},
-                   team.episodes)
+        logger.log({"stage": stage, "episodes": team.episodes, **record,
+                    "charts/final_eval": final, **held_out}, team.episodes)
     finally:
         logger.close()
     return TrainResult(team, logger.history, final, initial, held_out, logger.run_dir)

@@ -42,7 +42,8 @@ class RunLogger:
             except ImportError as exc:
                 raise ImportError("TensorBoard logging needs tensorboard: pip install "
                                   "tensorboard (or pass --log-dir '')") from exc
-            self.writer = SummaryWriter(self.run_dir, purge_step=self.history[-1]["episodes"]
+            # on resume, drop what a killed run wrote after its last saved stage (later steps)
+            self.writer = SummaryWriter(self.run_dir, purge_step=self.history[-1]["episodes"] + 1
                                         if self.history else None)
             if not self.history:
                 table = "\n".join(f"|{key}|{value}|"
