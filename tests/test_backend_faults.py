@@ -133,6 +133,39 @@ def test_one_failed_request_in_a_batch_costs_only_its_own_completion() -> None:
                                                                   "re: d"]
 
 
+def test_an_undecodable_reply_is_retried_then_costs_only_its_request() -> None:
+    def broken_gzip(hit: int, body: dict[str, Any]) -> Reply:
+        text = body["messages"][-1]["content"]
+        if text == "bad":
+            return Reply(200, b"not gzip at all", headers={"Content-Encoding": "gzip"})
+        return Reply(200, chat_response("re: " + text))
+
+    with FakeOpenAIServer(broken_gzip) as server:
+        outcomes = backend_for(server.base_url, max_retries=1).complete_each(
+            [ask("a"), ask("bad"), ask("c")])
+    assert [o.text for o in outcomes[::2]] == ["re: a", "re: c"]
+    assert isinstance(outcomes[1], OpenAIRequestError) and outcomes[1].attempts == 2
+    assert "undecodable reply" in str(outcomes[1]) and server.hits == 4
+
+
+def test_any_other_failure_of_a_request_costs_only_that_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_on_boom(data: Any, *args: Any) -> Completion:
+        if data["choices"][0]["message"]["content"] == "boom":
+            raise LookupError(f"unexpected for {PASSWORD}")
+        return real(data, *args)
+
+    real = openai_compat.completion_from_reply
+    monkeypatch.setattr(openai_compat, "completion_from_reply", failing_on_boom)
+    with FakeOpenAIServer(lambda hit, body: Reply(200, chat_response(
+            body["messages"][-1]["content"]))) as server:
+        url = server.base_url.replace("://", f"://alice:{PASSWORD}@")
+        outcomes = backend_for(url).complete_each([ask("a"), ask("boom"), ask("c")])
+    assert [o.text for o in outcomes[::2]] == ["a", "c"]
+    assert type(outcomes[1]) is BackendError and "LookupError: unexpected for ***" in str(
+        outcomes[1])
+
+
 def test_a_recording_keeps_the_completions_and_reports_the_failure(tmp_path) -> None:
     from agentworld_envs.backends.replay import RecordingBackend
 

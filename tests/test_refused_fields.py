@@ -120,6 +120,32 @@ def test_a_refusal_naming_no_field_of_the_request_is_reported_as_before() -> Non
     assert "refused_fields" not in backend.describe()
 
 
+OPENAI_REFUSAL = {"error": {
+    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+               "'max_completion_tokens' instead.",
+    "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+
+
+@pytest.mark.parametrize(("refusal", "named"), [
+    (OPENAI_REFUSAL, "max_tokens"),
+    ({"detail": "temperature 0 with a seed is not supported by this engine"}, "seed, temperature"),
+    ({"detail": "Unexpected fields in the request: {'stop', 'top_k'}"}, "stop"),
+])
+def test_a_refused_field_of_the_api_is_an_error_never_left_out(refusal: dict[str, Any],
+                                                                named: str) -> None:
+    """Left out, the request would ask for something else (no length limit, another sampling)."""
+    with FakeOpenAIServer(lambda hit, body: Reply(400, refusal)) as server, \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")  # no refusal warning
+        backend = OpenAIBackend(model="m", base_url=server.base_url, api_key_env=None)
+        (outcome,) = backend.complete_each([ask("a", SamplingParams(
+            temperature=0.0, top_k=5, max_tokens=64, seed=5, stop=("END",)))])
+    assert isinstance(outcome, BackendError) and outcome.status == 400
+    assert f"refused the request field(s) {named}, which this backend never leaves out" in str(
+        outcome)
+    assert server.hits == 1 and "refused_fields" not in backend.describe()
+
+
 def test_a_request_is_retried_once_only() -> None:
     """A server that refuses the retry for another field gets no third try."""
     with FakeOpenAIServer(refusing("top_k", "min_p")) as server:

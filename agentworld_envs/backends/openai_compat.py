@@ -2,9 +2,9 @@
 
 Requests of a batch run concurrently on an asyncio loop; each attempt is bounded as a whole
 (connect, send, wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are
-retried with exponential backoff, or after the server's ``Retry-After``; a reply is read up to
-``max_reply_bytes`` and a longer one is a fault. Several server replicas share the load, and a
-failing replica sits out a cool-down. Replies become completions in
+retried with exponential backoff (a minute at most), or after the server's ``Retry-After``; a
+reply is read up to ``max_reply_bytes`` and a longer one is a fault. Several server replicas
+share the load, and a failing replica sits out a cool-down. Replies become completions in
 :mod:`agentworld_envs.backends.replies`, with credentials masked.
 """
 
@@ -20,6 +20,7 @@ import os
 import ssl
 import threading
 import time
+import urllib.parse
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,8 +48,18 @@ CPU_SERVER_TIMEOUT_HINT = '"timeout_s": 900 serves a model that transformers ser
 """What a timed-out request says to set (docs/agentworld_envs.md, "Backends, and the default")."""
 _REPLY_READ = 4096
 """Most characters of an error reply searched for the fields it refuses."""
-_ALWAYS_SENT = frozenset({"model", "messages", "tools"})
-"""Request fields never dropped on a refusal: without them there is no request to make."""
+_NOT_REFUSABLE = frozenset({"model", "messages"})
+"""Request fields never read as refused: without them there is no request to make."""
+_STANDARD = frozenset({"model", "messages", "tools", "temperature", "top_p", "max_tokens", "seed",
+                       "stop"})
+"""The OpenAI API's fields this backend sends: a refused one is an error, never dropped (the
+request would ask for something else). Only extensions, ``top_k`` and a sampling's ``extra``
+fields, are dropped."""
+_RETRIED = frozenset({408, 425, 429, 500, 502, 503, 504})
+"""Statuses that say the same request may succeed later: a timeout, too early, a rate limit, a
+failing or overloaded server or gateway (501, 505 and the rest fail the same way again)."""
+_MAX_BACKOFF_S = 60.0
+"""Longest backoff between attempts, however many retries."""
 _REFUSALS = threading.Lock()
 """Guards what backends learn of refused fields (batches may run in several threads)."""
 _T = TypeVar("_T")
@@ -168,8 +179,9 @@ class OpenAIBackend(Backend):
         timeout_s: Limit on each attempt as a whole: connecting, sending and receiving the
             entire reply, however slowly it trickles in. A model served on a CPU (``transformers
             serve --device cpu``) needs minutes for a long answer: give it 900 or more.
-        max_retries: Retries after the first attempt, on 429, 5xx, connection errors and timeouts.
-        backoff_s: First backoff; it doubles on each retry.
+        max_retries: Retries after the first attempt, on HTTP 408, 425, 429, 500, 502, 503 and
+            504, connection errors, undecodable replies and timeouts.
+        backoff_s: First backoff; it doubles on each retry, up to 60 s.
         max_retry_after_s: Longest wait honoured from a server's ``Retry-After`` header (which
             replaces the backoff when given).
         concurrency: Most requests in flight at once.
@@ -179,11 +191,13 @@ class OpenAIBackend(Backend):
         max_reply_bytes: Most bytes read of one reply (after any content decoding); a longer
             reply is a fault that is not retried, and is never buffered whole.
 
-    A request refused (HTTP 400 or 422) for fields the server does not support, as ``transformers
-    serve`` refuses ``top_k`` ("Unexpected fields in the request: {'top_k'}"), is sent once more
-    without the fields the refusal names, with one ``RuntimeWarning`` naming them; the backend
-    remembers them (``describe()["refused_fields"]``) and never sends them again. A refusal that
-    names no field of the request is reported as any other.
+    A request refused (HTTP 400 or 422) for extension fields the server does not support
+    (``top_k`` and a sampling's ``extra`` fields), as ``transformers serve`` refuses ``top_k``
+    ("Unexpected fields in the request: {'top_k'}"), is sent once more without the fields the
+    refusal names, with one ``RuntimeWarning`` naming them; the backend remembers them
+    (``describe()["refused_fields"]``) and never sends them again. A refusal naming a field of
+    the OpenAI API (``max_tokens``, ``temperature``, ``seed``...) is an error, not retried, that
+    names it; one that names no field of the request is reported as any other.
     """
 
     name = "openai"
@@ -205,6 +219,8 @@ class OpenAIBackend(Backend):
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise ValueError("base_url must name at least one server")
+        for url in urls:
+            _check_url(url)
         if concurrency < 1 or max_retries < 0:
             raise ValueError("concurrency must be >= 1 and max_retries >= 0")
         if not timeout_s > 0 or max_retry_after_s < 0:
@@ -342,20 +358,31 @@ class OpenAIBackend(Backend):
                 data, latency_s = await self._post(client, body, headers, secrets)
                 return completion_from_reply(data, latency_s, secrets)
             except OpenAIRequestError as exc:
-                if retried or not self._learn_refusal(exc, sent):
-                    return exc
+                error = self._learn_refusal(exc, sent)
+                if error is not None or retried:
+                    return error or exc
                 retried = True
             except BackendError as exc:
                 return exc
+            except Exception as exc:  # noqa: BLE001 - costs this request only, reported
+                return BackendError(redact(f"the request failed: {type(exc).__name__}: {exc}",
+                                           secrets))
 
-    def _learn_refusal(self, exc: OpenAIRequestError, sent: dict[str, Any]) -> bool:
-        """Whether ``exc`` refuses fields of ``sent``; if so, they are never sent again (a
-        warning names those new to this backend)."""
+    def _learn_refusal(self, exc: OpenAIRequestError,
+                       sent: dict[str, Any]) -> OpenAIRequestError | None:
+        """None when ``exc`` refuses extension fields of ``sent`` only: they are never sent
+        again (a warning names those new to this backend). Otherwise the error to report:
+        one naming the fields of the OpenAI API that ``exc`` refuses, or ``exc`` itself."""
         if exc.status not in (400, 422):
-            return False
-        named = refused_fields(exc.reply, sent.keys() - _ALWAYS_SENT)
+            return exc
+        named = refused_fields(exc.reply, sent.keys() - _NOT_REFUSABLE)
         if not named:
-            return False
+            return exc
+        if named & _STANDARD:
+            return OpenAIRequestError(
+                f"the server refused the request field(s) {', '.join(sorted(named & _STANDARD))}"
+                f", which this backend never leaves out (only top_k and extra fields are): "
+                f"{exc}", url=exc.url, status=exc.status, attempts=exc.attempts, reply=exc.reply)
         with _REFUSALS:
             new = named - self._refused
             self._refused |= named
@@ -363,7 +390,7 @@ class OpenAIBackend(Backend):
             warnings.warn(f"{exc.url} refused the request field(s) {', '.join(sorted(new))} "
                           f"(HTTP {exc.status}): this backend sends them no more",
                           RuntimeWarning, stacklevel=2)
-        return True
+        return None
 
     def _failure(self, message: str, url: str, status: int | None, attempts: int,
                  secrets: list[str], reply: str = "") -> OpenAIRequestError:
@@ -391,7 +418,9 @@ class OpenAIBackend(Backend):
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
                 error = (f"timeout after {self.timeout_s:g} s (a slow server needs a larger "
                          f"timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
-            except httpx.TransportError as exc:
+            except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit
+                error = f"undecodable reply ({exc})"
+            except httpx.HTTPError as exc:
                 error = f"connection error ({type(exc).__name__})"
             else:
                 latency_s = time.perf_counter() - start
@@ -404,7 +433,7 @@ class OpenAIBackend(Backend):
                     self._replicas.answered(index)
                     return self._json(response, content, url, attempts, secrets), latency_s
                 error = f"HTTP {status}: {_snippet(response, content, secrets)}"
-                if status != 429 and status < 500:
+                if status not in _RETRIED:
                     raise self._failure(f"POST {url} failed (not retried): {error}",
                                         url, status, attempts, secrets,
                                         _reply_text(response, content, secrets))
@@ -417,7 +446,9 @@ class OpenAIBackend(Backend):
             if retries >= self.max_retries:
                 raise self._failure(f"POST {url} failed after {attempts} attempt(s): {error}",
                                     url, status, attempts, secrets)
-            await asyncio.sleep(self.backoff_s * 2**retries if hinted_wait is None
+            # The exponent is bounded so that many retries never overflow a float.
+            await asyncio.sleep(min(self.backoff_s * 2**min(retries, 64), _MAX_BACKOFF_S)
+                                if hinted_wait is None
                                 else min(hinted_wait, self.max_retry_after_s))
             retries += 1
 
@@ -446,6 +477,19 @@ class OpenAIBackend(Backend):
                 f"{_snippet(response, content, secrets)}",
                 url, response.status_code, attempts, secrets)
         return data
+
+
+def _check_url(url: object) -> None:
+    """Raise ``ValueError`` unless ``url`` is an http(s) URL with a host (credentials in the
+    message masked)."""
+    try:
+        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # a malformed host such as "http://[::1"
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        shown = repr(redact(url)) if isinstance(url, str) else type(url).__name__
+        raise ValueError(f"base_url must be an http:// or https:// URL with a host, such as "
+                         f"http://localhost:8000/v1, not {shown}")
 
 
 def _reply_text(response: httpx.Response, content: bytes, secrets: list[str],

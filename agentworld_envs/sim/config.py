@@ -78,7 +78,9 @@ class SimConfig(pydantic.BaseModel):
             from it), so a run can be replayed with ``{"name": "replay", "path": ...}``.
         timeout_s: Longest wait for one batched model call (default one hour, sized for long
             thinking); None waits forever. A backend given by name or config that takes a
-            ``timeout_s`` (``openai``) and sets none gets this one per attempt.
+            ``timeout_s`` (``openai``) and sets none gets an equal share of it per attempt
+            (``timeout_s / (max_retries + 1)``), so a stalled attempt is retried within the
+            call's time.
         on_fault: ``report`` (default): a world-model fault (dead server, timeout, error) gives
             a flagged fallback observation (``info["observation_source"] == "fallback"``) and a
             ``RuntimeWarning``, and the episode goes on; ``raise``: the step raises
