@@ -113,6 +113,64 @@ def test_top_p_near_zero_is_greedy(hf: HFBackend) -> None:
     assert token_ids(sampled) == token_ids(greedy)
 
 
+def test_top_k_keeps_the_likeliest_tokens_and_a_seeded_draw_repeats(hf: HFBackend) -> None:
+    def sampled(seed: int, top_k: int | None, prompt: int = 1) -> ChatRequest:
+        return ChatRequest(PROMPTS[prompt], sampling=SamplingParams(
+            temperature=1.0, top_k=top_k, seed=seed, max_tokens=10))
+
+    greedy = token_ids(hf.complete([ChatRequest(PROMPTS[1],
+                                                sampling=SamplingParams(max_tokens=10))])[0])
+    seeds = range(1, 5)
+    alone = [token_ids(hf.complete([sampled(s, 1)])[0]) for s in seeds]  # generate's path
+    batch = [token_ids(c) for c in hf.complete([sampled(s, 1) for s in seeds])]  # ragged
+    assert alone == batch == [greedy] * len(seeds)
+    few = [token_ids(hf.complete([sampled(s, 5)])[0]) for s in seeds]
+    assert len({tuple(t) for t in few}) > 1  # top_k 5 still samples
+    mixed = hf.complete([sampled(7, 5, 0), sampled(1, 5), sampled(2, 20, 2)])
+    assert token_ids(mixed[1]) == few[0]  # a seeded draw, whatever its batch
+    assert token_ids(hf.complete([sampled(3, 0)])[0]) == token_ids(
+        hf.complete([sampled(3, None)])[0])  # 0 keeps every token
+
+
+BAD_SAMPLING = {
+    "temperature=-1": ({"temperature": -1.0}, "temperature must be a finite number >= 0"),
+    "temperature=nan": ({"temperature": float("nan")}, "temperature must be a finite number"),
+    "temperature='0.6'": ({"temperature": "0.6"}, "temperature must be a finite number"),
+    "max_tokens=0": ({"max_tokens": 0}, "max_tokens must be an integer >= 1, not 0"),
+    "top_p=0": ({"top_p": 0.0}, "top_p must be a number in (0, 1] or None, not 0.0"),
+    "top_p=1.5": ({"top_p": 1.5}, "top_p must be a number in (0, 1] or None"),
+    "top_k=-1": ({"top_k": -1}, "top_k must be an integer >= 0 (0: off) or None, not -1"),
+    "two at once": ({"top_k": 2.5, "max_tokens": True},
+                    "max_tokens must be an integer >= 1, not True; top_k must be"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SAMPLING)
+def test_sampling_no_backend_can_honour_is_refused_where_it_is_made(case: str) -> None:
+    import dataclasses
+
+    settings, message = BAD_SAMPLING[case]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SamplingParams(**settings)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        dataclasses.replace(SamplingParams(), **settings)
+    SamplingParams(temperature=0, top_p=1, top_k=0, max_tokens=1)  # the edges are fine
+
+
+def test_close_lets_the_model_go(tiny_lm_dir: Path) -> None:
+    import gc
+    import weakref
+
+    backend = HFBackend(str(tiny_lm_dir), prefix_cache=4096, greedy_memo=4)
+    backend.complete([ChatRequest(PROMPTS[0], sampling=SamplingParams(max_tokens=3))])  # drafted
+    backend.complete([ChatRequest(m, sampling=SamplingParams(max_tokens=3, temperature=1.0,
+                                                             seed=1)) for m in PROMPTS])
+    model = weakref.ref(backend._model)
+    backend.close()
+    gc.collect()
+    assert model() is None
+
+
 def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
     """The token ids ``generate`` gives on the left-padded batch (the reference path)."""
     config = backend._generation_config(requests[0].sampling)

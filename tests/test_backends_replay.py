@@ -224,7 +224,7 @@ def test_replay_miss_names_the_key_and_last_user_message(tmp_path: Path) -> None
         with pytest.raises(BackendError) as info:
             replay.complete([ask("recorded"), request])
     message = str(info.value)
-    assert request_key(request, "counter-1") in message
+    assert request_key(request, {"model": "counter-1", "name": "counting"}) in message
     assert "what is the status of order 999" in message and "9" * 400 not in message
     with ReplayBackend(path, model="another-model") as wrong_model:
         with pytest.raises(BackendError, match="recorded"):
@@ -288,19 +288,26 @@ def test_the_legacy_key_is_the_one_old_caches_were_written_with() -> None:
 
 
 def test_an_old_cache_still_replays_and_grows_with_new_keys(tmp_path: Path) -> None:
+    """Lines without "v" (the whole request's JSON) and of "v": 2 (the model's name) replay
+    as they did; what is recorded now goes under "v": 3, the model's identity."""
     path = tmp_path / "old.jsonl"
-    old = _greedy_and_sampled()
-    path.write_text("".join(json.dumps({"key": legacy_request_key(r, "counter-1"),
-                                        "completion": completion_to_dict(rich_completion(t))})
-                            + "\n" for r, t in zip(old, ("one", "two"), strict=True)))
+    old = [*_greedy_and_sampled(), ask("of v2")]
+    lines = [{"key": legacy_request_key(r, "counter-1"),
+              "completion": completion_to_dict(rich_completion(t))}
+             for r, t in zip(old[:2], ("one", "two"), strict=True)]
+    lines.append({"key": request_key(old[2], "counter-1"), "v": 2,
+                  "completion": completion_to_dict(rich_completion("three"))})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with ReplayBackend(path, model="counter-1") as replay:
-        assert [c.text for c in replay.complete(old)] == ["one", "two"]
+        assert [c.text for c in replay.complete(old)] == ["one", "two", "three"]
     inner = CountingBackend()
     with RecordingBackend(inner, path) as recorder:
         texts = [c.text for c in recorder.complete([*old, ask("new")])]
-    assert texts[:2] == ["one", "two"] and inner.calls == [1]  # old hits are not re-sent
+    assert texts[:3] == ["one", "two", "three"] and inner.calls == [1]  # old hits: not re-sent
     last = json.loads(path.read_text().splitlines()[-1])
-    assert last["key"] == request_key(ask("new"), "counter-1") and last["v"] == 2
+    identity = {"model": "counter-1", "name": "counting"}
+    assert last["key"] == request_key(ask("new"), identity) and last["v"] == 3
+    assert last["model"] == identity
     with ReplayBackend(path, model="counter-1") as replay:
         assert [c.text for c in replay.complete([*old, ask("new")])] == texts
 
@@ -334,3 +341,71 @@ def test_keying_a_late_request_does_not_read_the_conversation(tmp_path: Path) ->
         assert recorder.complete([request]) == recorded
     with ReplayBackend(path, model="counter-1") as replay:
         assert replay.complete([request]) == recorded
+
+
+class DescribedBackend(Backend):
+    """Answers with its label; describes itself as the embedded model with ``settings``."""
+
+    def __init__(self, label: str, **settings: Any) -> None:
+        self.label, self.settings, self.asked = label, settings, 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "hf", "model": "smollm2", "view": "compact", **self.settings}
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.asked += len(requests)
+        return [Completion(f"{self.label}: {r.messages[-1]['content']}") for r in requests]
+
+
+EXP1 = {"adapter": "runs/exp1/adapter", "dtype": "float32"}
+
+
+@pytest.mark.parametrize(("other", "shared"), [
+    ({"adapter": "runs/exp2/adapter"}, False),  # the same folder name, another adapter
+    ({"dtype": "bfloat16"}, False),
+    ({"enable_thinking": False}, False),
+    ({"name": "openai"}, False),
+    ({"base_urls": ["http://b:8000/v1"]}, False),
+    ({"native_tools": True}, False),
+    ({"batch_size": 16, "draft": "none", "draft_corpus": "a.jsonl", "prefix_cache": 4096,
+      "greedy_memo": 64, "device": "cuda:0", "concurrency": 4}, True),  # speed alone
+])
+def test_models_that_answer_differently_never_share_recorded_answers(
+        other: dict[str, Any], shared: bool, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    with RecordingBackend(DescribedBackend("exp1", **EXP1), path) as first:
+        first.complete([ask("ls")])
+    second = DescribedBackend("exp2", **{**EXP1, **other})
+    with warnings.catch_warnings(record=True), RecordingBackend(second, path) as recorder:
+        warnings.simplefilter("always")
+        (answer,) = recorder.complete([ask("ls")])
+    assert (answer.text, second.asked) == (("exp1: ls", 0) if shared else ("exp2: ls", 1))
+
+
+def test_a_replay_picks_the_recorded_model_its_settings_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    for exp in ("exp1", "exp2"):
+        with RecordingBackend(DescribedBackend(exp, adapter=f"runs/{exp}/adapter"),
+                              path) as recorder:
+            recorder.complete([ask("ls")])
+    assert json.loads(path.read_text().splitlines()[1])["model"]["adapter"] == str(
+        tmp_path / "runs" / "exp2" / "adapter")
+    with pytest.raises(ValueError, match="holds the answers of 2 models that"):
+        ReplayBackend(path, model="smollm2 adapter=adapter view=compact")
+    with ReplayBackend(path, model={"model": "smollm2",
+                                    "adapter": "runs/exp2/adapter"}) as replay:
+        assert replay.complete([ask("ls")])[0].text == "exp2: ls"
+
+
+def test_a_replay_faults_only_the_requests_never_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with RecordingBackend(CountingBackend(), path) as recorder:
+        recorded = recorder.complete([ask("a"), ask("b")])
+    with ReplayBackend(path, model="counter-1") as replay:
+        outcomes = replay.complete_each([ask("a"), ask("never recorded"), ask("b")])
+    assert [outcomes[0], outcomes[2]] == recorded
+    assert isinstance(outcomes[1], BackendError) and "never recorded" in str(outcomes[1])

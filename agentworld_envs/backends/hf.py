@@ -156,8 +156,10 @@ class HFBackend(Backend):
         }
 
     def close(self) -> None:
-        """Drop the model and free accelerator memory."""
-        self._model = None
+        """Drop the model, its decoders (and the keys and values they keep) and the kept
+        answers, and free accelerator memory."""
+        self._model = self._decoder = self._drafted = None
+        self._memo = GreedyMemo(0)
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
@@ -309,7 +311,7 @@ class HFBackend(Backend):
         if sampling.temperature == 0:
             return None
         return GumbelSampler(self._torch, generators, sampling.temperature,
-                             1.0 if sampling.top_p is None else sampling.top_p)
+                             1.0 if sampling.top_p is None else sampling.top_p, sampling.top_k)
 
     def _static_generate(self, prompts: list[str], config: Any, sampling: SamplingParams,
                          generators: list[Any]) -> tuple[list[list[int]], list[int]]:

@@ -1,16 +1,20 @@
 """Record and replay completions through an on-disk request cache.
 
-The cache is a JSONL file, one ``{"key", "completion", "v"}`` line per completion, keyed by a
-hash of the request and the model. :class:`RecordingBackend` serves hits from it and records
-misses from a live backend; :class:`ReplayBackend` serves from it alone, so runs can be
+The cache is a JSONL file, one ``{"key", "completion", "v", "model"}`` line per completion,
+keyed by a hash of the request and the model. :class:`RecordingBackend` serves hits from it and
+records misses from a live backend; :class:`ReplayBackend` serves from it alone, so runs can be
 re-scored without any model.
 
-A key (``"v": 2``) hashes the messages' running digest (:meth:`ChatRequest.digest`, which an
+A key (``"v": 3``) hashes the messages' running digest (:meth:`ChatRequest.digest`, which an
 episode's :class:`~agentworld_envs.backends.base.MessageLog` extends by one message a step), so
-keying a step late in a long episode costs what an early one does. Caches written before (lines
-without ``"v"``, keyed by the canonical JSON of the whole request, :func:`legacy_request_key`)
-still replay: a request missing under its key is looked up under its old one, at the old,
-growing cost; what is recorded now goes under the new key.
+keying a step late in a long episode costs what an early one does, and the model's
+:func:`model_identity`: every setting of the backend's ``describe()`` that changes its answers
+(kind, model, the adapter's absolute path, dtype, view, ``enable_thinking``, a server's URLs,
+``native_tools``...), written on the line as ``"model"``. Caches written before still replay: a
+request missing under its key is looked up under the key of ``"v": 2`` (the same hash of the
+model's :func:`legacy_model_name`), then under that of lines without ``"v"`` (the canonical JSON
+of the whole request, :func:`legacy_request_key`, at its old, growing cost); what is recorded now
+goes under the new key.
 """
 
 from __future__ import annotations
@@ -35,12 +39,24 @@ __all__ = [
     "RequestCache",
     "completion_from_dict",
     "completion_to_dict",
+    "legacy_model_name",
     "legacy_request_key",
+    "model_identity",
     "request_key",
 ]
 
-KEY_VERSION = 2
-"""The version of :func:`request_key` written with each cache line (``"v"``)."""
+KEY_VERSION = 3
+"""The version of the keys written with each cache line (``"v"``)."""
+
+_SPEED_ONLY = frozenset({
+    "device", "batch_size", "greedy_memo", "cache", "draft", "prefix_cache", "draft_corpus",
+    "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_retry_after_s", "concurrency",
+    "replica_cooldown_s", "max_reply_bytes", "refused_fields", "tensor_parallel_size",
+    "pipeline_parallel_size", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+    "enable_prefix_caching", "enforce_eager", "swap_space", "disable_log_stats",
+})
+"""Settings a backend's ``describe()`` may hold that change its speed or its transport, never
+its answers (``refused_fields`` grows during a run), left out of :func:`model_identity`."""
 
 
 def _sampling(request: ChatRequest) -> dict[str, Any]:
@@ -57,7 +73,33 @@ def _sha256(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def request_key(request: ChatRequest, model: str) -> str:
+def model_identity(described: dict[str, Any]) -> dict[str, Any]:
+    """The model in cache keys: a backend's ``describe()`` (or settings from it) less the
+    unset and the speed-only settings, in its JSON form; an adapter by its absolute path, a
+    server's URLs sorted (vLLM's ``engine_kwargs`` filtered alike)."""
+    identity = {k: v for k, v in described.items() if k not in _SPEED_ONLY and v is not None}
+    if identity.get("adapter"):
+        identity["adapter"] = str(Path(str(identity["adapter"])).expanduser().resolve())
+    if isinstance(identity.get("base_urls"), list):
+        identity["base_urls"] = sorted(identity["base_urls"])
+    if isinstance(identity.get("engine_kwargs"), dict):
+        identity["engine_kwargs"] = {k: v for k, v in identity["engine_kwargs"].items()
+                                     if k not in _SPEED_ONLY}
+    return json.loads(json.dumps(identity, sort_keys=True, default=str))
+
+
+def legacy_model_name(described: dict[str, Any]) -> str:
+    """The model in keys before :data:`KEY_VERSION` 3: the model's name, its adapter's folder
+    name and its view (which two models trained alike share)."""
+    parts = [str(described.get("model", described.get("name")))]
+    if described.get("adapter"):
+        parts.append(f"adapter={Path(str(described['adapter'])).name}")
+    if described.get("view"):
+        parts.append(f"view={described['view']}")
+    return " ".join(parts)
+
+
+def request_key(request: ChatRequest, model: str | dict[str, Any]) -> str:
     """SHA-256 of the model, the messages' digest (:meth:`ChatRequest.digest`), the tools and
     the sampling settings (a greedy request's seed left out).
 
@@ -114,7 +156,7 @@ class RequestCache:
     Each completion is one line written with a single ``write`` to a file opened with
     ``O_APPEND``, then fsynced, so concurrent writers never interleave lines. Unreadable lines
     (a write cut short by a crash) are skipped with a warning; the last line for a key wins.
-    Lines without ``"v"`` were keyed by :func:`legacy_request_key`; :meth:`key_for` finds them.
+    Lines of an older ``"v"`` were keyed as the module says; :meth:`key_for` finds them.
 
     Args:
         path: The JSONL file; it and its folder are created on the first write.
@@ -123,7 +165,9 @@ class RequestCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._entries: dict[str, dict[str, Any]] = {}
-        self._legacy = False
+        self._versions: set[int | None] = set()
+        self._models: dict[str, Any] = {}
+        """The models of the lines that name theirs, by their canonical JSON."""
         self._fd: int | None = None
         self._needs_newline = False
         self._lock = threading.Lock()
@@ -138,8 +182,9 @@ class RequestCache:
                 continue
             try:
                 entry = json.loads(line)
+                self._versions.add(entry.get("v"))
+                self._note(entry.get("model"))
                 self._entries[entry["key"]] = entry["completion"]
-                self._legacy = self._legacy or entry.get("v") != KEY_VERSION
             except (ValueError, KeyError, TypeError):
                 warnings.warn(
                     f"{self.path}:{number}: skipping an unreadable cache line "
@@ -148,14 +193,40 @@ class RequestCache:
                     stacklevel=3,
                 )
 
-    def key_for(self, request: ChatRequest, model: str) -> str:
-        """The key ``request`` is (or will be) recorded under: its :func:`request_key`, or
-        its :func:`legacy_request_key` where only an old line holds it."""
+    def _note(self, model: Any) -> None:
+        if model is not None:
+            self._models.setdefault(json.dumps(model, sort_keys=True), model)
+
+    def key_for(self, request: ChatRequest, model: str | dict[str, Any],
+                old_model: str | None = None) -> str:
+        """The key ``request`` is (or will be) recorded under: its :func:`request_key` for
+        ``model``, or, where only an older line holds it, its key of ``"v": 2`` or its
+        :func:`legacy_request_key`, both for ``old_model`` (by default ``model``)."""
         key = request_key(request, model)
-        if key in self._entries or not self._legacy:
+        if key in self._entries or self._versions <= {KEY_VERSION}:
             return key
-        old = legacy_request_key(request, model)
-        return old if old in self._entries else key
+        old_model = model if old_model is None else old_model
+        if 2 in self._versions and (old := request_key(request, old_model)) in self._entries:
+            return old
+        if None in self._versions and (
+                old := legacy_request_key(request, old_model)) in self._entries:
+            return old
+        return key
+
+    def recorded_model(self, model: str | dict[str, Any]) -> str | dict[str, Any]:
+        """The model of the lines recorded here that ``model`` names (itself; a string: its
+        :func:`legacy_model_name`; a dict: settings as :func:`model_identity` reads them),
+        else ``model``.
+
+        Raises:
+            ValueError: when ``model`` names several, whose answers differ.
+        """
+        named = [m for m in self._models.values() if _names(model, m)]
+        if len(named) > 1:
+            raise ValueError(
+                f"{self.path} holds the answers of {len(named)} models that {model!r} names: "
+                f"{named}; pass model as a dict of the settings that tell them apart")
+        return named[0] if named else model
 
     def __contains__(self, key: str) -> bool:
         return key in self._entries
@@ -172,10 +243,12 @@ class RequestCache:
         entry = self._entries.get(key)
         return None if entry is None else completion_from_dict(entry)
 
-    def put(self, key: str, completion: Completion) -> None:
-        """Record a completion: one appended, fsynced line."""
+    def put(self, key: str, completion: Completion, model: Any = None) -> None:
+        """Record a completion, with the model it was keyed with: one appended, fsynced
+        line."""
         entry = completion_to_dict(completion)
-        line = json.dumps({"key": key, "completion": entry, "v": KEY_VERSION},
+        line = json.dumps({"key": key, "completion": entry, "v": KEY_VERSION,
+                           **({"model": model} if model is not None else {})},
                           ensure_ascii=False) + "\n"
         with self._lock:
             if self._fd is None:
@@ -187,6 +260,8 @@ class RequestCache:
             os.write(self._fd, line.encode("utf-8"))
             os.fsync(self._fd)
             self._entries[key] = entry
+            self._versions.add(KEY_VERSION)
+            self._note(model)
 
     def close(self) -> None:
         """Close the file."""
@@ -196,15 +271,15 @@ class RequestCache:
                 self._fd = None
 
 
-def _model_name(backend: Backend) -> str:
-    """The model's name in cache keys, with the adapter and the view that change its answers."""
-    described = backend.describe()
-    parts = [str(described.get("model", backend.name))]
-    if described.get("adapter"):
-        parts.append(f"adapter={Path(str(described['adapter'])).name}")
-    if described.get("view"):
-        parts.append(f"view={described['view']}")
-    return " ".join(parts)
+def _names(model: str | dict[str, Any], recorded: Any) -> bool:
+    """Whether ``model`` (as :meth:`RequestCache.recorded_model` reads it) names ``recorded``."""
+    if model == recorded:
+        return True
+    if not isinstance(recorded, dict):
+        return False
+    if isinstance(model, str):
+        return model == legacy_model_name(recorded)
+    return all(recorded.get(k) == v for k, v in model_identity(model).items())
 
 
 class ReplayedWarning(UserWarning):
@@ -222,7 +297,9 @@ class RecordingBackend(Backend):
     Args:
         inner: The live backend, or its config for ``make_backend``.
         path: The cache file.
-        model: Model name used in cache keys; defaults to the inner backend's ``model``.
+        model: The model in cache keys; by default the inner backend's
+            :func:`model_identity` (and, to find lines of an older ``"v"``, its
+            :func:`legacy_model_name`).
     """
 
     name = "recording"
@@ -232,7 +309,9 @@ class RecordingBackend(Backend):
 
         self.inner = make_backend(inner)
         self.cache = RequestCache(path)
-        self.model = _model_name(self.inner) if model is None else model
+        described = self.inner.describe()
+        self.model: str | dict[str, Any] = model_identity(described) if model is None else model
+        self._old_model = legacy_model_name(described) if model is None else model
         self._replays = len(self.cache) > 0
         """Whether a hit may still be an earlier run's answer not yet reported."""
         self._earlier = frozenset(self.cache.keys()) if self._replays else frozenset()
@@ -252,7 +331,7 @@ class RecordingBackend(Backend):
 
     def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
         """As :meth:`complete`, each failed miss reported in its place (and not recorded)."""
-        keys = [self.cache.key_for(r, self.model) for r in requests]
+        keys = [self.cache.key_for(r, self.model, self._old_model) for r in requests]
         misses = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.cache}
         if self._replays:
             self._say_replayed(sum(k in self._earlier for k in keys), len(keys))
@@ -263,7 +342,7 @@ class RecordingBackend(Backend):
                 if isinstance(outcome, BackendError):
                     failed[key] = outcome
                 else:
-                    self.cache.put(key, outcome)
+                    self.cache.put(key, outcome, self.model)
         return [failed[k] if k in failed else self.cache.get(k) for k in keys]  # type: ignore[misc]
 
     def _say_replayed(self, replayed: int, asked: int) -> None:
@@ -272,7 +351,7 @@ class RecordingBackend(Backend):
             warnings.warn(
                 f"{self.cache.path} already holds {len(self._earlier)} recorded answer(s): "
                 f"{replayed} of these {asked} request(s) were answered from it, not by "
-                f"{self.model!r}, and later ones will be too without another warning (pass a "
+                f"{self._old_model!r}, and later ones will be too without another warning (pass a "
                 "new record_path, or delete the file, to ask the model afresh)",
                 ReplayedWarning, stacklevel=3)
 
@@ -283,19 +362,28 @@ class RecordingBackend(Backend):
 
 
 class ReplayBackend(Backend):
-    """Serve completions from a recorded cache only; a miss is an error.
+    """Serve completions from a recorded cache only; a miss is an error in its request's place.
 
     Args:
         path: The cache file written by :class:`RecordingBackend`.
-        model: The model name the recording was keyed with.
+        model: The recorded model: its :func:`legacy_model_name` (its ``model``, adapter
+            folder and view, e.g. ``"smollm2 adapter=tools view=compact"``: what lines of an
+            older ``"v"`` were keyed with), or, where the file holds several models of that
+            name, a dict of the settings that tell them apart (``{"model": ...,
+            "adapter": ...}``).
+
+    Raises:
+        ValueError: when ``model`` names several of the file's models.
     """
 
     name = "replay"
     blocking = False
 
-    def __init__(self, path: str | Path, model: str = "") -> None:
+    def __init__(self, path: str | Path, model: str | dict[str, Any] = "") -> None:
         self.cache = RequestCache(path)
         self.model = model
+        self._key_model = self.cache.recorded_model(model)
+        self._old_model = model if isinstance(model, str) else legacy_model_name(model)
 
     def describe(self) -> dict[str, Any]:
         """The cache path and model name."""
@@ -307,17 +395,20 @@ class ReplayBackend(Backend):
         Raises:
             BackendError: when a request was never recorded.
         """
-        completions = []
-        for request in requests:
-            key = self.cache.key_for(request, self.model)
-            completion = self.cache.get(key)
-            if completion is None:
-                raise BackendError(
-                    f"no recorded completion in {self.cache.path} for request {key} "
-                    f"(model {self.model!r}); last user message: {_last_user(request)!r}"
-                )
-            completions.append(completion)
-        return completions
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """As :meth:`complete`, each request never recorded answered by its error."""
+        return [self._recorded(request) for request in requests]
+
+    def _recorded(self, request: ChatRequest) -> Completion | BackendError:
+        key = self.cache.key_for(request, self._key_model, self._old_model)
+        completion = self.cache.get(key)
+        if completion is None:
+            return BackendError(
+                f"no recorded completion in {self.cache.path} for request {key} "
+                f"(model {self.model!r}); last user message: {_last_user(request)!r}")
+        return completion
 
     def close(self) -> None:
         """Close the cache."""

@@ -16,16 +16,19 @@ __all__ = ["GumbelSampler", "copied", "generator", "picker"]
 class GumbelSampler:
     """Logits processor that turns greedy search into sampling with per-row torch generators.
 
-    Adding Gumbel noise to temperature-scaled, top-p-filtered logits and taking the argmax
-    draws from the same distribution as multinomial sampling, but from each request's own
-    seeded generator, so a seeded request samples the same way whatever batch it is in.
+    Adding Gumbel noise to temperature-scaled, top-k- then top-p-filtered logits and taking the
+    argmax draws from the same distribution as multinomial sampling, but from each request's
+    own seeded generator, so a seeded request samples the same way whatever batch it is in.
+    ``top_k`` None or 0 keeps every token.
     """
 
-    def __init__(self, torch: Any, generators: list[Any], temperature: float, top_p: float):
+    def __init__(self, torch: Any, generators: list[Any], temperature: float, top_p: float,
+                 top_k: int | None = None):
         self._torch = torch
         self._generators = generators
         self._temperature = temperature
         self._top_p = top_p
+        self._top_k = top_k
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         return self.perturb(scores, self._generators)
@@ -34,6 +37,9 @@ class GumbelSampler:
         """The noisy scores of rows drawn with ``generators``, one per row of ``scores``."""
         torch = self._torch
         scores = scores.float() / self._temperature
+        if self._top_k and self._top_k < scores.shape[-1]:  # ties with the k-th stay in
+            kth = scores.topk(self._top_k, dim=-1).values[..., -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
         if self._top_p < 1.0:
             ordered, order = scores.sort(dim=-1, descending=True)
             probs = ordered.softmax(dim=-1)

@@ -29,7 +29,8 @@ class VLLMBackend(Backend):
             ``gpu_memory_utilization``, ``max_model_len``, ...).
 
     ``SamplingParams.extra`` may hold ``chat_template_kwargs``; its other keys are passed to
-    ``vllm.SamplingParams`` (e.g. ``top_k``, ``repetition_penalty``).
+    ``vllm.SamplingParams`` (e.g. ``repetition_penalty``), over the fields set from the request's
+    own (``top_k`` None or 0: every token).
     """
 
     name = "vllm"
@@ -110,12 +111,13 @@ class VLLMBackend(Backend):
 
     def _sampling(self, request: ChatRequest) -> Any:
         sampling = request.sampling
-        extra = {k: v for k, v in sampling.extra.items() if k != "chat_template_kwargs"}
-        return self._vllm.SamplingParams(
-            temperature=sampling.temperature,
-            top_p=1.0 if sampling.top_p is None else sampling.top_p,
-            max_tokens=sampling.max_tokens,
-            seed=sampling.seed,
-            stop=list(sampling.stop) or None,
-            **extra,
-        )
+        fields = {
+            "temperature": sampling.temperature,
+            "top_p": 1.0 if sampling.top_p is None else sampling.top_p,
+            "top_k": sampling.top_k or -1,
+            "max_tokens": sampling.max_tokens,
+            "seed": sampling.seed,
+            "stop": list(sampling.stop) or None,
+        }
+        fields.update((k, v) for k, v in sampling.extra.items() if k != "chat_template_kwargs")
+        return self._vllm.SamplingParams(**fields)

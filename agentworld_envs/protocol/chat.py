@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -27,12 +29,32 @@ class SamplingParams:
     top_p: float | None = 1.0
     """Nucleus sampling; None leaves it to the server (not sent; 1.0 in-process)."""
     top_k: int | None = None
-    """Sample from the k likeliest tokens; None leaves it to the server (not sent)."""
+    """Sample from the k likeliest tokens (0: from all); None leaves it to the server (not sent;
+    all in-process)."""
     max_tokens: int = 512
     seed: int | None = None
     stop: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     """Extra API parameters, merged into the request payload (e.g. ``chat_template_kwargs``)."""
+
+    def __post_init__(self) -> None:
+        """Refuse settings no backend can honour, so none reaches one.
+
+        Raises:
+            ValueError: naming every bad setting.
+        """
+        bad = [message for wrong, message in (
+            (not _integer(self.max_tokens) or self.max_tokens < 1,
+             f"max_tokens must be an integer >= 1, not {self.max_tokens!r}"),
+            (not _number(self.temperature) or not 0 <= self.temperature < math.inf,
+             f"temperature must be a finite number >= 0, not {self.temperature!r}"),
+            (self.top_p is not None and (not _number(self.top_p) or not 0 < self.top_p <= 1),
+             f"top_p must be a number in (0, 1] or None, not {self.top_p!r}"),
+            (self.top_k is not None and (not _integer(self.top_k) or self.top_k < 0),
+             f"top_k must be an integer >= 0 (0: off) or None, not {self.top_k!r}"),
+        ) if wrong]
+        if bad:
+            raise ValueError("; ".join(bad))
 
     def with_seed(self, seed: int | None) -> SamplingParams:
         """The same settings with another seed: ``dataclasses.replace`` without re-running
@@ -46,6 +68,14 @@ class SamplingParams:
         data = asdict(self)
         data["stop"] = list(self.stop)
         return data
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _canonical(message: Any) -> bytes:
