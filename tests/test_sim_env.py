@@ -353,3 +353,12 @@ def test_a_late_step_reads_its_new_message_not_the_whole_history(monkeypatch) ->
     monkeypatch.setattr(chat, "_canonical", canonical)
     for request in requests_of(backend)[::30]:  # the running digest is the whole one
         assert request.digest() == chat.messages_digest(request.messages)
+
+
+@pytest.mark.parametrize("field", ["sampling", "judge_sampling"])
+def test_sampling_no_backend_can_honour_is_refused_at_make_naming_the_field(field: str) -> None:
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError,
+                       match=rf"{field}\n.*temperature must be a finite number >= 0, not -1"):
+        gym.make("AgentWorld/Search-v0", backend="scripted", **{field: {"temperature": -1}})

@@ -50,6 +50,15 @@ def _items(paths: list[str]) -> list[Any]:
     return load_items(*[sample_path() if p == "SAMPLE" else Path(p) for p in paths])
 
 
+def _sampling(flags: str, **settings: Any) -> SamplingParams:
+    """Sampling from command-line values; values no backend can honour are a usage error
+    naming ``flags``."""
+    try:
+        return SamplingParams(top_p=None, **settings)
+    except ValueError as error:
+        raise UsageError(f"{flags}: {error}") from None
+
+
 def _outputs(args: argparse.Namespace, items: list[Any]) -> tuple[list[str | None], FaultTally]:
     """Saved predictions (``--predictions``) or fresh ones from ``--backend``, and the tally of
     the world-model calls made (none for saved ones)."""
@@ -66,8 +75,8 @@ def _outputs(args: argparse.Namespace, items: list[Any]) -> tuple[list[str | Non
         raise UsageError("give --backend, the world model to run (a name or JSON, e.g. "
                          "'{\"name\": \"hf\", \"model\": \"runs/wm\"}'), or --predictions, "
                          "an earlier run's records.jsonl")
-    sampling = SamplingParams(temperature=args.temperature, top_p=None,
-                              max_tokens=args.max_tokens, seed=args.seed)
+    sampling = _sampling("--temperature/--max-tokens", temperature=args.temperature,
+                         max_tokens=args.max_tokens, seed=args.seed)
     backend, watched = _watched(args.backend, "world-model", len(items), args.max_faults)
     with backend, watched.bar:
         outputs = predict(watched, items, sampling, args.batch_size)
@@ -124,8 +133,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     print(f"judge instructions: {prompts.source}")
     items = _items(args.items)
     outputs, faults = _outputs(args, items)
-    sampling = SamplingParams(temperature=args.judge_temperature, top_p=None,
-                              max_tokens=args.judge_max_tokens)
+    sampling = _sampling("--judge-temperature/--judge-max-tokens",
+                         temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
     # retries make the total unknown
     judge, watched = _watched(args.judge, "judge", None, args.max_faults)
     with judge, watched.bar:

@@ -154,6 +154,7 @@ class SimConfig(pydantic.BaseModel):
         if unknown:
             raise ValueError(f"unsupported sampling fields {sorted(unknown)} (the seed always "
                              "comes from the env's np_random)")
+        SamplingParams(**value)  # values no backend can honour fail here, naming the field
         return value
 
     @pydantic.field_validator("prompts", mode="before")
