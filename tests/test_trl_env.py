@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 pytest.importorskip("trl", reason="the TRL adapters need trl: pip install 'agentworld[train]'")
@@ -179,6 +180,47 @@ def test_environment_reward_answers_missing_or_foreign_envs(environments: Any, e
                                                             said: str) -> None:
     with pytest.raises(error, match=said):
         environment_reward(["an answer"], environments)
+
+
+def test_max_episode_steps_of_the_class_ends_the_episode_with_a_verdict() -> None:
+    """Before, TRL's session was cut at 2 steps with no verdict and told the model 30 steps."""
+    session = environment_class("AgentWorld/Terminal-v0", backend="scripted",
+                                max_episode_steps=2)()
+    session.reset(seed=0, scenario="terminal-count-log-errors")
+    assert session.last_info["max_steps"] == 2
+    session.act(action='[{"keystrokes": "", "duration": 1}]')
+    assert environment_reward(['[{"keystrokes": "", "duration": 1}]'], [session]) == [0.0]
+    assert session.done and session.last_info["termination"] == "step_budget_exhausted"
+    assert "reward_breakdown" in session.last_info
+    session.env.close()
+
+
+class OneToolEnv(gym.Env):
+    """Offers one tool, named as asked, at every reset."""
+
+    observation_space = action_space = gym.spaces.Text(64)
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        return "Call the tool.", {"tools": [{"type": "function", "function": {
+            "name": self.tool, "description": "A tool.", "parameters": {"type": "object"}}}]}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        return "done", 1.0, True, False, {}
+
+
+gym.register("TrlTest/OneTool-v0", entry_point=OneToolEnv, disable_env_checker=True)
+
+
+@pytest.mark.parametrize("name", ["env", "tools", "done", "reward", "actions", "last_info",
+                                  "env_id", "make_kwargs"])
+def test_a_tool_named_like_a_session_attribute_is_refused(name: str) -> None:
+    """Before, the session's own attribute hid the tool (or the tool replaced env_id)."""
+    with pytest.raises(ValueError, match=f"tools named \\['{name}'\\], which EnvSession uses"):
+        environment_class("TrlTest/OneTool-v0", tool=name)
 
 
 def test_a_row_whose_options_are_not_a_dict_is_refused() -> None:

@@ -38,6 +38,22 @@ def test_import_is_light_and_silent() -> None:
     assert done.stdout == "[]\n" and done.stderr == ""
 
 
+def test_star_import_works_without_stable_baselines3() -> None:
+    """Before, ``import *`` raised DependencyNotInstalled: ``__all__`` named the SB3 parts."""
+    code = ("import sys; sys.modules['stable_baselines3'] = None\n"
+            "from agentworld_envs.wrappers import *\n"
+            "assert 'wrap_for_sb3' in dir() and 'ParameterSharingVecEnv' not in dir()\n"
+            "import agentworld_envs.wrappers as wrappers\n"
+            "try:\n"
+            "    wrappers.ParameterSharingVecEnv\n"
+            "except Exception as exc:\n"
+            "    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[1])
+    assert done.stdout == ("DependencyNotInstalled ParameterSharingVecEnv needs "
+                           'stable-baselines3: pip install "agentworld[rl]"\n')
+
+
 # --- token ids -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("side", "expected"), [("right", b"abcd"), ("left", b"cdef")])
@@ -191,6 +207,13 @@ def test_dict_observation_holds_prompt_step_and_result() -> None:
 def test_bad_observation_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="'dict' or 'box'"):
         wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=3, observation="text")
+
+
+@pytest.mark.parametrize("length", [0, -1])
+def test_a_candidate_length_below_one_is_refused(length: int) -> None:
+    """Before, 0 silently became ``max_length`` and -1 blamed ``max_length``."""
+    with pytest.raises(ValueError, match=f"candidate_length must be >= 1, not {length}"):
+        wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=3, candidate_length=length)
 
 
 # --- Stable-Baselines3 -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import data_equivalence
 from pettingzoo import ParallelEnv
 from pettingzoo.test import parallel_api_test
+from stable_baselines3.common.vec_env import VecMonitor
 
 import team_envs  # noqa: F401 - registers team_envs/*
 from agentworld_envs.protocol.text_space import UnicodeText
@@ -163,6 +164,73 @@ def test_parts_that_differ_between_agents_split_by_space() -> None:
     obs = venv.reset()
     for slot in range(venv.num_envs):
         assert {key: value[slot] for key, value in obs.items()} in venv.observation_space
+
+
+class ShortMenuTeam(EchoTeam):
+    """``agent_1`` has one candidate fewer, so the slots' masks differ."""
+
+    def candidate_actions(self, agent: str) -> list[str]:
+        return super().candidate_actions(agent)[:3 if agent == "agent_0" else 2]
+
+
+@pytest.mark.parametrize("wrap", [lambda venv: venv, VecMonitor], ids=["bare", "VecMonitor"])
+def test_sb3_contrib_masking_calls_get_one_mask_per_slot(wrap: Any) -> None:
+    venv = wrap(ParameterSharingVecEnv(ShortMenuTeam, num_copies=2, max_candidates=4))
+    venv.reset()
+    expected = [[True, True, True, False], [True, True, False, False]] * 2
+    # sb3_contrib.common.maskable.utils: is_masking_supported, then get_action_masks
+    assert venv.has_attr("action_masks")
+    assert np.stack(venv.env_method("action_masks")).tolist() == expected
+    assert [mask().tolist() for mask in venv.get_attr("action_masks")] == expected
+    assert np.stack(venv.env_method("action_masks", indices=[1, 2])).tolist() == expected[1:3]
+    venv.step(np.zeros(4, dtype=np.int64))
+    assert np.stack(venv.env_method("action_masks")).tolist() == expected
+    numeric = ParameterSharingVecEnv(lambda: pettingzoo.make("parallel", "team_envs/relay-v0"))
+    assert not wrap(numeric).has_attr("action_masks")
+
+
+class CountingTeam(EchoTeam):
+    """Records every render, method call and attribute set it gets."""
+
+    metadata = {"name": "counting_team_v0", "render_modes": ["human"], "render_fps": 1}
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        super().__init__()
+        self.render_mode, self.calls = render_mode, []
+
+    def render(self) -> None:
+        self.calls.append("render")
+
+    def poke(self, value: int) -> tuple[int, int]:
+        self.calls.append(f"poke {value}")
+        return id(self), value
+
+    @property
+    def label(self) -> str:
+        return self.calls[-1]
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self.calls.append(f"label {value}")
+
+
+def test_methods_attributes_and_render_reach_each_copy_once() -> None:
+    venv = ParameterSharingVecEnv(functools.partial(CountingTeam, "human"), num_copies=2)
+    venv.reset()
+    copies = [id(env) for env in venv.envs]
+    assert venv.env_method("poke", 1) == [(copies[0], 1)] * 2 + [(copies[1], 1)] * 2
+    assert venv.env_method("poke", 2, indices=[1, 2, 3]) == [(copies[0], 2)] + [(copies[1], 2)] * 2
+    venv.set_attr("label", "x")
+    venv.render()
+    assert [env.calls for env in venv.envs] == [["poke 1", "poke 2", "label x", "render"]] * 2
+
+
+def test_metadata_keeps_sb3s_render_modes() -> None:
+    quiet = ParameterSharingVecEnv(CountingTeam)
+    assert quiet.render_mode is None and quiet.metadata["render_modes"] == []
+    assert quiet.metadata["render_fps"] == 1
+    assert ParameterSharingVecEnv(functools.partial(CountingTeam, "human")).metadata[
+        "render_modes"] == ["human"]
 
 
 @pytest.mark.usefixtures("one_torch_thread")

@@ -47,11 +47,17 @@ def import_trl() -> Any:
 
 
 def make_env(env_id: str, make_kwargs: dict[str, Any]) -> Any:
-    """``gym.make(env_id, **make_kwargs)``, registering the AgentFloor envs first if needed."""
+    """``gym.make(env_id, **make_kwargs)``, registering the AgentFloor envs first if needed.
+
+    An ``AgentWorld`` env given ``max_episode_steps`` (and no ``max_steps``) gets it as its own
+    budget too: ``gym.make`` gives it to the ``TimeLimit`` only, which would cut the episode
+    before the env gives its verdict. (AgentFloor envs sync their budget themselves.)"""
     import gymnasium as gym
 
     if env_id.startswith("AgentFloor/"):
         importlib.import_module("floor_tasks")  # registers AgentFloor/<ID>-v0
+    if env_id.startswith("AgentWorld/") and make_kwargs.get("max_episode_steps") is not None:
+        make_kwargs = {"max_steps": make_kwargs["max_episode_steps"], **make_kwargs}
     return gym.make(env_id, **make_kwargs)
 
 
@@ -143,11 +149,12 @@ def _json_writable(value: Any) -> bool:
 
 
 def _probe_tools(env_id: str, make_kwargs: dict[str, Any],
-                 probe_row: dict[str, Any]) -> list[dict[str, Any]]:
+                 probe_row: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The tools of the probe row's episode, and the names a session already uses."""
     session = type("_Probe", (EnvSession,), {"env_id": env_id, "make_kwargs": make_kwargs})()
     try:
         session.reset(**probe_row)
-        return session.tools
+        return session.tools, set(dir(session))
     finally:
         session.env.close()
 
@@ -173,12 +180,20 @@ def environment_class(env_id: str, *, probe_row: dict[str, Any] | None = None,
         A class for ``GRPOTrainer(environment_factory=...)``; pair it with
         ``reward_funcs=[environment_reward]``. Its instances raise if a reset's tools differ
         from the ones it was built with.
+
+    Raises:
+        ValueError: a tool is named like an :class:`EnvSession` attribute (``env``, ``done``,
+            ``reward``, ...), or like TRL's ``reset`` and ``get_reward``.
     """
-    tools = _probe_tools(env_id, make_kwargs, probe_row or {"seed": 0})
+    tools, taken = _probe_tools(env_id, make_kwargs, probe_row or {"seed": 0})
     names = [t["function"]["name"] for t in tools]
     if tools:
         methods = {name: tool_method(t, EnvSession._call_tool) for name, t in zip(names, tools,
                                                                                      strict=True)}
+        shadowed = sorted(taken.intersection(names))
+        if shadowed:
+            raise ValueError(f"{env_id} has tools named {shadowed}, which EnvSession uses for its "
+                             f"own state (env, tools, done, reward, ...); TRL could not call them")
     else:
         methods = {"act": act_method(f"Take one action in {env_id}.", EnvSession._step)}
 

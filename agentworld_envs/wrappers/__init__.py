@@ -14,6 +14,7 @@ them. Three parts need ``stable-baselines3`` and load on first use:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from agentworld_envs.wrappers.candidate_actions import (
@@ -31,31 +32,31 @@ from agentworld_envs.wrappers.tokenize_observation import (
 )
 from agentworld_envs.wrappers.tokenizers import ByteTokenizer, HFTokenizer, load_tokenizer
 
-__all__ = [
-    "GIVE_UP_ACTION",
-    "PAD_ID",
-    "ByteTokenizer",
-    "CandidateMenu",
-    "CandidateObservation",
-    "CandidateOverlapFeatures",
-    "CandidateScoringPolicy",
-    "DiscreteCandidateActions",
-    "HFTokenizer",
-    "ParameterSharingVecEnv",
-    "PromptAwareObservation",
-    "TokenEmbeddingExtractor",
-    "TokenIdEncoder",
-    "TokenizeObservation",
-    "load_tokenizer",
-    "wrap_for_sb3",
-]
-
 _LAZY = {
     "CandidateOverlapFeatures": "agentworld_envs.wrappers.candidate_policy",
     "CandidateScoringPolicy": "agentworld_envs.wrappers.candidate_policy",
     "ParameterSharingVecEnv": "agentworld_envs.wrappers.parameter_sharing",
     "TokenEmbeddingExtractor": "agentworld_envs.wrappers.token_embedding",
 }
+
+__all__ = [
+    "GIVE_UP_ACTION",
+    "PAD_ID",
+    "ByteTokenizer",
+    "CandidateMenu",
+    "CandidateObservation",
+    "DiscreteCandidateActions",
+    "HFTokenizer",
+    "PromptAwareObservation",
+    "TokenIdEncoder",
+    "TokenizeObservation",
+    "load_tokenizer",
+    "wrap_for_sb3",
+]
+# The SB3 parts join ``import *`` only where stable-baselines3 is installed; asked for by name,
+# they load on first use or raise ``DependencyNotInstalled`` with the install hint.
+if importlib.util.find_spec("stable_baselines3") is not None:
+    __all__ += sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

@@ -14,8 +14,11 @@ copy-major: slot ``c * n_agents + i`` is agent ``possible_agents[i]`` of copy ``
   :class:`~agentworld_envs.wrappers.TokenizeObservation`; other parts pass through.
 - Actions: numeric spaces pass through. A ``Text`` action space becomes ``Discrete``
   over ``env.unwrapped.candidate_actions(agent)``, with the padding policy and
-  ``info["action_mask"]`` of :class:`~agentworld_envs.wrappers.DiscreteCandidateActions`.
-  All agents must share one action space.
+  ``info["action_mask"]`` of :class:`~agentworld_envs.wrappers.DiscreteCandidateActions`;
+  ``env_method("action_masks")`` gives one mask per slot, as ``sb3_contrib``'s ``MaskablePPO``
+  asks. All agents must share one action space.
+- ``env_method``, ``set_attr`` and ``render`` act once on each copy (not once per agent); a
+  slot gets its copy's result.
 - Every copy must keep its full agent set until all its agents end together; the copy then
   resets (SB3 semantics: ``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]``).
   An agent that leaves early raises ``RuntimeError``.
@@ -26,6 +29,7 @@ Needs ``stable-baselines3`` (``pip install "agentworld[rl]"``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +49,8 @@ except ImportError as exc:
         'ParameterSharingVecEnv needs stable-baselines3: pip install "agentworld[rl]"') from exc
 
 __all__ = ["ParameterSharingVecEnv"]
+
+_MASKS = "action_masks"
 
 
 def _shared_action_space(env: ParallelEnv, agents: Sequence[str]) -> spaces.Space:
@@ -167,7 +173,7 @@ class ParameterSharingVecEnv(VecEnv):
                         for key in self.keys}
         self._menus: list[CandidateMenu | None] = [None] * self.num_envs
         self._actions: np.ndarray | None = None
-        self.metadata = self.envs[0].metadata
+        self.metadata = {**self.envs[0].metadata, "render_modes": self.metadata["render_modes"]}
 
     def reset(self) -> dict[str, np.ndarray]:
         """Reset every copy (with the seeds and options set before, used once)."""
@@ -228,19 +234,31 @@ class ParameterSharingVecEnv(VecEnv):
             env.close()
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """An attribute of the Parallel env behind each slot."""
-        return [getattr(self._env_of(slot), attr_name) for slot in self._get_indices(indices)]
+        """An attribute of the Parallel env behind each slot; with ``Text`` actions,
+        ``"action_masks"`` is each slot's own mask method (as ``sb3_contrib`` asks for it)."""
+        slots = self._get_indices(indices)
+        if attr_name == _MASKS and self._text_actions:
+            return [functools.partial(self._slot_mask, slot) for slot in slots]
+        return [getattr(self._env_of(slot), attr_name) for slot in slots]
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        """Set an attribute on the Parallel env behind each slot."""
-        for slot in self._get_indices(indices):
-            setattr(self._env_of(slot), attr_name, value)
+        """Set an attribute once on each copy behind the slots."""
+        for copy in self._copies(indices):
+            setattr(self.envs[copy], attr_name, value)
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None,
                    **method_kwargs: Any) -> list[Any]:
-        """Call a method of the Parallel env behind each slot."""
-        return [getattr(self._env_of(slot), method_name)(*method_args, **method_kwargs)
-                for slot in self._get_indices(indices)]
+        """Call a method once on each copy behind the slots; each slot gets its copy's result.
+
+        With ``Text`` actions, ``"action_masks"`` gives each slot its own mask, as
+        ``sb3_contrib``'s ``MaskablePPO`` asks for it.
+        """
+        slots = list(self._get_indices(indices))
+        if method_name == _MASKS and self._text_actions:
+            return [self._slot_mask(slot) for slot in slots]
+        results = {copy: getattr(self.envs[copy], method_name)(*method_args, **method_kwargs)
+                   for copy in self._copies(slots)}
+        return [results[slot // len(self.agents)] for slot in slots]
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
         """Always False: PettingZoo envs carry no Gymnasium wrappers."""
@@ -250,7 +268,14 @@ class ParameterSharingVecEnv(VecEnv):
         """The current mask of every slot, ``(num_envs, max_candidates)`` (``Text`` actions)."""
         if not self._text_actions:
             raise AttributeError("action masks exist only for Text action spaces")
-        return np.stack([self._menu(slot).mask for slot in range(self.num_envs)])
+        return np.stack([self._slot_mask(slot) for slot in range(self.num_envs)])
+
+    def _copies(self, indices: Any) -> list[int]:
+        """The distinct copies behind the slots, in slot order."""
+        return list(dict.fromkeys(slot // len(self.agents) for slot in self._get_indices(indices)))
+
+    def _slot_mask(self, slot: int) -> np.ndarray:
+        return self._menu(slot).mask.copy()
 
     def _slots(self, copy: int) -> range:
         return range(copy * len(self.agents), (copy + 1) * len(self.agents))
@@ -297,7 +322,7 @@ class ParameterSharingVecEnv(VecEnv):
         """A copy of ``info``, with the slot's action mask for text actions."""
         if not self._text_actions:
             return dict(info)
-        return {**info, "action_mask": self._menu(slot).mask.copy()}
+        return {**info, "action_mask": self._slot_mask(slot)}
 
     def _observations(self) -> dict[str, np.ndarray]:
         return {key: array.copy() for key, array in self._buffer.items()}

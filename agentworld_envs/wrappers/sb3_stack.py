@@ -60,9 +60,12 @@ def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
     """
     if observation not in ("dict", "box"):
         raise ValueError(f"observation must be 'dict' or 'box', not {observation!r}")
+    if candidate_length is not None and candidate_length < 1:
+        raise ValueError(f"candidate_length must be >= 1, not {candidate_length}")
     env = DiscreteCandidateActions(env, max_candidates, fallback_action)
     env = PromptAwareObservation(env)
     env = TimeAwareObservation(env, flatten=False)
     env = TokenizeObservation(env, max_length, tokenizer)
-    env = CandidateObservation(env, candidate_length or max_length, tokenizer)
+    env = CandidateObservation(env, max_length if candidate_length is None else candidate_length,
+                               tokenizer)
     return FlattenObservation(env) if observation == "box" else env
