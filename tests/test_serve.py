@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
@@ -17,15 +18,21 @@ import pytest
 
 pytest.importorskip("openenv")
 
+import uvicorn  # noqa: E402
 from gymnasium.utils import seeding  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 import floor_tasks  # noqa: E402
 from agentworld_envs.cli import main  # noqa: E402
+from agentworld_envs.serve.app import _Server, build_app  # noqa: E402
 from agentworld_envs.serve.served_env import resolve_env_ids  # noqa: E402
+from agentworld_envs.serve.session import GymSession  # noqa: E402
+from agentworld_envs.serve.settings import ServeSettings  # noqa: E402
+from floor_tasks.env import FloorEnv  # noqa: E402
 from tests.helpers.examples import HANG_GUARD_S  # noqa: E402
 from tests.helpers.openenv_server import serve, stats  # noqa: E402
+from tests.helpers.server import free_port  # noqa: E402
 
 SLOW_RULES = json.dumps({"name": "scripted", "rules": [
     {"match": "slow_call", "delay_s": 3.0, "reply": "<predicted_observation>late"
@@ -51,6 +58,29 @@ def _ws(url: str):
 def _ask(ws, message: dict) -> dict:
     ws.send(json.dumps(message))
     return json.loads(ws.recv(timeout=600))
+
+
+@contextlib.contextmanager
+def _in_process(env_id: str, **settings):
+    """``build_app`` served by uvicorn in a thread of this process on a free loopback port: a
+    real server whose internals a test can patch. Yields its base URL."""
+    port = free_port()
+    app = build_app(ServeSettings(env_id=env_id, port=port, **settings))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        _wait(lambda: server.started or not thread.is_alive(), "the in-process server started")
+        assert server.started, "the in-process server did not start"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(HANG_GUARD_S)
+
+
+LOOKUP = json.dumps({"name": "lookup_record", "arguments": {"record_id": "PKG-88"}})
+"""A B3 tool call that keeps the episode going."""
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +183,7 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
                     {"type": "reset", "data": {"options": {"task": "Z9"}}},
                     {"type": "reset", "data": {"bogus": True}},
                     {"type": "reset", "data": {"options": {"variant": "v99"}}},
+                    {"type": "reset", "data": {"options": {"task": "B3", "variant": [1]}}},
                     {"type": "step", "data": {"type": "call_tool"}},
                     {"type": "teleport"}):
             reply = _ask(ws, bad)
@@ -160,6 +191,20 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
             assert reply["data"]["message"], bad
         assert _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}}
                     )["type"] == "observation"
+        first = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert first["data"]["observation"]["metadata"]["info"]["turn"] == 1
+        for frame in ("[1, 2]", "3", '"x"', "null",
+                      '{"type": "reset", "data": {"seed": ' + "1" * 5000 + "}}",  # too long
+                      "[" * 100_000 + "]" * 100_000,  # too deep
+                      b'{"type": "state"}'):  # a binary frame
+            ws.send(frame)
+            reply = json.loads(ws.recv(timeout=600))
+            assert (reply["type"], reply["data"]["code"]) == ("error", "INVALID_JSON"), frame[:40]
+        mcp = _ask(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list",
+                                                "id": 1}})
+        assert mcp["type"] == "error" and "list_tools" in mcp["data"]["message"]
+        second = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert second["data"]["observation"]["metadata"]["info"]["turn"] == 2  # same episode
         huge = _ask(ws, {"type": "step", "data": {"message": "{" * 3_000_000}})
         assert huge["type"] == "observation", huge["data"]  # read as a (wrong) final answer
         assert (huge["data"]["reward"], huge["data"]["done"]) == (0.0, True)
@@ -280,6 +325,19 @@ def test_the_cli_says_what_it_cannot_serve(capsys):
     assert main(["serve", "AgentWorld/MCP-v0", "--backend", "scripted", "--kw",
                  "scenaros=generated"]) == 2
     assert "scenaros" in capsys.readouterr().err
+    assert main(["serve", "AgentFloor/A1-v0", "--kw", 'max_episode_steps="abc"']) == 2
+    assert "max_episode_steps" in capsys.readouterr().err
+    assert main(["serve", "AgentFloor/A1-v0", "--kw", "variant=[1]"]) == 2
+
+
+def test_the_settings_refuse_a_nan_idle_timeout_and_a_negative_grace(capsys):
+    with pytest.raises(ValueError, match="idle_timeout_s"):
+        ServeSettings(env_id="AgentFloor/A1-v0", idle_timeout_s=float("nan"))
+    with pytest.raises(ValueError, match="shutdown_grace_s"):
+        ServeSettings(env_id="AgentFloor/A1-v0", shutdown_grace_s=-5)
+    assert main(["serve", "AgentFloor/A1-v0", "--idle-timeout", "nan"]) == 2
+    assert "idle_timeout_s" in capsys.readouterr().err
+    assert main(["serve", "AgentFloor/A1-v0", "--shutdown-grace", "-5"]) == 2
 
 
 @pytest.mark.slow
@@ -363,5 +421,140 @@ def test_the_stateless_http_routes_answer_and_refuse_with_400(floor_all):
     assert step.status_code == 400 and "reset()" in step.json()["detail"]
     bad = httpx.post(f"{floor_all}/reset", json={"options": {"colour": 1}}, timeout=600)
     assert bad.status_code == 400 and "colour" in bad.json()["detail"]
+    for body, named in (({"options": {"task": "B3", "variant": [1]}}, "variant"),
+                        ({"self": 1}, "self")):
+        bad = httpx.post(f"{floor_all}/reset", json=body, timeout=600)
+        assert bad.status_code == 400 and named in bad.json()["detail"], body
     malformed = httpx.post(f"{floor_all}/step", json={"action": {"message": 3}}, timeout=600)
     assert malformed.status_code == 422
+
+
+def test_stateless_http_requests_are_not_counted_as_sessions(floor_all):
+    _wait(lambda: stats(floor_all)["sessions_open"] == 0, "earlier sessions closed")
+    before = stats(floor_all)["sessions_opened"]
+    assert httpx.post(f"{floor_all}/reset", json={}, timeout=600).status_code == 200
+    assert httpx.get(f"{floor_all}/state", timeout=600).status_code == 200
+    assert httpx.get(f"{floor_all}/metadata", timeout=600).status_code == 200
+    with _ws(floor_all) as ws:
+        assert _ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+    after = stats(floor_all)
+    assert after["sessions_opened"] == before + 1  # the WebSocket session alone
+
+
+def test_a_bad_reset_leaves_the_episode_as_it_was(floor_all):
+    with _ws(floor_all) as ws:
+        _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}})
+        _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        before = _ask(ws, {"type": "state"})["data"]
+        bad = _ask(ws, {"type": "reset", "data": {"episode_id": 123,
+                                                  "options": {"task": "C1", "variant": "v0"}}})
+        assert bad["type"] == "error" and "episode_id" in bad["data"]["message"]
+        assert _ask(ws, {"type": "state"})["data"] == before
+        meta = _ask(ws, {"type": "step", "data": {"message": LOOKUP}}
+                    )["data"]["observation"]["metadata"]
+        assert (meta["env_id"], meta["episode_id"], meta["info"]["turn"]) == (
+            "AgentFloor/B3-v0", before["episode_id"], 2)
+
+
+def test_a_seed_makes_every_later_draw_of_the_session_repeat(floor_all):
+    def play(options: dict | None) -> list[tuple]:
+        with _ws(floor_all) as ws:
+            replies = [_ask(ws, {"type": "reset", "data": {"seed": 7, "options": options}})]
+            replies += [_ask(ws, {"type": "reset", "data": {}}) for _ in range(6)]
+        observations = [reply["data"]["observation"] for reply in replies]
+        return [(o["metadata"]["env_id"], o["text"], o["metadata"]["info"])
+                for o in observations]
+
+    for options in (None, {"task": "B3"}):
+        played = play(options)
+        assert len({env_id for env_id, _, _ in played}) > 1, options  # several tasks drawn
+        assert play(options) == played, options
+
+
+def test_a_step_after_the_end_leaves_the_episode_as_it_ended(floor_all):
+    with _ws(floor_all) as ws:
+        _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}})
+        for action in floor_tasks.solution("B3", "v0"):
+            _ask(ws, {"type": "step", "data": {"message": action}})
+        ended = _ask(ws, {"type": "state"})["data"]
+        assert (ended["done"], ended["terminated"], ended["truncated"]) == (True, True, False)
+        again = _ask(ws, {"type": "step", "data": {"message": action}})
+        assert again["type"] == "observation" and again["data"]["done"] is True
+        assert "ended" in again["data"]["observation"]["text"]  # the env's answer
+        assert _ask(ws, {"type": "state"})["data"] == ended
+
+
+def test_a_large_call_tool_step_runs_in_the_sessions_thread(monkeypatch):
+    where: list[str] = []
+    step = GymSession.step
+
+    def recorded(self, action, /, *args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            where.append("event loop")
+        except RuntimeError:
+            where.append("thread")
+        return step(self, action, *args, **kwargs)
+
+    monkeypatch.setattr(GymSession, "step", recorded)
+    with _in_process("AgentFloor/B3-v0") as url, _ws(url) as ws:
+        _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
+        reply = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert reply["type"] == "observation" and where == ["event loop"]  # a short message
+        reply = _ask(ws, {"type": "step", "data": {
+            "type": "call_tool", "tool_name": "lookup_record",
+            "arguments": {"record_id": "PKG-88", "pad": [[1] * 10] * 20_000}}})
+        assert reply["type"] == "observation" and where == ["event loop", "thread"]
+
+
+def test_the_idle_sweep_spares_a_session_active_since_it_looked(monkeypatch):
+    passes: list[int] = []
+
+    def stale(self) -> list[str]:  # a pass that took every session for idle
+        passes.append(len(self._sessions))
+        return list(self._sessions)
+
+    monkeypatch.setattr(_Server, "idle_sessions", stale)
+    with _in_process("AgentFloor/B3-v0", idle_timeout_s=600) as url, _ws(url) as ws:
+        _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
+        _wait(lambda: 1 in passes[:-1], "a whole sweep pass over the session")
+        reply = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert reply["type"] == "observation", reply["data"]
+        assert stats(url)["sessions_closed"] == 0
+
+
+def test_the_idle_sweep_goes_on_after_a_close_that_fails(monkeypatch):
+    close_for = GymSession.close_for
+    calls: list[str] = []
+
+    def fails_once(self, reason: str) -> None:
+        calls.append(reason)
+        if len(calls) == 1:
+            raise RuntimeError("this close fails")
+        close_for(self, reason)
+
+    monkeypatch.setattr(GymSession, "close_for", fails_once)
+    with _in_process("AgentFloor/B3-v0", idle_timeout_s=0.2) as url, \
+            _ws(url) as first, _ws(url) as second:
+        _wait(lambda: stats(url)["capacity"]["active_sessions"] == 0,
+              "both idle sessions closed")
+        replies = [_ask(ws, {"type": "reset", "data": {}}) for ws in (first, second)]
+        assert [reply["type"] for reply in replies] == ["error", "error"]
+        assert any("idle" in reply["data"]["message"] for reply in replies)
+
+
+def test_a_session_closes_all_its_envs_when_one_fails_to(monkeypatch):
+    closed: list[str] = []
+
+    def close(self) -> None:
+        closed.append(self.task.id)
+        if len(closed) == 1:
+            raise RuntimeError("this env fails to close")
+
+    with _in_process("AgentFloor/tier:A") as url:
+        monkeypatch.setattr(FloorEnv, "close", close)
+        with _ws(url) as ws:
+            for task in ("A1", "A2"):
+                _ask(ws, {"type": "reset", "data": {"options": {"task": task}}})
+        _wait(lambda: len(closed) == 2, "both envs closed")
+    assert sorted(closed) == ["A1", "A2"]

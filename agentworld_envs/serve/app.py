@@ -1,28 +1,56 @@
 """The OpenEnv app of one served id: OpenEnv's own server, routes and protocol, with our sessions.
 
 :func:`build_app` builds OpenEnv's ``HTTPEnvServer`` (HTTP ``/reset`` ``/step`` ``/state``
-``/schema`` ``/metadata`` ``/health`` and WebSocket ``/ws`` sessions, capped at
-``max_sessions``, over the cap OpenEnv's capacity error at once) on a factory of
+``/schema`` ``/metadata`` ``/health``, sessions capped at ``max_sessions``, over the cap
+OpenEnv's capacity error at once) on a factory of
 :class:`~agentworld_envs.serve.session.GymSession`, and adds ``GET /agentworld/stats``.
+
+The WebSocket sessions at ``/ws`` are served by our own loop, registered ahead of OpenEnv's:
+OpenEnv's messages (``reset``, ``step``, ``state``, ``close``) and its replies and error
+shapes, one message at a time, except that no frame a client sends ends its session. A binary
+frame, text that is not JSON or is past the parser's limits (nesting depth, a number of over
+4300 digits), or JSON that is not an object is answered with OpenEnv's ``INVALID_JSON`` error,
+and the session goes on. Two deviations: OpenEnv's MCP transport over ``/ws`` (the ``mcp``
+message and ``?session_id=`` to attach to an HTTP MCP session) is not served, as these envs
+have no MCP server (OpenEnv answers their tool calls "Environment does not support MCP"):
+``mcp`` is answered with an ``UNKNOWN_TYPE`` error naming the ``list_tools`` and
+``call_tool`` step actions, ``?session_id=`` with a ``SESSION_ERROR``.
 
 Idle sessions are closed by our own sweep rather than OpenEnv's reaper, because OpenEnv counts
 a session's activity only when a message is answered: its reaper would close a session in the
 middle of a step that thinks for longer than the timeout. Ours never closes a session whose
-reset or step is running.
+reset or step is running, and checks each session again just before closing it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import json
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
+from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
-from openenv.core.env_server.types import ConcurrencyConfig
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.serialization import deserialize_action, serialize_observation
+from openenv.core.env_server.types import (
+    ConcurrencyConfig,
+    WSCloseMessage,
+    WSErrorCode,
+    WSErrorResponse,
+    WSObservationResponse,
+    WSResetMessage,
+    WSStateMessage,
+    WSStateResponse,
+    WSStepMessage,
+)
+from pydantic import ValidationError
+from starlette.types import Message
 
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
 from agentworld_envs.serve.served_env import ServedEnv
@@ -33,9 +61,29 @@ __all__ = ["build_app"]
 
 _log = logging.getLogger(__name__)
 
+_NO_MCP = ('this server has no MCP server, so "mcp" messages are not served: list the tools '
+           'with {"type": "step", "data": {"type": "list_tools"}} and call one with '
+           '{"type": "step", "data": {"type": "call_tool", "tool_name": ..., "arguments": '
+           '{...}}}')
+_NO_ATTACH = ("this server does not attach a WebSocket to an HTTP MCP session (?session_id=): "
+              "connect without it for a session of your own")
+
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+"""What a JSON value is called, by its Python type (numbers aside)."""
+
+
+def _error(code: WSErrorCode, message: str, **details: Any) -> str:
+    """An error frame of OpenEnv's shape."""
+    return WSErrorResponse(data={"message": message, "code": code, **details}).model_dump_json()
+
+
+def _idle(session: Environment | None, limit: float) -> bool:
+    """Whether a session has no reset or step running and none since ``limit``."""
+    return isinstance(session, GymSession) and not session.busy and session.last_active < limit
+
 
 class _Server(HTTPEnvServer):
-    """OpenEnv's server with an idle sweep that spares running steps."""
+    """OpenEnv's server with our WebSocket loop and an idle sweep that spares running steps."""
 
     def __init__(self, served: ServedEnv) -> None:
         settings = served.settings
@@ -46,25 +94,120 @@ class _Server(HTTPEnvServer):
         self.idle_timeout_s = settings.idle_timeout_s
         self._sweeper: asyncio.Task[None] | None = None
 
+    async def _create_session(self) -> tuple[str, Environment]:
+        """OpenEnv's session, counted in the stats (a stateless HTTP request's env is not)."""
+        session_id, session = await super()._create_session()
+        cast(GymSession, session).count_in_stats()
+        return session_id, session
+
+    # -- WebSocket sessions ------------------------------------------------------------------
+
+    async def serve_socket(self, websocket: WebSocket) -> None:
+        """One WebSocket session, from the connection until ``close`` or the client leaves."""
+        await websocket.accept()
+        session_id: str | None = None
+        try:
+            if websocket.query_params.get("session_id"):
+                await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, _NO_ATTACH))
+                return
+            try:
+                session_id, session = await self._create_session()
+            except SessionCapacityError as exc:
+                await websocket.send_text(_error(
+                    WSErrorCode.CAPACITY_REACHED, str(exc), active_sessions=exc.active_sessions,
+                    max_sessions=exc.max_sessions))
+                return
+            except EnvironmentFactoryError as exc:
+                await websocket.send_text(_error(WSErrorCode.FACTORY_ERROR, str(exc),
+                                                 factory_name=exc.factory_name))
+                return
+            while (frame := await websocket.receive())["type"] != "websocket.disconnect":
+                reply = await self._answer(session_id, cast(GymSession, session), frame)
+                if reply is None:
+                    break
+                await websocket.send_text(reply)
+        except WebSocketDisconnect:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the socket failed: this session ends alone
+            _log.warning("WebSocket session %s failed: %s", session_id, exc)
+            with contextlib.suppress(Exception):
+                await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, str(exc)))
+        finally:
+            if session_id is not None:
+                await self._destroy_session(session_id)
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await websocket.close()
+
+    async def _answer(self, session_id: str, session: GymSession, frame: Message) -> str | None:
+        """The reply to one frame (None for ``close``); whatever the frame, it never raises."""
+        text = frame.get("text")
+        if text is None:
+            return _error(WSErrorCode.INVALID_JSON,
+                          "Invalid JSON: a binary frame; send each message as a text frame")
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # also too deep, or a number too long
+            return _error(WSErrorCode.INVALID_JSON, f"Invalid JSON: {exc}")
+        if not isinstance(message, dict):
+            return _error(WSErrorCode.INVALID_JSON, 'Invalid JSON: a message is an object with '
+                          f'a "type", not {_JSON_KINDS.get(type(message), "a number")}')
+        kind = message.get("type", "")
+        try:
+            if kind == "reset":
+                data = WSResetMessage.model_validate(message).data
+                observation = await session.reset_async(**data)
+                self._update_session_activity(session_id)
+                return WSObservationResponse(
+                    data=serialize_observation(observation)).model_dump_json()
+            if kind == "step":
+                action = deserialize_action(WSStepMessage.model_validate(message).data,
+                                            self.action_cls)
+                observation = await session.step_async(action)
+                self._update_session_activity(session_id, increment_step=True)
+                return WSObservationResponse(
+                    data=serialize_observation(observation)).model_dump_json()
+            if kind == "state":
+                WSStateMessage.model_validate(message)
+                return WSStateResponse(data=session.state.model_dump()).model_dump_json()
+            if kind == "close":
+                WSCloseMessage.model_validate(message)
+                return None
+            return _error(WSErrorCode.UNKNOWN_TYPE,
+                          _NO_MCP if kind == "mcp" else f"Unknown message type: {kind}")
+        except ValidationError as exc:  # as JSON: a validator's exception becomes its text
+            return _error(WSErrorCode.VALIDATION_ERROR, "Invalid message",
+                          errors=json.loads(exc.json()))
+        except Exception as exc:  # noqa: BLE001 - bad input or the env's error: this message's
+            return _error(WSErrorCode.EXECUTION_ERROR, str(exc))
+
+    # -- the idle sweep ----------------------------------------------------------------------
+
     def idle_sessions(self) -> list[str]:
         """Sessions with no reset or step running and none for longer than the timeout."""
         limit = time.monotonic() - self.idle_timeout_s
-        return [sid for sid, env in list(self._sessions.items())
-                if isinstance(env, GymSession) and not env.busy and env.last_active < limit]
+        return [sid for sid, env in list(self._sessions.items()) if _idle(env, limit)]
 
     async def _sweep(self) -> None:
         interval = min(max(self.idle_timeout_s / 4, 0.05), 5.0)
         while True:
             await asyncio.sleep(interval)
             for sid in self.idle_sessions():
-                env = self._sessions.get(sid)
-                if isinstance(env, GymSession):
-                    env.close_for(f"the session was idle for more than "
-                                  f"{self.idle_timeout_s:g} s and was closed")
                 try:
-                    await self._destroy_session(sid)
-                except Exception as exc:  # noqa: BLE001 - the sweep must go on
-                    _log.warning("closing idle session %s failed: %s", sid, exc)
+                    await self._close_idle(sid)
+                except Exception:  # noqa: BLE001 - the sweep must go on
+                    _log.exception("closing idle session %s failed", sid)
+
+    async def _close_idle(self, sid: str) -> None:
+        """Close a session found idle, unless it was active since (closing another is awaited
+        between the two)."""
+        session = self._sessions.get(sid)
+        if not _idle(session, time.monotonic() - self.idle_timeout_s):
+            return
+        try:
+            cast(GymSession, session).close_for(
+                f"the session was idle for more than {self.idle_timeout_s:g} s and was closed")
+        finally:
+            await self._destroy_session(sid)
 
     def start_sweep(self) -> None:
         """Start the idle sweep (on the app's start-up), when a timeout is set."""
@@ -91,6 +234,7 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     server = _Server(served)
     app = FastAPI(title=f"agentworld: {settings.env_id}",
                   description="An agentworld env served over OpenEnv's protocol.")
+    app.add_api_websocket_route("/ws", server.serve_socket)  # matched before OpenEnv's /ws
     server.register_routes(app)
 
     @app.exception_handler(ValueError)

@@ -109,7 +109,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(f"{_HINT} ({exc})") from None
     try:
         served = ServedEnv(settings)  # loads the world model before the port opens
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # a --kw or --backend value of the wrong kind
         raise UsageError(str(exc)) from None
 
     class Server(uvicorn.Server):

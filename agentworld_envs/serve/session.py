@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 import uuid
@@ -23,16 +24,24 @@ from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
 from agentworld_envs.serve.served_env import ServedEnv
 
 __all__ = ["GymSession"]
 
+_log = logging.getLogger(__name__)
+
 _OPTIONS = {"AgentFloor/": ("variant",), "AgentWorld/": ("scenario",)}
 """The reset options each family of envs reads."""
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {"variant": (int, str), "scenario": (str, dict),
+                                              "task": (str,)}
+"""What each reset option may be in JSON: an index or a name, an id or a scenario object."""
+_TYPE_NAMES = {int: "an integer", str: "a string", dict: "an object"}
 INLINE_CHARS = 65536
 """A step of a non-blocking env with a message up to this long runs on the event loop (no
-thread hop); a longer one, or any step that may wait on a model, runs in the session's thread."""
+thread hop); a longer one, a ``call_tool`` step (its arguments are not sized) or any step that
+may wait on a model runs in the session's thread."""
 
 
 def _plain(value: Any) -> Any:
@@ -64,6 +73,14 @@ def _seed(value: Any) -> int | None:
     return value
 
 
+def _episode_id(value: Any) -> str:
+    if value is None or value == "":
+        return str(uuid.uuid4())
+    if not isinstance(value, str):
+        raise ValueError(f"episode_id must be a string or null, not {type(value).__name__}")
+    return value
+
+
 class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
     """A session's env, made on first reset (for a task set, one per task played).
 
@@ -77,6 +94,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         super().__init__()
         self.served = served
         self._envs: dict[str, gym.Env] = {}
+        self._seeded: set[str] = set()
+        """The ids whose env has had a seed (its ``np_random`` no longer OS entropy)."""
         self._env: gym.Env | None = None
         self._episode_tools: list[dict[str, Any]] = []
         self._rng, _ = seeding.np_random(None)
@@ -86,43 +105,56 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         self._thread: ThreadPoolExecutor | None = None
         self._member = False
         """Whether this session counts as a member of the world model's batches."""
+        self._counted = False
+        """Whether the server's stats count this session (see :meth:`count_in_stats`)."""
         self.busy = False
         """Whether a reset or step is running (an idle sweep never closes a busy session)."""
         self.last_active = time.monotonic()
-        served.count("sessions_opened")
 
     # -- OpenEnv interface -------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None,
+    def reset(self, /, seed: int | None = None, episode_id: str | None = None,
               options: dict[str, Any] | None = None, **unknown: Any) -> TurnObservation:
         """Start an episode. ``options`` are the env's (``variant``, ``scenario``) and, for a
-        task set, ``task``; without ``task`` the seed picks one."""
+        task set, ``task``; without ``task`` the seed picks one.
+
+        A seed also seeds the session's own draws: the task of each later reset without
+        ``task``, and the seed of a task's env at its first reset without one. A reset that
+        fails leaves the session's episode as it was.
+        """
         if unknown:
             raise ValueError(f"unknown reset argument(s) {sorted(unknown)}; reset takes seed, "
                              "episode_id and options")
         seed = _seed(seed)
+        episode_id = _episode_id(episode_id)
         options = self._options(options)
         with self._active():
-            env_id = self._pick(options.pop("task", None), seed)
+            if seed is not None:
+                self._rng, _ = seeding.np_random(seed)
+            env_id = self._pick(options.pop("task", None))
             env = self._env_for(env_id)
+            if seed is None and env_id not in self._seeded:
+                seed = draw_seed(self._rng)
             text, info = env.reset(seed=seed, options=options or None)
-            self._env = env
+            self._seeded.add(env_id)
             if info.get("task_id") and self.served.make_kwargs.get("reveal_reference"):
                 from floor_tasks import solution
 
                 info["reference"] = {"solution": solution(info["task_id"], info["variant"])}
-            self._state = EpisodeState(episode_id=episode_id or str(uuid.uuid4()),
-                                       env_id=env_id)
+            state = EpisodeState(episode_id=episode_id, env_id=env_id)
+            tools = mcp_tools(info.get("tools") or [])
+            observation = TurnObservation(text=text, tools=tools, done=False, reward=None,
+                                          metadata=self._metadata(state, info, False, False))
+            self._env, self._state, self._episode_tools = env, state, tools
             self._membership(True)
-            self._episode_tools = mcp_tools(info.get("tools") or [])
-            return TurnObservation(text=text, tools=self._episode_tools,
-                                   done=False, reward=None,
-                                   metadata=self._metadata(info, False, False))
+            return observation
 
-    def step(self, action: TurnAction, timeout_s: float | None = None,
+    def step(self, action: TurnAction, /, timeout_s: float | None = None,
              **kwargs: Any) -> TurnObservation:
         """Play one assistant turn (a ``call_tool`` action is a turn with that one call);
-        ``list_tools`` answers without a step."""
+        ``list_tools`` answers without a step. A step after the episode ended gets the env's
+        answer and leaves the episode's state as it ended (OpenEnv leaves this to each env;
+        its example envs count such a step)."""
         with self._active():
             if action.type == "list_tools":
                 return TurnObservation(tools=self._tools(), done=self._state.done,
@@ -131,10 +163,14 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                 raise ValueError("call reset() before step()")
             message = action.message if action.type == "message" else json.dumps(
                 {"name": action.tool_name, "arguments": action.arguments}, ensure_ascii=False)
+            state = self._state
             with self.served.stepping():
                 text, reward, terminated, truncated, info = self._env.step(message)
+            metadata = self._metadata(state, info, terminated, truncated)
+            if state.done:
+                return TurnObservation(text=text, done=True, reward=float(reward),
+                                       metadata=metadata)
             self.served.count("steps")
-            state = self._state
             state.step_count += 1
             state.total_reward += float(reward)
             state.terminated, state.truncated = bool(terminated), bool(truncated)
@@ -142,19 +178,21 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             if state.done:
                 self._membership(False)
             return TurnObservation(text=text, done=state.done, reward=float(reward),
-                                   metadata=self._metadata(info, terminated, truncated))
+                                   metadata=metadata)
 
-    async def reset_async(self, seed: int | None = None, episode_id: str | None = None,
+    async def reset_async(self, /, seed: int | None = None, episode_id: str | None = None,
                           options: dict[str, Any] | None = None,
                           **unknown: Any) -> TurnObservation:
         """:meth:`reset` on the event loop: a reset never asks a model."""
         return self.reset(seed=seed, episode_id=episode_id, options=options, **unknown)
 
-    async def step_async(self, action: TurnAction, timeout_s: float | None = None,
+    async def step_async(self, action: TurnAction, /, timeout_s: float | None = None,
                          **kwargs: Any) -> TurnObservation:
-        """:meth:`step`, on the event loop when it cannot block (an AgentFloor env, a
-        ``scripted`` world model, a short message), else in the session's own thread."""
-        if not self.served.blocking and len(action.message or "") <= INLINE_CHARS:
+        """:meth:`step`, on the event loop when it cannot block (an AgentFloor env or a
+        ``scripted`` world model, and a short message or ``list_tools``), else in the
+        session's own thread."""
+        if not self.served.blocking and (action.type == "list_tools" or (
+                action.type == "message" and len(action.message or "") <= INLINE_CHARS)):
             return self.step(action)
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="agentworld-session")
@@ -184,6 +222,12 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
     # -- the server's side -------------------------------------------------------------------
 
+    def count_in_stats(self) -> None:
+        """Count this session as opened, and later closed, in the server's stats (the server
+        calls it for the sessions it keeps, not for a stateless HTTP request's)."""
+        self._counted = True
+        self.served.count("sessions_opened")
+
     def _membership(self, member: bool) -> None:
         """Join or leave the world model's batches (see :meth:`ServedEnv.join`)."""
         with self._guard:
@@ -206,7 +250,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             thread.shutdown(wait=False)
         else:
             _close_all(envs)
-        self.served.count("sessions_closed")
+        if self._counted:
+            self.served.count("sessions_closed")
 
     def _active(self) -> _Activity:
         if self._closed is not None:
@@ -224,17 +269,21 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         if unknown:
             raise ValueError(f"unknown reset option(s) {sorted(unknown)}; this env reads "
                              f"{', '.join(known)}")
+        for key, value in options.items():
+            kinds = _OPTION_TYPES[key]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+                names = " or ".join(_TYPE_NAMES[kind] for kind in kinds)
+                raise ValueError(f"reset option {key!r} must be {names} (or null), not "
+                                 f"{type(value).__name__}")
         return dict(options)
 
-    def _pick(self, task: Any, seed: int | None) -> str:
+    def _pick(self, task: str | None) -> str:
         ids = self.served.env_ids
         if task is not None:
-            chosen = task if isinstance(task, str) and task in ids else f"AgentFloor/{task}-v0"
+            chosen = task if task in ids else f"AgentFloor/{task}-v0"
             if chosen not in ids:
                 raise ValueError(f"task {task!r} is not in {self.served.settings.env_id}")
             return chosen
-        if seed is not None:
-            self._rng, _ = seeding.np_random(seed)
         return ids[int(self._rng.integers(len(ids)))] if len(ids) > 1 else ids[0]
 
     def _env_for(self, env_id: str) -> gym.Env:
@@ -250,16 +299,22 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             return mcp_tools(self._env_for(self.served.env_ids[0]).unwrapped.tool_schemas)
         raise ValueError("the tools depend on the episode: call reset() first")
 
-    def _metadata(self, info: dict[str, Any], terminated: bool,
+    @staticmethod
+    def _metadata(state: EpisodeState, info: dict[str, Any], terminated: bool,
                   truncated: bool) -> dict[str, Any]:
-        return {"env_id": self._state.env_id, "episode_id": self._state.episode_id,
+        return {"env_id": state.env_id, "episode_id": state.episode_id,
                 "terminated": bool(terminated), "truncated": bool(truncated),
                 "info": jsonable(info)}
 
 
 def _close_all(envs: list[gym.Env]) -> None:
+    """Close every env: one that fails is logged, and the others still close."""
     for env in envs:
-        env.close()
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 - no caller waits on a session's close to hear of it
+            _log.exception("closing the session's env %s failed", env.spec.id if env.spec
+                           else env)
 
 
 class _Activity:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +53,12 @@ class ServeSettings:
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
             raise ValueError("max_sessions must be >= 1")
-        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
-            raise ValueError("idle_timeout_s must be > 0 (or None: never)")
+        idle, grace = self.idle_timeout_s, self.shutdown_grace_s
+        if idle is not None and not (math.isfinite(idle) and idle > 0):
+            raise ValueError(f"idle_timeout_s must be a finite number > 0 (or None: never), "
+                             f"not {idle}")
+        if not (math.isfinite(grace) and grace >= 0):
+            raise ValueError(f"shutdown_grace_s must be a finite number >= 0, not {grace}")
         if not 0 <= self.batch_window_s <= 1:
             raise ValueError("batch_window_s must be between 0 and 1 second")
         if not 0 <= self.port <= 65535:
