@@ -4,6 +4,7 @@ number of actors; GRPO groups; faults that cost one actor; close() that leaves n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -14,6 +15,8 @@ import gymnasium as gym
 import numpy as np
 import psutil
 import pytest
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 import floor_tasks
@@ -31,6 +34,42 @@ MCP = ("AgentWorld/MCP-v0", {"backend": "scripted"})
 FLOOR = ("AgentFloor/B3-v0", {})
 LOOKUP = '{"name": "lookup_record", "arguments": {"record_id": "PKG-88"}}'
 FLOOR_ACTIONS = (LOOKUP, "{not json", "The total cost is 96.", LOOKUP)
+
+
+class BoxProbe(gym.Env):
+    """Observations drawn from ``np_random``; every episode lasts 3 steps."""
+
+    observation_space = spaces.Box(0, 1, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.turn = 0
+        return self._observation(), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.turn += 1
+        return self._observation(), 1.0, self.turn >= 3, False, {}
+
+    def _observation(self) -> Any:
+        return self.np_random.random(2, dtype=np.float32)
+
+
+class DictProbe(BoxProbe):
+    """:class:`BoxProbe` with a ``Dict`` observation."""
+
+    observation_space = spaces.Dict({"a": spaces.Discrete(10), "b": spaces.Discrete(10)})
+
+    def _observation(self) -> Any:
+        return {"a": int(self.np_random.integers(10)), "b": int(self.np_random.integers(10))}
+
+
+for _name, _probe in (("Box", BoxProbe), ("Dict", DictProbe)):
+    if f"RayProbe/{_name}-v0" not in gym.registry:
+        gym.register(f"RayProbe/{_name}-v0", entry_point=_probe)
+BOX, DICT = ("tests.test_ray_vector:RayProbe/Box-v0", "tests.test_ray_vector:RayProbe/Dict-v0")
+"""The probes' ids for actors, which import this module to register them."""
 
 
 def assert_same(got: Any, expected: Any, where: str = "info") -> None:
@@ -315,6 +354,190 @@ def test_misuse_gets_clear_errors() -> None:
         RayVectorEnv(MCP[0], 6, group_size=4, **MCP[1])
     with pytest.raises(ValueError, match="num_actors"):
         actor_blocks(4, 3, group_size=2)
+    with pytest.raises(ValueError, match="num_actors"):
+        RayVectorEnv(FLOOR[0], 2, num_actors=0)
+
+
+@contextlib.contextmanager
+def _floor_beside_sync(seed: int):
+    """Four Floor sub-envs on two actors and the same in one SyncVectorEnv, both reset."""
+    envs = RayVectorEnv(FLOOR[0], 4, num_actors=2)
+    expected_env = gym.make_vec(FLOOR[0], num_envs=4)
+    try:
+        envs.reset(seed=seed)
+        expected_env.reset(seed=seed)
+        yield envs, expected_env
+    finally:
+        envs.close()
+        expected_env.close()
+
+
+def test_a_wrong_number_of_actions_raises_and_steps_nothing() -> None:
+    with _floor_beside_sync(3) as (envs, expected_env):
+        for count in (3, 5):
+            with pytest.raises(ValueError, match="expected 4 actions"):
+                envs.step([LOOKUP] * count)
+        got, expected = envs.step([LOOKUP] * 4), expected_env.step([LOOKUP] * 4)
+        assert got[0] == expected[0] and not got[3].any()
+
+
+def test_step_before_reset_and_any_call_after_close_raise() -> None:
+    envs = RayVectorEnv(FLOOR[0], 2, num_actors=1)
+    with pytest.raises(gym.error.ResetNeeded):
+        envs.step([LOOKUP] * 2)
+    envs.reset(seed=0, options={"reset_mask": np.array([True, False])})
+    with pytest.raises(gym.error.ResetNeeded, match=r"\[1\]"):  # sub-env 1 is not reset
+        envs.step([LOOKUP] * 2)
+    envs.close()
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.reset(seed=0)
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.step([LOOKUP] * 2)
+
+
+def test_with_autoreset_disabled_ended_episodes_must_be_reset_before_a_step() -> None:
+    envs = RayVectorEnv(BOX, 2, num_actors=2,
+                        vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})
+    try:
+        envs.reset(seed=0)
+        for _ in range(3):  # a BoxProbe episode's length
+            terminated = envs.step([0, 0])[2]
+        assert terminated.all()
+        with pytest.raises(gym.error.ResetNeeded):
+            envs.step([0, 0])
+        envs.reset(options={"reset_mask": terminated})
+        assert not envs.step([0, 0])[2].any()
+    finally:
+        envs.close()
+
+
+def test_a_bad_reset_mask_raises_and_resets_nothing() -> None:
+    with _floor_beside_sync(0) as (envs, expected_env):
+        for bad in (np.ones(3, np.bool_), np.ones(5, np.bool_)):
+            with pytest.raises(ValueError, match=r"reset_mask must have shape \(4,\)"):
+                envs.reset(seed=5, options={"reset_mask": bad})
+        with pytest.raises(TypeError, match="reset_mask must have dtype bool"):
+            envs.reset(seed=5, options={"reset_mask": np.ones(4)})
+        got, expected = envs.step([LOOKUP] * 4), expected_env.step([LOOKUP] * 4)
+        assert got[0] == expected[0]
+
+
+def test_per_sub_env_options_reach_their_own_sub_envs() -> None:
+    envs = RayVectorEnv(MCP[0], 4, num_actors=2, **MCP[1])
+    expected_env = gym.make_vec(MCP[0], num_envs=4, **MCP[1])
+    try:
+        scenarios = expected_env.reset(seed=1)[1]["scenario_id"].tolist()[::-1]
+        got = envs.reset(seed=1, options={"scenario": scenarios})
+        expected = expected_env.reset(seed=1, options={"scenario": scenarios})
+        assert got[0] == expected[0] and got[1]["scenario_id"].tolist() == scenarios
+    finally:
+        envs.close()
+        expected_env.close()
+
+
+def test_a_masked_reset_after_a_fault_leaves_the_others_new_episodes_due() -> None:
+    """NEXT_STEP: after actor 1's fault its sub-envs start anew at the next step; resetting
+    sub-env 2 alone in between leaves sub-env 3's new start due."""
+    envs = RayVectorEnv(FLOOR[0], 4, num_actors=2)
+    expected_env = gym.make_vec(FLOOR[0], num_envs=4)
+    try:
+        envs.reset(seed=0)
+        expected_env.reset(seed=0)
+        envs.step([LOOKUP] * 4)
+        expected_env.step([LOOKUP] * 4)
+        kill_and_wait(envs.actors[1])
+        assert envs.step([LOOKUP] * 4)[3].tolist() == [False, False, True, True]
+        expected_env.step([LOOKUP] * 4)
+        mask, seeds = np.array([False, False, True, False]), [None, None, 9, None]
+        envs.reset(seed=seeds, options={"reset_mask": mask})
+        expected_env.reset(seed=seeds, options={"reset_mask": mask})
+        observations, rewards, terminated, truncated, info = envs.step([LOOKUP] * 4)
+        assert info["_variant"].tolist() == [False, False, False, True]
+        assert not (rewards[3] or terminated[3] or truncated[3])
+        assert observations[:3] == expected_env.step([LOOKUP] * 4)[0][:3]
+    finally:
+        envs.close()
+        expected_env.close()
+
+
+def test_a_masked_reset_on_a_restarted_actor_reports_its_other_lost_episodes() -> None:
+    """SAME_STEP: the masked reset gives the in-process result; the next step truncates the
+    actor's other sub-env (its lost episode's last observation as ``final_obs``)."""
+    envs = RayVectorEnv(MCP[0], 4, num_actors=2, **MCP[1])
+    expected_env = gym.make_vec(MCP[0], num_envs=4, **MCP[1])
+    try:
+        before, infos = envs.reset(seed=9)
+        expected_env.reset(seed=9)
+        kill_and_wait(envs.actors[1])
+        mask, seeds = np.array([False, False, True, False]), [None, None, 5, None]
+        got = envs.reset(seed=seeds, options={"reset_mask": mask})
+        expected = expected_env.reset(seed=seeds, options={"reset_mask": mask})
+        assert got[0] == expected[0]
+        assert_same(without_groups(got[1]), expected[1])
+        actions = scripted_actions(new_candidates(new_candidates([[]] * 4, infos), got[1]), 0)
+        observations, rewards, terminated, truncated, info = envs.step(actions)
+        expected = expected_env.step(actions)
+        assert observations[:3] == expected[0][:3] and rewards[:3].tolist() == \
+            expected[1][:3].tolist()
+        assert truncated.tolist() == [False, False, False, True] and not rewards[3]
+        assert info["fault"][3] == "actor 1 was restarted and lost its episodes"
+        assert info["final_obs"][3] == before[3] and info["_scenario_id"][3]
+    finally:
+        envs.close()
+        expected_env.close()
+
+
+def test_each_call_returns_new_observation_arrays() -> None:
+    envs = RayVectorEnv(BOX, 4, num_actors=2)
+    expected_env = gym.make_vec(BOX.partition(":")[2], num_envs=4, vectorization_mode="sync")
+    try:
+        first, expected_first = envs.reset(seed=1)[0], expected_env.reset(seed=1)[0]
+        second, expected_second = envs.step([0] * 4)[0], expected_env.step([0] * 4)[0]
+        assert np.array_equal(first, expected_first)
+        assert np.array_equal(second, expected_second)
+    finally:
+        envs.close()
+        expected_env.close()
+
+
+def test_a_killed_actors_final_obs_are_its_sub_envs_own_dict_observations() -> None:
+    envs = RayVectorEnv(DICT, 4, num_actors=2,
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    try:
+        envs.reset(seed=0)
+        last = envs.step([0] * 4)[0]
+        kill_and_wait(envs.actors[1])
+        *_, truncated, info = envs.step([0] * 4)
+        assert truncated.tolist() == [False, False, True, True]
+        assert list(info["final_obs"][2:]) == [{"a": last["a"][i], "b": last["b"][i]}
+                                               for i in (2, 3)]
+    finally:
+        envs.close()
+
+
+def test_actors_sized_to_the_cluster_and_those_it_cannot_fit_raise() -> None:
+    cpus = ray.cluster_resources()["CPU"]
+    envs = RayVectorEnv(FLOOR[0], 4, actor_options={"num_cpus": cpus})
+    try:
+        assert len(envs.blocks) == 1  # the default: as many actors as the CPUs hold
+        envs.reset(seed=0)
+    finally:
+        envs.close()
+    with pytest.raises(RuntimeError, match="did not start within .*num_cpus"):
+        RayVectorEnv(FLOOR[0], 4, num_actors=2, actor_options={"num_cpus": cpus},
+                     ready_timeout_s=1)
+
+
+def test_a_list_of_seeds_seeds_np_random_too() -> None:
+    envs = RayVectorEnv(FLOOR[0], 2, num_actors=1)
+    try:
+        draws = []
+        for _ in range(2):
+            envs.reset(seed=[3, None])
+            draws.append(envs.np_random.integers(1 << 30))
+        assert draws[0] == draws[1]
+    finally:
+        envs.close()
 
 
 def test_ray_is_imported_only_when_needed_and_missing_ray_says_how_to_install() -> None:

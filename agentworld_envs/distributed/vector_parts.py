@@ -1,9 +1,10 @@
-"""Gymnasium batches cut into actors' parts and put back together.
+"""Gymnasium batches cut into actors' parts, and vector infos put back together.
 
 :func:`place_info` writes one actor's vector info (Gymnasium's layout: an array and a ``_key``
 mask per key, nested dicts batched alike) into the whole vector's info at the actor's offset.
 Placing every actor's info in order gives exactly the info one in-process vector env of all the
 sub-envs returns: same keys, masks, dtypes (the first sub-env holding a key sets it) and blanks.
+:func:`overlay_info` takes some sub-envs' entries from one info and the rest from another.
 
 Example:
     >>> import numpy as np
@@ -12,6 +13,10 @@ Example:
     >>> place_info(whole, {"turn": np.array([5]), "_turn": np.array([True])}, 2, 3)
     >>> whole["turn"].tolist(), whole["_turn"].tolist()
     ([1, 2, 5], [True, True, True])
+    >>> top = {"fault": np.array([None, "lost", None]), "_fault": np.array([False, True, False])}
+    >>> info = overlay_info(whole, top, np.array([False, True, False]))
+    >>> info["_turn"].tolist(), info["_fault"].tolist()
+    ([True, False, True], [False, True, False])
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
-__all__ = ["join_batches", "place_info", "split_batch"]
+__all__ = ["overlay_info", "place_info", "split_batch"]
 
 
 def _blank(part: np.ndarray, num_envs: int) -> np.ndarray:
@@ -51,17 +56,36 @@ def place_info(whole: dict[str, Any], part: dict[str, Any], start: int, num_envs
         whole[f"_{key}"][start:stop] = mask
 
 
+def _take(out: dict[str, Any], info: dict[str, Any], rows: np.ndarray) -> None:
+    """Write ``info``'s entries of the sub-envs ``rows`` (a mask) into ``out``."""
+    for key, value in info.items():
+        mask = info.get(f"_{key}")
+        if mask is None:
+            continue
+        if isinstance(value, dict):
+            _take(out.setdefault(key, {}), value, rows)
+        else:
+            if key not in out:
+                out[key] = _blank(value, len(rows))
+            out[key][rows] = value[rows]
+        out.setdefault(f"_{key}", np.zeros(len(rows), dtype=np.bool_))[rows] = mask[rows]
+
+
+def overlay_info(base: dict[str, Any], top: dict[str, Any], where: np.ndarray) -> dict[str, Any]:
+    """A new vector info: sub-envs ``where`` (a mask) have ``top``'s entries, the others
+    ``base``'s."""
+    out: dict[str, Any] = {}
+    _take(out, base, ~where)
+    _take(out, top, where)
+    return out
+
+
 def split_batch(batch_space: spaces.Space, single_space: spaces.Space, batch: Any,
                 blocks: Sequence[range]) -> list[Any]:
-    """``batch`` (of ``batch_space``) cut into one batch of ``single_space`` per block."""
+    """``batch`` (of ``batch_space``) cut into one batch of ``single_space`` per block; a batch
+    with another number of items than the blocks hold raises ``ValueError``."""
     items = list(iterate(batch_space, batch))
+    if len(items) != blocks[-1].stop:
+        raise ValueError(f"expected {blocks[-1].stop} actions, one per sub-env, got {len(items)}")
     return [concatenate(single_space, items[b.start:b.stop],
                         create_empty_array(single_space, len(b))) for b in blocks]
-
-
-def join_batches(single_space: spaces.Space, part_spaces: Sequence[spaces.Space],
-                 parts: Sequence[Any], out: Any) -> Any:
-    """The batches ``parts`` (of ``part_spaces``) as one batch, written into ``out``."""
-    items = [item for space, part in zip(part_spaces, parts, strict=True)
-             for item in iterate(space, part)]
-    return concatenate(single_space, items, out)

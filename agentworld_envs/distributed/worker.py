@@ -11,11 +11,14 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.registration import VectorizeMode, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
 from agentworld_envs.distributed.group_episodes import GroupEpisodes
+from agentworld_envs.distributed.vector_parts import overlay_info
 
 __all__ = ["ActorRestarted", "StepFailed", "VectorWorker", "make_vector"]
 
@@ -24,7 +27,8 @@ _REGISTERING = ("agentworld_envs", "floor_tasks")
 
 
 class ActorRestarted(RuntimeError):
-    """Stepped before any reset: Ray restarted the actor and its episodes were lost."""
+    """Stepped, or reset in part, before any whole reset: Ray restarted the actor (or it is new)
+    and its episodes were lost."""
 
 
 class StepFailed(RuntimeError):
@@ -70,7 +74,8 @@ class VectorWorker:
     """One actor's sub-envs: :func:`make_vector`'s env, reset and stepped on the driver's call.
 
     A step that raises rebuilds the vector env and raises :class:`StepFailed`; a restarted
-    actor's first step raises :class:`ActorRestarted`. Either way the driver resets it.
+    actor's first step or masked reset raises :class:`ActorRestarted`. Either way the driver
+    resets it whole.
     """
 
     def __init__(self, env_id: str, num_envs: int, env_kwargs: dict[str, Any],
@@ -85,22 +90,45 @@ class VectorWorker:
                 self.envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
 
     def reset(self, seeds: list[int | None], options: dict[str, Any]) -> tuple[Any, dict]:
-        """``reset`` of the vector env, sub-env j seeded with ``seeds[j]``."""
+        """``reset`` of the vector env, sub-env j seeded with ``seeds[j]``; a masked reset
+        needs a vector env reset whole before."""
+        if "reset_mask" in options and not self._started:
+            raise ActorRestarted("the actor was restarted and lost its episodes")
         result = self.envs.reset(seed=seeds, options=options)
         self._started = True
         return result
 
-    def step(self, actions: Any) -> tuple[Any, ...]:
-        """``step`` of the vector env."""
+    def step(self, actions: Any, fresh: dict[int, int | None] | None = None) -> tuple[Any, ...]:
+        """``step`` of the vector env, then a masked reset of sub-envs ``fresh`` (index: seed),
+        whose step results it drops: theirs is the new episode's start (reward 0, not ended,
+        the reset's observation and info), as a ``NEXT_STEP`` autoreset gives. With every
+        sub-env fresh, only the reset."""
+        fresh, n = fresh or {}, self.envs.num_envs
+        if len(fresh) == n:  # none to step
+            observations, info = self.reset([fresh[j] for j in range(n)], {})
+            return observations, np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_), info
         if not self._started:
             raise ActorRestarted("the actor was restarted and lost its episodes")
+        mask = np.isin(np.arange(n), list(fresh))
         try:
-            return self.envs.step(actions)
+            observations, rewards, terminated, truncated, info = self.envs.step(actions)
+            if fresh:
+                new, new_info = self.envs.reset(seed=[fresh.get(j) for j in range(n)],
+                                                options={"reset_mask": mask})
         except Exception as exc:
             self._started = False
             self.envs.close()
             self.envs = self._make()
             raise StepFailed(fault_text(exc)) from exc
+        if not fresh:
+            return observations, rewards, terminated, truncated, info
+        space = self.envs.observation_space
+        items = [b if m else a for a, b, m in zip(iterate(space, observations),
+                                                  iterate(space, new), mask, strict=True)]
+        observations = concatenate(self.envs.single_observation_space, items,
+                                   create_empty_array(self.envs.single_observation_space, n))
+        return (observations, np.where(mask, 0.0, rewards), terminated & ~mask,
+                truncated & ~mask, overlay_info(info, new_info, mask))
 
     def close(self) -> None:
         """Close the vector env."""
