@@ -16,8 +16,9 @@ from agentworld_envs.backends.base import Backend
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
-__all__ = ["BackendConfigError", "BackendUnavailableError", "check_backend_config",
-           "declared_sampling", "make_backend", "parse_backend_arg", "register_backend"]
+__all__ = ["BackendConfigError", "BackendUnavailableError", "budget_defaults",
+           "check_backend_config", "declared_sampling", "make_backend", "parse_backend_arg",
+           "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -150,6 +151,27 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
         backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?
     """
     _fit(*_parsed(config))
+
+
+def budget_defaults(config: str | dict[str, Any] | Backend,
+                    timeout_s: float | None) -> dict[str, Any]:
+    """The ``make_backend`` defaults that give one call ``timeout_s`` in all: the whole of it,
+    or for a backend that retries (its factory takes ``max_retries``) and so limits each
+    attempt, an equal share per attempt (``timeout_s / (max_retries + 1)``), so that a stalled
+    attempt is retried within the call's time.
+
+    Example:
+        >>> budget_defaults({"name": "openai", "model": "m", "max_retries": 1}, 60.0)
+        {'timeout_s': 30.0}
+    """
+    if timeout_s is None or isinstance(config, Backend):
+        return {"timeout_s": timeout_s}
+    _, factory, options = _parsed(config)
+    retrying = inspect.signature(factory).parameters.get("max_retries")
+    retries = options.get("max_retries", retrying.default if retrying else 0)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        return {"timeout_s": timeout_s}  # the backend reports the bad value
+    return {"timeout_s": timeout_s / (retries + 1)}
 
 
 def make_backend(config: str | dict[str, Any] | Backend,

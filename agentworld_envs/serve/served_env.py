@@ -17,9 +17,9 @@ import gymnasium as gym
 
 from agentworld_envs.backends import Backend, make_backend
 from agentworld_envs.backends.batching import BatchingBackend
+from agentworld_envs.backends.registry import budget_defaults
 from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.serve.settings import ServeSettings
-from agentworld_envs.sim.model_client import backend_defaults
 
 __all__ = ["ServedEnv", "resolve_env_ids"]
 
@@ -122,7 +122,7 @@ class ServedEnv:
 
     def _shared(self, spec: str | dict[str, Any] | Backend, record_path: str | None,
                 timeout_s: float | None) -> BatchingBackend:
-        inner = make_backend(spec, backend_defaults(spec, timeout_s))  # shared by attempts
+        inner = make_backend(spec, budget_defaults(spec, timeout_s))  # shared by attempts
         if record_path:  # one recorder for every session: one writer of the file
             inner = RecordingBackend(inner, record_path)
         return BatchingBackend(inner, self.settings.batch_window_s)

@@ -7,7 +7,6 @@ the backend reports failures per request), so a simulated step always finishes.
 
 from __future__ import annotations
 
-import inspect
 import queue
 import threading
 import time
@@ -16,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
+from agentworld_envs.backends.registry import budget_defaults
 from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.chat import Fault
 
-__all__ = ["ModelClient", "WorldModelFault", "backend_defaults", "model_identity"]
+__all__ = ["ModelClient", "WorldModelFault", "model_identity"]
 
 
 class WorldModelFault(FieldedError, RuntimeError):
@@ -50,27 +50,6 @@ def model_identity(description: dict[str, Any]) -> dict[str, Any]:
 def _unwrapped(description: dict[str, Any]) -> dict[str, Any]:
     """The description of the backend a recording wrapper holds (or ``description`` itself)."""
     return description.get("inner", description)
-
-
-def backend_defaults(config: str | dict[str, Any] | Backend,
-                     timeout_s: float | None) -> dict[str, Any]:
-    """The ``make_backend`` defaults a call's ``timeout_s`` gives the backend ``config`` builds:
-    the whole of it, or for ``openai``, which limits each attempt, an equal share per attempt
-    (``timeout_s / (max_retries + 1)``), so that a stalled attempt is retried in time.
-
-    Example:
-        >>> backend_defaults({"name": "openai", "model": "m", "max_retries": 1}, 60.0)
-        {'timeout_s': 30.0}
-    """
-    if timeout_s is None or not isinstance(config, dict) or config.get("name") != "openai":
-        return {"timeout_s": timeout_s}
-    from agentworld_envs.backends.openai_compat import OpenAIBackend  # make_backend's next
-
-    retries = config.get("max_retries",
-                         inspect.signature(OpenAIBackend).parameters["max_retries"].default)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        return {"timeout_s": timeout_s}  # the backend reports the bad value
-    return {"timeout_s": timeout_s / (retries + 1)}
 
 
 def _backend_fault(exc: BaseException) -> Fault:
@@ -149,7 +128,8 @@ class ModelClient:
         timeout_s: Longest wait for one batched call of a blocking backend
             (:attr:`~agentworld_envs.backends.Backend.blocking`); None waits forever. A
             backend built here from a config without a ``timeout_s`` of its own gets this
-            one (an ``openai`` backend, an equal share per attempt: :func:`backend_defaults`).
+            one (a backend that retries, an equal share per attempt:
+            :func:`~agentworld_envs.backends.registry.budget_defaults`).
             Calls run in the caller's thread when it is None or the backend does not block. A
             call that times out, or that Ctrl-C abandons, is cancelled
             (:meth:`~agentworld_envs.backends.Backend.cancel`: a server backend closes its
@@ -160,7 +140,7 @@ class ModelClient:
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
                  timeout_s: float | None = None) -> None:
         self._owned = not isinstance(backend, Backend)
-        self._inner = make_backend(backend, backend_defaults(backend, timeout_s))
+        self._inner = make_backend(backend, budget_defaults(backend, timeout_s))
         self._recording = RecordingBackend(self._inner, record_path) if record_path else None
         self.backend: Backend = self._recording or self._inner
         self.timeout_s = timeout_s
