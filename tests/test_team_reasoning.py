@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pettingzoo
 import pytest
 
@@ -74,3 +77,110 @@ def test_a_held_out_index_out_of_range_is_refused() -> None:
     env = pettingzoo.make("aec", "team_envs/reasoning-v0", held_out=4)
     with pytest.raises(ValueError, match="from 0 to 3"):
         env.reset(seed=0, options={"split": "test", "index": 4})
+
+
+def _env(task: str, **kwargs):
+    return pettingzoo.make("aec", "team_envs/reasoning-v0", task=task, n_agents=2, held_out=2,
+                           size=20, **kwargs)
+
+
+@pytest.mark.parametrize("task", ["rotate_matrix", "n_queens", "tower_of_hanoi"])
+def test_a_multi_line_answer_is_read_whole(task: str) -> None:
+    env = _env(task)
+    env.reset(seed=0, options={"split": "test", "index": 0})
+    gold = env.unwrapped.episode.problem.answer
+    assert "\n" in gold
+    info = _play(env, ["work", f"Here it is.\nANSWER:\n{gold}\n"])
+    assert env.rewards["agent_1"] == 1.0 and info["verdict"]["answer"] == gold
+
+
+@pytest.mark.parametrize(("task", "answer"), [
+    ("prime_factorization", "not sure"),  # ValueError
+    ("coin_flip", "9" * 400), ("time_intervals", "9" * 400),  # OverflowError
+    ("boxnet", "5"),  # TypeError
+    ("game_of_life", json.dumps({"a": {"b": 1}})),  # KeyError
+], ids=["ValueError", "OverflowError", "OverflowError-2", "TypeError", "KeyError"])
+def test_a_scorer_error_scores_zero_and_ends_the_episode(task: str, answer: str) -> None:
+    env = _env(task)
+    env.reset(seed=0, options={"split": "test", "index": 0})
+    info = _play(env, ["work", f"ANSWER: {answer}"])
+    assert all(env.terminations.values()) and env.rewards["agent_0"] == 0.0
+    assert info["verdict"]["error"].startswith("the scorer raised")
+    env.reset(seed=1)  # and the env plays on
+    _play(env, ["work", "ANSWER: 2"])
+    assert all(env.terminations.values())
+
+
+def _spy(monkeypatch, env, gold: str) -> list[str]:
+    """Record the answers given to the dataset's scorer; score only ``gold`` (another answer
+    could take the real scorer minutes)."""
+    dataset, given = env.unwrapped.task.dataset, []
+    score = dataset.score_answer
+
+    def spy(answer: str, entry: dict) -> float:
+        given.append(answer)
+        return score(answer, entry) if answer == gold else 0.0
+
+    monkeypatch.setattr(dataset, "score_answer", spy)
+    return given
+
+
+@pytest.mark.parametrize(("task", "answer", "error"), [
+    ("countdown", "9**9**9**9", "not an arithmetic expression"),  # never returns
+    ("puzzle24", "(9**100)**100", "larger than 100"),
+    ("polynomial_multiplication", "1e999999", "exponent of five or more digits"),  # ~50 s
+    ("simple_integration", "__import__('os').getpid()", "not an arithmetic expression"),
+    ("intermediate_integration", "*".join(f"(x + {i})**8" for i in range(1, 20)),
+     "larger than 100"),  # about a minute of sympy simplify
+    ("coin_flip", "9" * 300 + "e" + "9" * 300, "exponent"),  # Fraction expands it
+    ("string_insertion", "__import__('os').getpid()", "Python code"),  # eval'd by the scorer
+    ("n_queens", " ().__class__.__bases__[0].__subclasses__()", "Python code"),
+    ("basic_arithmetic", "1" * 5000, "longer than 4000 characters"),
+], ids=["pow-chain", "nested-pow", "big-exponent", "sympy-code", "big-product",
+        "fraction-exponent", "eval-code", "eval-code-2", "too-long"])
+@pytest.mark.filterwarnings("ignore:.*string hashing")
+def test_answers_the_scorer_cannot_safely_take_are_refused(monkeypatch, task: str, answer: str,
+                                                           error: str) -> None:
+    env = _env(task, max_message_chars=10_000)
+    env.reset(seed=0, options={"split": "test", "index": 0})
+    gold = env.unwrapped.episode.problem.answer
+    given = _spy(monkeypatch, env, gold)
+    info = _play(env, ["work", f"ANSWER: {gold}"])
+    assert env.rewards["agent_0"] == 1.0 and given == [gold]  # the reference answer is scored
+    env.reset(seed=0, options={"split": "test", "index": 0})
+    info = _play(env, ["work", f"ANSWER: {answer}"])
+    assert env.rewards["agent_0"] == 0.0 and error in info["verdict"]["error"]
+    assert given == [gold]  # never given to the scorer
+
+
+@pytest.mark.parametrize(("score", "reward"), [(1.5, 1.0), (-0.5, 0.0), (float("nan"), 0.0)])
+def test_scores_are_clamped_to_the_unit_interval(monkeypatch, score: float,
+                                                 reward: float) -> None:
+    env = _env("basic_arithmetic")
+    monkeypatch.setattr(env.unwrapped.task.dataset, "score_answer", lambda answer, entry: score)
+    env.reset(seed=0)
+    _play(env, ["work", "ANSWER: 1"])
+    assert env.rewards["agent_0"] == reward
+
+
+def test_a_nondeterministic_dataset_is_refused() -> None:
+    """reasoning-gym's list_functions draws from the global random module."""
+    with pytest.raises(ValueError, match="list_functions is not deterministic"):
+        _env("list_functions")
+
+
+def test_held_out_items_are_kept_from_construction(monkeypatch) -> None:
+    task = _env("basic_arithmetic").unwrapped.task
+    first = task.dataset[1]["question"]
+
+    def regenerate(self, index):
+        raise AssertionError("held-out items are not generated again")
+
+    monkeypatch.setattr(type(task.dataset), "__getitem__", regenerate)
+    assert task.held_out_problem(np.int64(1)).statement == first
+
+
+def test_hash_dependent_datasets_warn_without_a_fixed_hash_seed(monkeypatch) -> None:
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    with pytest.warns(UserWarning, match="PYTHONHASHSEED"):
+        _env("ransom_note")

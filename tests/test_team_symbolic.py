@@ -94,6 +94,33 @@ def test_parse_message(action: object, expected: list[int] | None) -> None:
     assert (parsed is None and expected is None) or parsed.tolist() == expected
 
 
+class _FailingArray:
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("no array")
+
+
+@pytest.mark.parametrize("action", [_FailingArray(), range(10**13)])
+def test_a_foreign_or_huge_action_is_an_invalid_message(action: object) -> None:
+    """Read without numpy copying it: a sized action of the wrong length is refused first."""
+    env = pettingzoo.make("aec", "team_envs/relay-v0", n_agents=2)
+    env.reset(seed=0)
+    env.step(action)
+    assert env.unwrapped.infos["agent_0"]["invalid_action"] is True
+
+
+def test_mutating_an_observation_leaves_the_episode_alone() -> None:
+    env = pettingzoo.make("aec", "team_envs/relay-v0", n_agents=2, vocab_size=4)
+    env.reset(seed=1)
+    secret = int(env.observe("agent_0")["private"][0])
+    state = env.unwrapped.state().copy()
+    env.observe("agent_0")["private"][:] = (secret + 1) % 4
+    assert env.unwrapped.state().tolist() == state.tolist()
+    assert env.observe("agent_0")["private"].tolist() == [secret]
+    env.step([secret])
+    env.step([secret])
+    assert env.unwrapped.rewards["agent_0"] == 1.0
+
+
 def test_parse_message_reads_letters_for_long_messages() -> None:
     task = RelayTask(vocab_size=5, message_length=3)
     assert task.parse_message("c a e").tolist() == [2, 0, 4]

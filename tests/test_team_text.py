@@ -116,6 +116,30 @@ def test_final_answer_reads_the_last_marker_or_the_last_line() -> None:
     assert final_answer("") == ""
 
 
+def test_final_answer_reads_all_text_after_the_last_upper_case_marker() -> None:
+    assert final_answer("ANSWER: 5. Wait, ANSWER: 6") == "6"
+    assert final_answer("ANSWER:\n1 2\n3 4\n") == "1 2\n3 4"  # multi-line answers
+    assert final_answer("Final ANSWER: 42\nI re-checked the answer: it holds.") == (
+        "42\nI re-checked the answer: it holds.")  # a lower-case "answer:" is prose
+    assert final_answer("so the answer: 7") == "so the answer: 7"  # no marker: the last line
+
+
+def test_arithmetic_reads_an_over_long_number_as_wrong_without_raising() -> None:
+    def team(digits: str):
+        return lambda agent, obs, env: f"ANSWER: {digits}" if agent == 1 else "working"
+
+    reward, info, _ = play("team_envs/arithmetic_chain-v0", team("9" * 5000), n_agents=2,
+                           max_message_chars=10_000)
+    assert reward == 0.0 and info["verdict"]["given"] is None
+    env = pettingzoo.make("aec", "team_envs/arithmetic_chain-v0", n_agents=2)
+    env.reset(seed=0)
+    value = env.unwrapped.episode.problem.answer
+    padded = ("-" if value < 0 else "") + "0" * 5000 + str(abs(value))
+    reward, info, _ = play("team_envs/arithmetic_chain-v0", team(padded), n_agents=2,
+                           max_message_chars=10_000)
+    assert reward == 1.0 and info["verdict"]["given"] == value
+
+
 def test_default_roles_cover_every_team_size() -> None:
     assert default_roles(2) == ("solver", "answerer")
     assert default_roles(8) == ("planner",) + ("solver",) * 5 + ("critic", "answerer")
@@ -211,6 +235,16 @@ def test_floor_team_executor_budget_hands_over_to_the_verifier() -> None:
 def test_floor_team_rejects_unknown_tasks() -> None:
     with pytest.raises(ValueError, match="unknown AgentFloor task"):
         pettingzoo.make("aec", "team_envs/floor_team-v0", tasks=["Z9"])
+
+
+def test_floor_team_reset_refuses_a_task_outside_its_tasks() -> None:
+    """The message cap and turn space are sized for ``tasks``: E4 (12 floor turns) would be
+    truncated after A1's 4 messages."""
+    env = pettingzoo.make("aec", "team_envs/floor_team-v0", tasks=["A1"])
+    with pytest.raises(ValueError, match=r"one of this env's tasks \['A1'\], got 'E4'"):
+        env.reset(seed=0, options={"task_id": "E4"})
+    env.reset(seed=0, options={"task_id": "A1"})
+    assert env.unwrapped.episode.problem.details["task_id"] == "A1"
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

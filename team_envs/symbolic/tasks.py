@@ -28,7 +28,7 @@ agents before it say.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import Any, ClassVar
 
 import numpy as np
@@ -160,9 +160,11 @@ class SymbolicTask(TeamTask):
         elif isinstance(action, int | np.integer):
             values = [int(action)]
         else:
-            try:
+            try:  # a sized action of the wrong length is refused before numpy reads it
+                if isinstance(action, Sized) and len(action) != self.message_length:
+                    return None
                 array = np.asarray(action)
-            except (TypeError, ValueError, OverflowError):
+            except Exception:  # whatever a foreign object's __len__ or __array__ raises
                 return None
             if array.dtype.kind not in "iu" or array.ndim != 1:
                 return None
@@ -249,7 +251,7 @@ class SymbolicEpisode(TeamEpisode):
         observation = {"text": self._text(agent), "turn": self.batch.turn,
                        "context": context[0]}
         if private.shape[1]:
-            observation["private"] = private[0]
+            observation["private"] = private[0].copy()
         return observation
 
     def _frame(self, agent: int) -> tuple[str, str, str]:

@@ -28,6 +28,9 @@ _OPS = {"+": ("add", lambda a, b: a + b), "-": ("subtract", lambda a, b: a - b),
         "*": ("multiply by", lambda a, b: a * b)}
 _INTEGER = re.compile(r"-?\d[\d,]*")
 _LIMIT = 10_000
+_MAX_DIGITS = 64
+"""Longer numbers are wrong answers, not read (int() refuses thousands of digits; values have
+at most 21, operands being int64)."""
 
 
 class ArithmeticChainTask(ReasoningTask):
@@ -79,8 +82,12 @@ class ArithmeticChainTask(ReasoningTask):
 
     def check(self, problem: Problem, answer: str) -> tuple[float, dict[str, Any]]:
         """1 when the answer's first integer is the final value."""
-        found = _INTEGER.search(answer)
-        given = int(found.group().replace(",", "")) if found else None
+        found, given = _INTEGER.search(answer), None
+        if found:
+            text = found.group().replace(",", "")
+            digits = text.lstrip("-").lstrip("0") or "0"
+            if len(digits) <= _MAX_DIGITS:
+                given = -int(digits) if text.startswith("-") else int(digits)
         return float(given == problem.answer), {"expected": problem.answer, "given": given}
 
 

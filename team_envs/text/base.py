@@ -3,7 +3,8 @@
 Each agent has a role with a system prompt (planner, solver, critic, answerer, ...). It observes
 the problem statement, its private brief (if the task splits information among agents) and the
 transcript so far, and replies with one message. The last agent is the answerer: its message is
-checked by the task's verifier, which reads the text after the last ``ANSWER:`` marker.
+checked by the task's verifier, which reads the text after the last ``ANSWER:`` marker, to the
+end of the message.
 
 Handoff is ``"rotation"`` (agents speak in order for ``rounds`` rounds) or ``"router"``: each
 message may end with ``NEXT: <agent or role>`` to choose the next speaker (the next agent in
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -51,7 +53,9 @@ ROLE_PROMPTS: dict[str, str] = {
 }
 """System prompts of the built-in roles; tasks may add roles with ``role_prompts``."""
 
-_ANSWER = re.compile(r"answer\s*:\s*(.*)", re.IGNORECASE)
+_ANSWER = re.compile(r"\bANSWER\s*:")
+"""The answer marker: upper case, as the answerer's prompt asks (a prose "the answer: ..." is
+not one)."""
 # [^\S\n]: whitespace within the line, so that blank lines are not rescanned from each one.
 _NEXT = re.compile(r"^[^\S\n]*next\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
 _HANDOFFS = ("rotation", "router")
@@ -67,10 +71,11 @@ def default_roles(n_agents: int) -> tuple[str, ...]:
 
 
 def final_answer(message: str) -> str:
-    """The answer in a message: the line after its last ``ANSWER:``, else its last line."""
-    found = _ANSWER.findall(message)
-    if found:
-        return found[-1].strip()
+    """The answer in a message: everything after its last ``ANSWER:`` (several lines if so
+    written), else its last non-empty line; stripped."""
+    last = deque(_ANSWER.finditer(message), maxlen=1)
+    if last:
+        return message[last[0].end():].strip()
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 

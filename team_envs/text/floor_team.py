@@ -53,7 +53,8 @@ class FloorTeamTask(TextTeamTask):
         executor_turns: Cap on the executor's tool-call messages (the task's budget by default).
         max_message_chars: Longer messages are cut to this many characters.
 
-    ``reset(options={"task_id": "C3", "variant": "v2"})`` picks the task and variant.
+    ``reset(options={"task_id": "C3", "variant": "v2"})`` picks the task (one of ``tasks``) and
+    variant.
     """
 
     family = "floor_team"
@@ -98,11 +99,14 @@ class FloorTeamTask(TextTeamTask):
 
     def new_episode(self, rng: np.random.Generator,
                     options: dict[str, Any] | None = None) -> FloorTeamEpisode:
-        """Reset a floor env on a task drawn from ``rng`` (or ``options["task_id"]``)."""
+        """Reset a floor env on a task drawn from ``rng`` (or ``options["task_id"]``, one of
+        ``tasks``)."""
         options = dict(options or {})
         task_id = options.get("task_id") or self.tasks[int(rng.integers(len(self.tasks)))]
-        if task_id not in floor_tasks.TASK_IDS:
-            raise ValueError(f"unknown AgentFloor task id {task_id!r}")
+        if task_id not in self.tasks:  # the turn space and message cap are sized for these
+            raise ValueError(f"options['task_id'] must be one of this env's tasks "
+                             f"{list(self.tasks)}, got {task_id!r}; pass tasks=[...] to "
+                             f"include it")
         floor_options = {"variant": options["variant"]} if "variant" in options else None
         env = self.floor_env(task_id)
         prompt, info = env.reset(seed=int(rng.integers(2**31 - 1)), options=floor_options)

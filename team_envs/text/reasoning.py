@@ -3,12 +3,24 @@
 ``task=`` names any dataset of the ``reasoning-gym`` package (``basic_arithmetic``,
 ``chain_sum``, ``gsm_symbolic``, ...; ``config=`` holds its settings). The team discusses the
 question in the shared context; the last agent's answer, read after its last ``ANSWER:``, is
-scored by the dataset's own ``score_answer``, so rewards are in [0, 1] as reasoning-gym
-defines them.
+scored by the dataset's own ``score_answer``, clamped to [0, 1] (NaN counts as 0).
+
+Some answers are not given to the scorer and score 0, the reason in
+``info["verdict"]["error"]``, so that a step stays safe and quick: one longer than both 4,000
+characters and twice the reference answer; one holding a number with an exponent of five
+or more digits (``1e99999``: the scorers expand it exactly); for the datasets whose scorers
+``eval`` the answer (binary_matrix, n_queens, spiral_matrix, string_insertion) one that is
+Python code beyond literals and names; for those that evaluate it with sympy (countdown, puzzle24,
+polynomial_multiplication, simple_integration, intermediate_integration) one that is not an
+arithmetic expression (numbers, names, ``+ - * / **``; for the integrations, calls of ``sin``,
+``exp``, ``Integral`` and the like) with number or name exponents, or is larger (in nodes, powers
+expanded: ``(x + 1)**8`` counts 24) than both 100 and twice the reference answer. An error the
+scorer raises also scores 0.
 
 Held-out items are really unseen: the first ``held_out`` items of the dataset are the
-evaluation set (``reset(options={"split": "test", "index": i})``), and a training episode
-draws any other item whose question is not one of theirs.
+evaluation set (``reset(options={"split": "test", "index": i})``), kept from construction on,
+and a training episode draws any other item whose question is not one of theirs. A dataset that
+generates an item differently twice is refused.
 
 Example:
     >>> from team_envs.text import reasoning
@@ -20,7 +32,12 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import difflib
+import math
+import os
+import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +51,91 @@ __all__ = ["ReasoningGymTask", "env", "raw_env", "parallel_env"]
 
 _DRAWS = 100
 """Training draws tried before a task is declared too small to hold out ``held_out`` items."""
+_MAX_ANSWER_CHARS = 4000
+_MAX_EXPRESSION_SIZE = 100
+_BIG_EXPONENT = re.compile(r"(?<![\w.])(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][+-]?\d[\d_]{4,}")
+# Datasets (reasoning-gym 0.1.19) whose scorers eval the answer as Python, and those whose
+# scorers evaluate it with sympy's parse_expr (which evals too), with the functions it may call.
+_PYTHON_EVAL = frozenset({"binary_matrix", "n_queens", "spiral_matrix", "string_insertion"})
+_CALCULUS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                       "exp", "log", "sqrt", "Integral"})
+_SYMPY = {"countdown": frozenset(), "puzzle24": frozenset(),
+          "polynomial_multiplication": frozenset(), "simple_integration": _CALCULUS,
+          "intermediate_integration": _CALCULUS}
+_HASH_DEPENDENT = frozenset({"isomorphic_strings", "polynomial_multiplication", "ransom_note"})
+"""Datasets whose items depend on Python's string hashing (reasoning-gym 0.1.19)."""
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_SIGNS = (ast.UAdd, ast.USub)
+_LITERALS = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Set,
+             ast.Dict, ast.UnaryOp, *_SIGNS)
+
+
+def _exponent(node: ast.AST) -> float:
+    """How many times a power repeats its base: a number's size, 1 for a name, or a ratio."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return abs(float(node.value))
+    if isinstance(node, ast.Name) and not node.id.startswith("_"):
+        return 1.0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _SIGNS):
+        return _exponent(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _exponent(node.left) / _exponent(node.right)
+    raise ValueError("exponents are numbers or names")
+
+
+def _size(node: ast.AST, functions: frozenset[str]) -> float:
+    """Nodes of an arithmetic expression, powers expanded; ValueError for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
+        return 1.0
+    if isinstance(node, ast.Name) and not node.id.startswith("_"):
+        return 1.0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _SIGNS):
+        return 1 + _size(node.operand, functions)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+        return 1 + _size(node.left, functions) + _size(node.right, functions)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return _size(node.left, functions) * max(1.0, _exponent(node.right))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in functions and not node.keywords):
+        return 1 + sum(_size(arg, functions) for arg in node.args)
+    raise ValueError(f"{type(node).__name__} is not arithmetic")
+
+
+def _expression_size(text: str, functions: frozenset[str]) -> float | None:
+    """:func:`_size` of ``text``; None when it is not an arithmetic expression."""
+    try:
+        return _size(ast.parse(text.strip(), mode="eval").body, functions)
+    except Exception:  # SyntaxError, ValueError, RecursionError, ZeroDivisionError, ...
+        return None
+
+
+def _runs_code(answer: str) -> bool:
+    """Whether ``eval(answer)`` would run code: Python (as ``eval`` reads it) beyond literals
+    and names."""
+    try:
+        tree = ast.parse(answer.lstrip(" \t"), mode="eval")
+    except Exception:  # eval refuses it too
+        return False
+    return not all(isinstance(node, _LITERALS) for node in ast.walk(tree))
+
+
+def _refusal(dataset: str, answer: str, reference: str) -> str:
+    """Why ``answer`` is not given to ``dataset``'s scorer ("" when it is)."""
+    limit = max(_MAX_ANSWER_CHARS, 2 * len(reference))
+    if len(answer) > limit:
+        return f"answer longer than {limit} characters"
+    if _BIG_EXPONENT.search(answer):
+        return "a number with an exponent of five or more digits"
+    if dataset in _PYTHON_EVAL and _runs_code(answer):
+        return "Python code, which the scorer would run"
+    if dataset in _SYMPY:
+        size = _expression_size(answer, _SYMPY[dataset])
+        if size is None:
+            return "not an arithmetic expression the scorer can safely evaluate"
+        bound = max(_MAX_EXPRESSION_SIZE, 2 * (_expression_size(reference, _SYMPY[dataset]) or 0))
+        if size > bound:
+            return f"expression larger than {bound} nodes (powers expanded)"
+    return ""
 
 
 def _reasoning_gym() -> Any:
@@ -57,6 +159,10 @@ class ReasoningGymTask(ReasoningTask):
             tables of this size at construction; reasoning-gym's word_ladder allows 20,000).
         dataset_seed: The dataset's seed: which items exist and which are held out.
         **kwargs: See :class:`~team_envs.text.base.TextTeamTask`.
+
+    Datasets whose items depend on Python's string hashing (isomorphic_strings,
+    polynomial_multiplication, ransom_note) give the same items, held-out ones included, in
+    every process only with the same ``PYTHONHASHSEED``; without one they warn.
     """
 
     family = "reasoning"
@@ -86,7 +192,18 @@ class ReasoningGymTask(ReasoningTask):
                              f"{error}") from error
         self.task = task
         self.held_out = held_out
-        self._held_out_questions = {self.dataset[i]["question"] for i in range(held_out)}
+        self._held_out = [self.dataset[i] for i in range(held_out)]
+        for i, entry in enumerate(self._held_out[:2]):
+            again = self.dataset[i]
+            if (again["question"], again["answer"]) != (entry["question"], entry["answer"]):
+                raise ValueError(f"reasoning-gym's {task} is not deterministic: item {i} came "
+                                 f"out differently when generated again, so its held-out items "
+                                 f"cannot be kept out of training; choose another task")
+        if task in _HASH_DEPENDENT and os.environ.get("PYTHONHASHSEED", "random") == "random":
+            warnings.warn(f"reasoning-gym's {task} items depend on Python's string hashing: "
+                          f"set PYTHONHASHSEED, the same in every process, for the same items "
+                          f"and held-out set in every process", stacklevel=2)
+        self._held_out_questions = {entry["question"] for entry in self._held_out}
 
     def generate(self, rng: np.random.Generator) -> Problem:
         """A training item: any index past the held-out ones whose question is not held out."""
@@ -99,11 +216,9 @@ class ReasoningGymTask(ReasoningTask):
                          f"task has too few distinct items for held_out={self.held_out}")
 
     def held_out_problem(self, index: int) -> Problem:
-        """Held-out item ``index`` (0 to ``held_out - 1``)."""
-        if not isinstance(index, int) or not 0 <= index < self.held_out:
-            raise ValueError(f"index must be an integer from 0 to {self.held_out - 1}, "
-                             f"got {index!r}")
-        return self._problem(self.dataset[index], index, "test")
+        """Held-out item ``index`` (0 to ``held_out - 1``), as generated at construction."""
+        index = check_int("index", index, 0, self.held_out - 1)
+        return self._problem(self._held_out[index], index, "test")
 
     def _problem(self, entry: dict[str, Any], index: int, split: str) -> Problem:
         return Problem(entry["question"], ("",) * self.n_agents, entry["answer"],
@@ -122,9 +237,20 @@ class ReasoningGymTask(ReasoningTask):
         return ReasoningEpisode(self, self.generate(rng))
 
     def check(self, problem: Problem, answer: str) -> tuple[float, dict[str, Any]]:
-        """The dataset's own ``score_answer``."""
-        score = float(self.dataset.score_answer(answer, problem.details["entry"]))
-        return score, {"expected": problem.answer, "given": answer}
+        """The dataset's own ``score_answer`` in [0, 1]; 0, with the ``error``, for an answer it
+        is not given (see the module notes) or that makes it raise."""
+        entry = problem.details["entry"]
+        details = {"expected": problem.answer, "given": answer}
+        source = entry.get("metadata", {}).get("source_dataset", self.task)
+        error = _refusal(source, answer, str(problem.answer))
+        if error:
+            return 0.0, {**details, "error": error}
+        try:
+            score = float(self.dataset.score_answer(answer, entry))
+        except Exception as exc:  # reasoning-gym's scorers raise on many malformed answers
+            return 0.0, {**details, "error": f"the scorer raised {type(exc).__name__}: "
+                                              f"{str(exc)[:200]}"}
+        return (0.0 if math.isnan(score) else min(max(score, 0.0), 1.0)), details
 
 
 class raw_env(SharedContextEnv):
