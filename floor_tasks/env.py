@@ -113,12 +113,14 @@ class FloorEnv(gym.Env[str, str]):
     @transportable_errors
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Start an episode; the observation is the task prompt."""
-        super().reset(seed=seed)
+        """Start an episode; the observation is the task prompt. A variant that does not exist
+        raises before anything changes: the episode under way and ``np_random`` stay as they
+        were."""
         key = (options or {}).get("variant", self.fixed_variant)
-        if key is None:
-            key = int(self.np_random.integers(len(self.task.variant_names)))
-        variant = self.task.variant(key)
+        chosen = self.task.variant(key) if key is not None else None
+        super().reset(seed=seed)
+        variant = chosen if chosen is not None else self.task.variant(
+            int(self.np_random.integers(len(self.task.variant_names))))
         db = load_fixture(self.task.fixture)
         spec = self.task.submission
         if spec is not None:

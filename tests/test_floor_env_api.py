@@ -266,3 +266,19 @@ def test_async_vector_env_with_non_ascii_action() -> None:
         assert [t[-1]["content"] for t in transcripts] == ["café ☕", "café ☕"]
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("variant", [[1], "v99", {"a": 1}])
+def test_a_reset_to_a_missing_variant_raises_and_leaves_the_episode_as_it_was(
+        variant: object) -> None:
+    env = gym.make(env_id("B3"))
+    env.reset(seed=0)
+    env.step(UNKNOWN_TOOL_CALL)
+    state = env.unwrapped.np_random.bit_generator.state
+    transcript = list(env.unwrapped.transcript)
+    with pytest.raises((TypeError, ValueError)):
+        env.reset(seed=5, options={"variant": variant})
+    assert env.unwrapped.np_random.bit_generator.state == state  # not reseeded
+    assert env.unwrapped.transcript == transcript
+    _, _, _, _, info = env.step(UNKNOWN_TOOL_CALL)
+    assert info["turn"] == 2  # the same episode goes on
