@@ -101,7 +101,7 @@ class Args(TrustRegionArgs):
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
         if self.replace_agent < -1 or (self.n_agents and self.replace_agent >= self.n_agents):
             raise ConfigError("replace_agent", f"must be -1 or an agent index, "
-                                               f"got {self.replace_agent}")  # and see train()
+                                               f"got {self.replace_agent}")  # train() checks the team
         for name in ("stage0_delta", "stage0_learning_rate"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")

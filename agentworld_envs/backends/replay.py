@@ -8,7 +8,7 @@ re-scored without any model.
 A key (``"v": 3``) hashes the messages' running digest (:meth:`ChatRequest.digest`, which an
 episode's :class:`~agentworld_envs.backends.base.MessageLog` extends by one message a step), so
 keying a step late in a long episode costs what an early one does, and the model's
-:func:`model_identity`: every setting of the backend's ``describe()`` that changes its answers
+:func:`cache_identity`: every setting of the backend's ``describe()`` that changes its answers
 (kind, model, the adapter's absolute path, dtype, view, ``enable_thinking``, a server's URLs,
 ``native_tools``...), written on the line as ``"model"``. Caches written before still replay: a
 request missing under its key is looked up under the key of ``"v": 2`` (the same hash of the
@@ -41,7 +41,7 @@ __all__ = [
     "completion_to_dict",
     "legacy_model_name",
     "legacy_request_key",
-    "model_identity",
+    "cache_identity",
     "request_key",
 ]
 
@@ -56,7 +56,7 @@ _SPEED_ONLY = frozenset({
     "enable_prefix_caching", "enforce_eager", "swap_space", "disable_log_stats",
 })
 """Settings a backend's ``describe()`` may hold that change its speed or its transport, never
-its answers (``refused_fields`` grows during a run), left out of :func:`model_identity`."""
+its answers (``refused_fields`` grows during a run), left out of :func:`cache_identity`."""
 
 
 def _sampling(request: ChatRequest) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def _sha256(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def model_identity(described: dict[str, Any]) -> dict[str, Any]:
+def cache_identity(described: dict[str, Any]) -> dict[str, Any]:
     """The model in cache keys: a backend's ``describe()`` (or settings from it) less the
     unset and the speed-only settings, in its JSON form; an adapter by its absolute path, a
     server's URLs sorted (vLLM's ``engine_kwargs`` filtered alike)."""
@@ -215,7 +215,7 @@ class RequestCache:
 
     def recorded_model(self, model: str | dict[str, Any]) -> str | dict[str, Any]:
         """The model of the lines recorded here that ``model`` names (itself; a string: its
-        :func:`legacy_model_name`; a dict: settings as :func:`model_identity` reads them),
+        :func:`legacy_model_name`; a dict: settings as :func:`cache_identity` reads them),
         else ``model``.
 
         Raises:
@@ -279,7 +279,7 @@ def _names(model: str | dict[str, Any], recorded: Any) -> bool:
         return False
     if isinstance(model, str):
         return model == legacy_model_name(recorded)
-    return all(recorded.get(k) == v for k, v in model_identity(model).items())
+    return all(recorded.get(k) == v for k, v in cache_identity(model).items())
 
 
 class ReplayedWarning(UserWarning):
@@ -298,7 +298,7 @@ class RecordingBackend(Backend):
         inner: The live backend, or its config for ``make_backend``.
         path: The cache file.
         model: The model in cache keys; by default the inner backend's
-            :func:`model_identity` (and, to find lines of an older ``"v"``, its
+            :func:`cache_identity` (and, to find lines of an older ``"v"``, its
             :func:`legacy_model_name`).
     """
 
@@ -310,7 +310,7 @@ class RecordingBackend(Backend):
         self.inner = make_backend(inner)
         self.cache = RequestCache(path)
         described = self.inner.describe()
-        self.model: str | dict[str, Any] = model_identity(described) if model is None else model
+        self.model: str | dict[str, Any] = cache_identity(described) if model is None else model
         self._old_model = legacy_model_name(described) if model is None else model
         self._replays = len(self.cache) > 0
         """Whether a hit may still be an earlier run's answer not yet reported."""
