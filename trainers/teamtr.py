@@ -99,9 +99,10 @@ class Args(TrustRegionArgs):
                      "replacement_hidden_size", "stage0_max_steps"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        # train() checks replace_agent against the team it builds (the env's size by default)
         if self.replace_agent < -1 or (self.n_agents and self.replace_agent >= self.n_agents):
             raise ConfigError("replace_agent", f"must be -1 or an agent index, "
-                                               f"got {self.replace_agent}")  # train() checks the team
+                                               f"got {self.replace_agent}")
         for name in ("stage0_delta", "stage0_learning_rate"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be positive, got {getattr(self, name)}")
