@@ -31,6 +31,7 @@ for _key, _entry in DOMAINS.items():
         vector_entry_point="agentworld_envs.sim.vector:AgentWorldVectorEnv",
         max_episode_steps=_entry.max_steps,
         kwargs={"domain": _key},
+        disable_env_checker=True,  # see floor_tasks/__init__.py
     )
 del _key, _entry
 

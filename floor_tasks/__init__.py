@@ -23,9 +23,12 @@ def env_id(task_id: str) -> str:
 _BUDGET_SYNC = WrapperSpec(name="StepBudgetSync", entry_point="floor_tasks.env:StepBudgetSync",
                            kwargs={})
 TASK_IDS: tuple[str, ...] = tuple(t.id for t in load_tasks())
+# Without Gymnasium's PassiveEnvChecker: when an env's first reset raises (a bad variant), the
+# checker (Gymnasium 1.4) has nothing to compare the first step with and raises TypeError on
+# every later first step. The suite's tests run Gymnasium's full check_env on each id instead.
 for _task in load_tasks():
     check_names(_task)
     register(id=env_id(_task.id), entry_point="floor_tasks.env:FloorEnv",
              kwargs={"task_id": _task.id}, max_episode_steps=_task.max_steps,
-             additional_wrappers=(_BUDGET_SYNC,))
+             additional_wrappers=(_BUDGET_SYNC,), disable_env_checker=True)
 del _task

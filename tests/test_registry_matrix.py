@@ -103,6 +103,18 @@ def test_gymnasium_check_env(env_id: str) -> None:
 
 
 @pytest.mark.parametrize("env_id", GYM_IDS)
+def test_a_failed_first_reset_leaves_the_env_playable(env_id: str) -> None:
+    """A first reset refused for a bad option, then a good reset: the env steps (Gymnasium's
+    passive checker, were ``gym.make`` to add it, would raise TypeError at that first step)."""
+    env = make_scripted(env_id)
+    bad = {"variant": "v99"} if env_id.startswith("AgentFloor/") else {"scenario": "no-such"}
+    with pytest.raises(ValueError):
+        env.reset(seed=SEED, options=bad)
+    env.reset(seed=SEED)
+    assert len(_rollout(env, SEED, 3, reset=False)) >= 3
+
+
+@pytest.mark.parametrize("env_id", GYM_IDS)
 def test_determinism_rollout_with_observations_in_space(env_id: str) -> None:
     first, second = make_scripted(env_id), make_scripted(env_id)
     trajectory = _rollout(first, SEED)

@@ -183,6 +183,8 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
                     {"type": "reset", "data": {"options": {"task": "Z9"}}},
                     {"type": "reset", "data": {"bogus": True}},
                     {"type": "reset", "data": {"options": {"variant": "v99"}}},
+                    # the first reset of the session's B3 env fails (its env must still step)
+                    {"type": "reset", "data": {"options": {"task": "B3", "variant": "v99"}}},
                     {"type": "reset", "data": {"options": {"task": "B3", "variant": [1]}}},
                     {"type": "step", "data": {"type": "call_tool"}},
                     {"type": "teleport"}):
@@ -192,6 +194,7 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
         assert _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}}
                     )["type"] == "observation"
         first = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert first["type"] == "observation", first["data"]
         assert first["data"]["observation"]["metadata"]["info"]["turn"] == 1
         for frame in ("[1, 2]", "3", '"x"', "null",
                       '{"type": "reset", "data": {"seed": ' + "1" * 5000 + "}}",  # too long
@@ -204,6 +207,7 @@ def test_bad_input_gets_an_error_and_the_session_goes_on(floor_all):
                                                 "id": 1}})
         assert mcp["type"] == "error" and "list_tools" in mcp["data"]["message"]
         second = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
+        assert second["type"] == "observation", second["data"]
         assert second["data"]["observation"]["metadata"]["info"]["turn"] == 2  # same episode
         huge = _ask(ws, {"type": "step", "data": {"message": "{" * 3_000_000}})
         assert huge["type"] == "observation", huge["data"]  # read as a (wrong) final answer
