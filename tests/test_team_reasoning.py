@@ -84,6 +84,25 @@ def _env(task: str, **kwargs):
                            size=20, **kwargs)
 
 
+@pytest.mark.parametrize("task", ["tower_of_hanoi", "palindrome_partitioning"])
+def test_a_correct_answer_longer_than_the_message_cap_is_kept_whole_and_scores(task: str) -> None:
+    env = pettingzoo.make("aec", "team_envs/reasoning-v0", task=task, n_agents=2, held_out=20,
+                          size=200)
+    items = env.unwrapped.task
+    lengths = [len(str(items.held_out_problem(i).answer)) for i in range(20)]
+    long = next(i for i, length in enumerate(lengths) if length > 4000)
+    env.reset(seed=0, options={"split": "test", "index": long})
+    gold = str(env.unwrapped.episode.problem.answer)
+    _play(env, ["work", f"ANSWER: {gold}"])
+    assert env.unwrapped.episode.transcript[-1]["content"] == f"ANSWER: {gold}"
+    assert env.rewards["agent_0"] == 1.0
+    env.reset(seed=0, options={"split": "test", "index": long})
+    _play(env, ["work", f"ANSWER: {gold}" + " and more" * 1000])  # cut just after the answer
+    assert env.unwrapped.episode.transcript[-1]["content"] == f"ANSWER: {gold}"
+    short = next(i for i, length in enumerate(lengths) if length < 3000)
+    assert items.message_limit(items.held_out_problem(short)) == 4000
+
+
 @pytest.mark.parametrize("task", ["rotate_matrix", "n_queens", "tower_of_hanoi"])
 def test_a_multi_line_answer_is_read_whole(task: str) -> None:
     env = _env(task)

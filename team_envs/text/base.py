@@ -129,6 +129,10 @@ class TextTeamTask(TeamTask):
         self.max_cycles = max_cycles
         self.max_message_chars = max_message_chars
 
+    def message_limit(self, problem: Problem) -> int:
+        """How many characters of a message on ``problem`` are kept."""
+        return self.max_message_chars
+
     @property
     def max_messages(self) -> int:
         """The most messages an episode can hold."""
@@ -234,8 +238,9 @@ class TextEpisode(TeamEpisode):
         speaker = self._speaker
         invalid = not isinstance(action, str)
         text = "" if invalid else action
-        clipped = len(text) > self.task.max_message_chars
-        text = text[:self.task.max_message_chars]
+        limit = self.task.message_limit(self.problem)
+        clipped = len(text) > limit
+        text = text[:limit]
         self.record(speaker, f"{agent_name(speaker)} · {self.task.roles[speaker]}", text)
         self._messages += 1
         return speaker, text, {"invalid_action": invalid, "message_clipped": clipped}

@@ -52,6 +52,7 @@ __all__ = ["ReasoningGymTask", "env", "raw_env", "parallel_env"]
 _DRAWS = 100
 """Training draws tried before a task is declared too small to hold out ``held_out`` items."""
 _MAX_ANSWER_CHARS = 4000
+_ANSWER_PREFIX = "ANSWER: "
 _MAX_EXPRESSION_SIZE = 100
 _BIG_EXPONENT = re.compile(r"(?<![\w.])(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][+-]?\d[\d_]{4,}")
 # Datasets (reasoning-gym 0.1.19) whose scorers eval the answer as Python, and those whose
@@ -155,6 +156,9 @@ class ReasoningGymTask(ReasoningTask):
         config: The dataset's settings (reasoning-gym's config fields, ``seed`` and ``size``
             excepted).
         held_out: Items kept for evaluation, never drawn in training.
+        max_message_chars: As in :class:`~team_envs.text.base.TextTeamTask`, but never
+            shorter than ``ANSWER: `` and the item's reference answer (see
+            :meth:`message_limit`).
         size: The dataset's size, held-out items included (some datasets build per-item
             tables of this size at construction; reasoning-gym's word_ladder allows 20,000).
         dataset_seed: The dataset's seed: which items exist and which are held out.
@@ -235,6 +239,12 @@ class ReasoningGymTask(ReasoningTask):
         if split != "train":
             raise ValueError(f"options['split'] must be 'train' or 'test', got {split!r}")
         return ReasoningEpisode(self, self.generate(rng))
+
+    def message_limit(self, problem: Problem) -> int:
+        """``max_message_chars``, raised for an item whose reference answer would not fit (some
+        of tower_of_hanoi's and palindrome_partitioning's pass 4,000 characters) to hold
+        ``ANSWER: `` and that answer: a message of the correct answer alone is never cut."""
+        return max(self.max_message_chars, len(_ANSWER_PREFIX) + len(str(problem.answer)))
 
     def check(self, problem: Problem, answer: str) -> tuple[float, dict[str, Any]]:
         """The dataset's own ``score_answer`` in [0, 1]; 0, with the ``error``, for an answer it
