@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import httpx
@@ -26,7 +27,8 @@ from websockets.sync.client import connect  # noqa: E402
 import floor_tasks  # noqa: E402
 from agentworld_envs.cli import main  # noqa: E402
 from agentworld_envs.serve.app import _Server, build_app  # noqa: E402
-from agentworld_envs.serve.served_env import resolve_env_ids  # noqa: E402
+from agentworld_envs.serve.schema import TurnAction  # noqa: E402
+from agentworld_envs.serve.served_env import ServedEnv, resolve_env_ids  # noqa: E402
 from agentworld_envs.serve.session import GymSession  # noqa: E402
 from agentworld_envs.serve.settings import ServeSettings  # noqa: E402
 from floor_tasks.env import FloorEnv  # noqa: E402
@@ -490,7 +492,7 @@ def test_a_step_after_the_end_leaves_the_episode_as_it_ended(floor_all):
 
 def test_a_large_call_tool_step_runs_in_the_sessions_thread(monkeypatch):
     where: list[str] = []
-    step = GymSession.step
+    step = GymSession._step
 
     def recorded(self, action, /, *args, **kwargs):
         try:
@@ -500,7 +502,7 @@ def test_a_large_call_tool_step_runs_in_the_sessions_thread(monkeypatch):
             where.append("thread")
         return step(self, action, *args, **kwargs)
 
-    monkeypatch.setattr(GymSession, "step", recorded)
+    monkeypatch.setattr(GymSession, "_step", recorded)
     with _in_process("AgentFloor/B3-v0") as url, _ws(url) as ws:
         _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
         reply = _ask(ws, {"type": "step", "data": {"message": LOOKUP}})
@@ -509,6 +511,28 @@ def test_a_large_call_tool_step_runs_in_the_sessions_thread(monkeypatch):
             "type": "call_tool", "tool_name": "lookup_record",
             "arguments": {"record_id": "PKG-88", "pad": [[1] * 10] * 20_000}}})
         assert reply["type"] == "observation" and where == ["event loop", "thread"]
+
+
+def test_a_step_waiting_for_the_sessions_thread_is_busy_and_no_sweep_closes_it():
+    server = _Server(ServedEnv(ServeSettings(env_id="AgentFloor/B3-v0", idle_timeout_s=1e-6)))
+    release = threading.Event()
+
+    async def play() -> tuple[bool, list[str], object]:
+        _, session = await server._create_session()
+        session.reset(options={"variant": "v0"})
+        session._thread = ThreadPoolExecutor(1)
+        session._thread.submit(release.wait, 600)  # the thread is taken
+        call = TurnAction(type="call_tool", tool_name="lookup_record",
+                          arguments={"record_id": "PKG-88"})
+        step = asyncio.ensure_future(session.step_async(call))
+        await asyncio.sleep(0.05)  # the step now waits for the thread
+        waiting, idle = session.busy, server.idle_sessions()
+        release.set()
+        return waiting, idle, await step
+
+    waiting, idle, observation = asyncio.run(play())
+    assert waiting is True and idle == []
+    assert observation.metadata["info"]["turn"] == 1
 
 
 def test_the_idle_sweep_spares_a_session_active_since_it_looked(monkeypatch):

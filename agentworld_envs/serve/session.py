@@ -156,29 +156,35 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         answer and leaves the episode's state as it ended (OpenEnv leaves this to each env;
         its example envs count such a step)."""
         with self._active():
-            if action.type == "list_tools":
-                return TurnObservation(tools=self._tools(), done=self._state.done,
-                                       metadata={"list_tools": True})
-            if self._env is None:
-                raise ValueError("call reset() before step()")
-            message = action.message if action.type == "message" else json.dumps(
-                {"name": action.tool_name, "arguments": action.arguments}, ensure_ascii=False)
-            state = self._state
-            with self.served.stepping():
-                text, reward, terminated, truncated, info = self._env.step(message)
-            metadata = self._metadata(state, info, terminated, truncated)
-            if state.done:
-                return TurnObservation(text=text, done=True, reward=float(reward),
-                                       metadata=metadata)
-            self.served.count("steps")
-            state.step_count += 1
-            state.total_reward += float(reward)
-            state.terminated, state.truncated = bool(terminated), bool(truncated)
-            state.done = state.terminated or state.truncated
-            if state.done:
-                self._membership(False)
-            return TurnObservation(text=text, done=state.done, reward=float(reward),
+            return self._step(action)
+
+    def _step(self, action: TurnAction) -> TurnObservation:
+        if self._closed is not None:  # closed while this step waited for the session's thread
+            raise RuntimeError(f"{self._closed}; open a new session")
+        if action.type == "list_tools":
+            return TurnObservation(tools=self._tools(), done=self._state.done,
+                                   metadata={"list_tools": True})
+        env = self._env
+        if env is None:
+            raise ValueError("call reset() before step()")
+        message = action.message if action.type == "message" else json.dumps(
+            {"name": action.tool_name, "arguments": action.arguments}, ensure_ascii=False)
+        state = self._state
+        with self.served.stepping():
+            text, reward, terminated, truncated, info = env.step(message)
+        metadata = self._metadata(state, info, terminated, truncated)
+        if state.done:
+            return TurnObservation(text=text, done=True, reward=float(reward),
                                    metadata=metadata)
+        self.served.count("steps")
+        state.step_count += 1
+        state.total_reward += float(reward)
+        state.terminated, state.truncated = bool(terminated), bool(truncated)
+        state.done = state.terminated or state.truncated
+        if state.done:
+            self._membership(False)
+        return TurnObservation(text=text, done=state.done, reward=float(reward),
+                               metadata=metadata)
 
     async def reset_async(self, /, seed: int | None = None, episode_id: str | None = None,
                           options: dict[str, Any] | None = None,
@@ -190,13 +196,16 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                          **kwargs: Any) -> TurnObservation:
         """:meth:`step`, on the event loop when it cannot block (an AgentFloor env or a
         ``scripted`` world model, and a short message or ``list_tools``), else in the
-        session's own thread."""
-        if not self.served.blocking and (action.type == "list_tools" or (
-                action.type == "message" and len(action.message or "") <= INLINE_CHARS)):
-            return self.step(action)
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="agentworld-session")
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self.step, action)
+        session's own thread. The session is busy from the call on, so that no idle sweep
+        closes it while the step waits for the thread."""
+        with self._active():
+            if not self.served.blocking and (action.type == "list_tools" or (
+                    action.type == "message" and len(action.message or "") <= INLINE_CHARS)):
+                return self._step(action)
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix="agentworld-session")
+            return await asyncio.get_running_loop().run_in_executor(self._thread, self._step,
+                                                                    action)
 
     @property
     def state(self) -> EpisodeState:
