@@ -7,6 +7,7 @@ YAML files and an unknown name fails when the task loads, never silently at scor
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -137,6 +138,11 @@ _NUMBER = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?")
 """A number not inside an ID ("P104", "SUP-12", "v2.4"); a unit may follow it ("12x", "47min"),
 as in the reference's extractor."""
 _NEGATION = re.compile(r"\b(not|no|isn't|is not|never|un|non)\b[\s-]*$", re.IGNORECASE)
+_BOOL_AFTER = re.compile(
+    r"[\s\"'*]*(?:(?:[:=]|is\b|was\b)[\s\"'*]*)?(?P<question>\?\s*)?"
+    r"(?:(?P<value>true|yes|false|no|not)\b)?")
+"""What follows a boolean's key: its written value ("certified: false", "certified = yes",
+"certified? No"), or a question mark alone."""
 
 
 def numbers_in(text: str) -> list[float]:
@@ -191,7 +197,9 @@ def field_matches(text: str, key: str, expected: Any) -> str | None:
 
     Strict: a JSON field, or the value within 60 characters after the key. Weak: the value
     anywhere, word-bounded. Numbers are compared numerically; a percentage also matches its
-    fraction. A boolean matches "yes"/"true", or the key's words without a negation before them.
+    fraction. A boolean is the value written after its key's word ("certified: false",
+    "certified? No": true/yes or false/no/not); else the word without a negation before it states
+    true ("is certified", "not certified"), and a bare question ("is it certified?") nothing.
     """
     fields = _json_fields(text)
     if key.lower() in fields:
@@ -201,8 +209,14 @@ def field_matches(text: str, key: str, expected: Any) -> str | None:
     if isinstance(expected, bool):
         word = key.lower().split("_")[0]
         for match in re.finditer(r"\b" + re.escape(word), lowered):
-            negated = bool(_NEGATION.search(lowered[max(0, match.start() - 12):match.start()]))
-            if negated != expected:
+            after = _BOOL_AFTER.match(lowered, match.end(), match.end() + 40)
+            if after["value"]:
+                stated = after["value"] in ("true", "yes")
+            elif after["question"]:
+                continue  # "Is it certified?" asks; it states nothing
+            else:
+                stated = not _NEGATION.search(lowered[max(0, match.start() - 12):match.start()])
+            if stated == expected:
                 return "strict"
         return None
     if isinstance(expected, int | float) and not isinstance(expected, bool):
@@ -287,7 +301,11 @@ def selected(text: str, record_id: str) -> bool:
 _LABEL_NEGATION = re.compile(
     r"(?:\b(?:not|never|no|nor|neither|rather than|instead of|other than|except)\b|n't)"
     r"\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
-_SPAN_END = re.compile(r"[.,;:(\n]|\s[-\u2013\u2014]\s")
+_SPAN_END = re.compile(r"[.;:!?\n]|\s[-\u2013\u2014]\s")
+"""Where a keyed or headline statement ends; commas and parentheses split it into parts."""
+_PART = re.compile(r"[,(]")
+_LIST_WORDS = frozenset("or either possibly maybe perhaps probably likely also even a an".split())
+_MARK = "\0"  # stands for a label in _continues_list
 
 
 def _normal(label: str) -> str:
@@ -307,12 +325,39 @@ def _labels_in(span: str, valid_set: list[str]) -> list[str]:
     return [label for _, label in sorted(found)]
 
 
+def _continues_list(part: str, valid_set: list[str]) -> bool:
+    """Whether a part after a comma or parenthesis goes on listing labels: it starts with a label
+    (after "or", "possibly" and the like) and is an alternative ("or billing") or holds nothing
+    but labels ("feature_request", "billing or access_issue")."""
+    text = part.lower().replace("_", " ")
+    for label in valid_set:
+        text = re.sub(_value_pattern(_normal(label)), f" {_MARK} ", text)
+    words = re.sub(r"[^\w\0]+", " ", text).split()
+    lead = list(itertools.takewhile(_LIST_WORDS.__contains__, words))
+    rest = words[len(lead):]
+    return bool(rest) and rest[0] == _MARK and (
+        "or" in lead or all(w == _MARK or w in _LIST_WORDS for w in rest))
+
+
+def _stated_labels(span: str, valid_set: list[str]) -> list[str]:
+    """The labels of a keyed or headline statement: those of its first part, then those of each
+    following part that continues a list ("bug, feature_request or billing", "bug (or maybe
+    billing)"). A part that says more ("mixed, positive about the hardware") ends the list."""
+    first, *parts = _PART.split(span)
+    labels = _labels_in(first, valid_set)
+    for part in itertools.takewhile(lambda p: _continues_list(p, valid_set), parts):
+        labels += [label for label in _labels_in(part, valid_set) if label not in labels]
+    return labels
+
+
 def asserted_labels(text: str, valid_set: list[str], keys: list[str]) -> list[str]:
     """The labels an answer asserts, in the order it states them.
 
     A JSON field or a keyed statement ("category: bug", "sentiment is mixed") decides, and so
-    does a headline label ("Mixed: ..."). Otherwise every mentioned label counts except the
-    negated ones ("a bug, not a feature_request"), so hedging between two labels names two.
+    does a headline label ("Mixed: ..."); a statement that lists labels or offers another after
+    "or" ("category: bug, feature_request or billing", "bug, or possibly billing") names them
+    all. Otherwise every mentioned label counts except the negated ones ("a bug, not a
+    feature_request"), so hedging between two labels names two.
     """
     fields = _json_fields(text)
     for key in keys:
@@ -326,9 +371,9 @@ def asserted_labels(text: str, valid_set: list[str], keys: list[str]) -> list[st
         span = text[head:head + _CLAUSE_WINDOW]
         cut = _SPAN_END.search(span)
         span = span[:cut.start()] if cut else span
-        if head == 0 and len(span.split()) > 3:
+        if head == 0 and len(_PART.split(span, maxsplit=1)[0].split()) > 3:
             continue  # no headline: the text opens with a sentence
-        labels = _labels_in(span, valid_set)
+        labels = _stated_labels(span, valid_set)
         if labels:
             return labels
     return _labels_in(text, valid_set)
