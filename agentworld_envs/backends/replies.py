@@ -72,7 +72,11 @@ def refused_fields(reply: str, sent: Iterable[str]) -> frozenset[str]:
 
 
 def text_tool_calls(text: str) -> list[ToolCall]:
-    """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored."""
+    """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored.
+
+    Calls that cannot be read are left out here, not lost: :meth:`Completion.to_action` plays
+    a completion whose calls are these as its text, for the env's parser to report them.
+    """
     return parse_action(strip_thinking(text)).calls
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from agentworld_envs.protocol.tool_calls import ToolCall
+from agentworld_envs.protocol.thinking import strip_thinking
+from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
 __all__ = ["PLACEHOLDER_RAW", "ChatRequest", "Completion", "Fault", "MessageLog",
            "SamplingParams", "Usage", "messages_digest"]
@@ -183,11 +184,20 @@ class Completion:
     """The provider's verbatim response, where there is one."""
 
     def to_action(self) -> str:
-        """Render as an env action string: the tool calls as JSON, else the text."""
-        if self.tool_calls:
-            calls = [c.to_dict() for c in self.tool_calls]
-            return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
-        return self.text
+        """Render as an env action string.
+
+        Calls read from the text (a text-format backend's, a callable agent's: the text, its
+        reasoning removed, holds exactly these calls) are played as that text, so the env's
+        parser also sees the calls that could not be read and logs them as malformed. Calls a
+        server returned as structured ``tool_calls`` are played as JSON. With no call, the text.
+        """
+        if not self.tool_calls:
+            return self.text
+        written = strip_thinking(self.text)
+        if parse_action(written).calls == self.tool_calls:
+            return written
+        calls = [c.to_dict() for c in self.tool_calls]
+        return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
 
 
 PLACEHOLDER_RAW = {"source": "placeholder"}

@@ -1,7 +1,7 @@
 """A turn-level ``rollout_func`` for TRL's ``GRPOTrainer`` that keeps our env semantics.
 
 Each assistant turn is generated whole, decoded and played through one ``env.step``, exactly as
-the harness does (``Completion.to_action``: calls parsed from the text, else the text), so the
+the harness does (``Completion.to_action``: the text, or a server's structured calls), so the
 step budget counts turns, unknown tools are labelled hallucinated, broken calls malformed, every
 action format reaches the env's own parser and the verdict is the verifier's. All unfinished
 episodes of a batch advance together: one generation call per turn.
@@ -24,7 +24,6 @@ turn is then one step of the vector env, its sub-envs in Ray actors.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gymnasium.vector import VectorEnv
@@ -32,6 +31,7 @@ from gymnasium.vector import VectorEnv
 from agentworld_envs.backends import Completion
 from agentworld_envs.backends.replies import text_tool_calls
 from agentworld_envs.distributed.slots import SlotEnv, VectorSlots
+from agentworld_envs.protocol.tool_results import call_answers
 from agentworld_envs.trl.environment import EnvSession, import_trl
 
 __all__ = ["TurnRollout", "turn_environment_class", "vector_environment_class",
@@ -68,15 +68,20 @@ def feedback_messages(completion: Completion, session: EnvSession,
                       observation: str) -> list[dict[str, Any]]:
     """The messages that carry a step's observation back to the model, as the harness adds them.
 
-    A turn whose text held tool calls gets one ``tool`` message per call with its envelope; any
-    other turn gets the observation (if any) as a user message, ``Tool results:`` first for
-    envs that report tool results.
+    A turn whose text held tool calls gets one ``tool`` message per call with its own envelope
+    (:func:`~agentworld_envs.protocol.tool_results.call_answers`), then the env's notes about the
+    turn (calls it could not read) as a ``Tool results:`` user message; any other turn gets the
+    observation (if any) as a user message, ``Tool results:`` first for envs that report tool
+    results.
     """
     envelopes = session.last_info.get("tool_results")
     if completion.tool_calls and envelopes is not None:
-        return [{"role": "tool", "name": call.name, "content": json.dumps(
-            envelopes[i], ensure_ascii=False, default=str) if i < len(envelopes)
-            else '{"status": "skipped"}'} for i, call in enumerate(completion.tool_calls)]
+        calls = completion.tool_calls
+        contents, notes = call_answers(len(calls), envelopes)
+        messages = [{"role": "tool", "name": call.name, "content": content}
+                    for call, content in zip(calls, contents, strict=True)]
+        return messages + ([{"role": "user", "content": "Tool results:\n" + "\n".join(notes)}]
+                           if notes else [])
     if not observation:
         return []
     prefix = "Tool results:\n" if envelopes is not None else ""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion, make_backend
-from agentworld_envs.protocol.tool_calls import parse_action
+from agentworld_envs.backends.replies import text_tool_calls
 from floor_tasks.solutions import solution
 from floor_tasks.task import load_tasks
 
@@ -23,8 +23,9 @@ AgentFn = Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]
 
 
 def _completion(text: str, started: float) -> Completion:
-    parsed = parse_action(text)
-    return Completion(text=text, tool_calls=parsed.calls, latency_s=time.perf_counter() - started)
+    """The agent's action as a completion; :meth:`Completion.to_action` gives the text back."""
+    return Completion(text=text, tool_calls=text_tool_calls(text),
+                      latency_s=time.perf_counter() - started)
 
 
 @functools.cache

@@ -21,6 +21,7 @@ import gymnasium as gym
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
 from agentworld_envs.backends.redaction import redact
+from agentworld_envs.protocol.tool_results import call_answers
 from floor_tasks.harness.agents import AgentFn, as_backend
 from floor_tasks.harness.record import RunRecord, Trajectory
 from floor_tasks.task import load_task
@@ -123,10 +124,11 @@ class _Episode:
             {"id": i, "type": "function", "function": {
                 "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
             for i, c in zip(ids, completion.tool_calls, strict=True)]})
-        for i, call_id in enumerate(ids):
-            content = (json.dumps(envelopes[i], ensure_ascii=False, default=str)
-                       if i < len(envelopes) else '{"status": "skipped"}')
+        contents, notes = call_answers(len(ids), envelopes)
+        for call_id, content in zip(ids, contents, strict=True):
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        if notes:
+            self.messages.append({"role": "user", "content": "Tool results:\n" + "\n".join(notes)})
 
     def record(self, backend: Backend, settings: RunSettings) -> RunRecord:
         """The run record of the finished episode (closes its env)."""
