@@ -70,8 +70,25 @@ def test_multi_model_corpora_compare_model_by_model() -> None:
     assert "case B5/v0/0 [b]" in result.render()
 
 
-def test_missing_cases_are_noted_not_flagged() -> None:
+def test_missing_cases_fail_unless_allowed() -> None:
     new = [r for r in corpus() if r.repeat == 0]
     result = compare_corpora(corpus(), new)
-    assert result.ok
+    assert not result.ok and result.regressions == [] and result.cases_missing == 10
+    assert result.render().startswith("FAIL: 10 BASE case(s) missing from NEW")
     assert result.notes == ["10 BASE case(s) have no run in NEW"]
+    assert compare_corpora(corpus(), new, allow_missing=True).ok
+
+
+def test_nothing_compared_fails() -> None:
+    for new in ([], [run("D1", True)]):  # empty, disjoint
+        result = compare_corpora(corpus(), new, allow_missing=True)
+        assert not result.ok and result.cases_compared == 0
+        assert result.render().startswith("FAIL: no case compared (0 cases compared")
+
+
+def test_a_model_only_in_base_counts_as_missing() -> None:
+    result = compare_corpora(corpus(model="a") + corpus(model="gone"),
+                             corpus(model="a") + corpus(model="b"))
+    assert not result.ok and result.cases_missing == 20
+    assert compare_corpora(corpus(model="a") + corpus(model="gone"),
+                           corpus(model="a") + corpus(model="b"), allow_missing=True).ok

@@ -145,7 +145,7 @@ def test_a_cut_last_line_is_skipped_by_readers_and_rerun_by_resume(
         warnings.simplefilter("ignore", TruncatedLineWarning)
         assert main(["floor", "report", str(corpus), "--out", str(tmp_path / "report")]) == 0
         assert main(["floor", "rescore", str(corpus), "--out", str(tmp_path / "rescored")]) == 0
-        assert main(["floor", "compare", str(clean), str(corpus)]) == 0
+        assert main(["floor", "compare", str(clean), str(corpus), "--allow-missing"]) == 0
     capsys.readouterr()
     outcome = run_sweep(CONFIG, corpus, progress=False)
     assert (outcome.written, outcome.skipped, outcome.errors) == (1, 5, [])

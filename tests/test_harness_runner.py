@@ -181,7 +181,7 @@ def test_rescore_and_compare(tmp_path: Path) -> None:
     base, new = tmp_path / "base", tmp_path / "new"
     oracle = single_model_config({"name": "oracle"}, name="agent", tasks="tier:A,B")
     run_sweep(oracle, base, progress=False)
-    lazy = single_model_config({"name": "oracle"}, name="agent", tasks="tier:A,B")
+    lazy = single_model_config({"name": "oracle"}, name="lazy", tasks="tier:A,B")
     run_sweep(lazy, new, progress=False, make_agent=lambda _: _as(_lazy_agent))
     same = subprocess.run(CLI + ["floor", "compare", str(base), str(base)],
                           capture_output=True, text=True, timeout=HANG_GUARD_S)

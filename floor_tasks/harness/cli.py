@@ -6,17 +6,18 @@ import argparse
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentworld_envs.backends.registry import parse_backend_arg
-from agentworld_envs.cli_errors import UnknownNameError, on_interrupt
+from agentworld_envs.cli_errors import UnknownNameError, UsageError, name_of, on_interrupt
 
 if TYPE_CHECKING:
     from floor_tasks.harness.record import RunRecord
 
-__all__ = ["add_commands", "backend_arg", "check_task_ids", "task_selector"]
+__all__ = ["add_commands", "backend_arg", "check_task_ids", "fraction", "positive_int",
+           "task_selector"]
 
 
 def backend_arg(value: str) -> dict[str, Any]:
@@ -25,6 +26,34 @@ def backend_arg(value: str) -> dict[str, Any]:
         return parse_backend_arg(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def fraction(value: str) -> float:
+    """An argparse type: a number from 0 to 1 (0.1 is 10 percentage points)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value!r}")
+    return number
+
+
+def _tiers() -> tuple[str, ...]:
+    from floor_tasks.task import TIERS
+
+    return tuple(TIERS)
 
 
 def _selector(value: str) -> str | list[str]:
@@ -92,8 +121,8 @@ def _resumable(args: argparse.Namespace, corpus: Path, sweep: Callable[[], Any])
         return sweep()
 
 
-def _finish(outcome: Any, records: list[RunRecord], report_dir: Path | None,
-            config: Any, args: argparse.Namespace) -> int:
+def _finish(outcome: Any, report_dir: Path | None, config: Any,
+            args: argparse.Namespace) -> int:
     """Print the ladder, then two lines: what ran and what the tiers are; where it all went.
 
     A sweep with failed model calls prints no ladder: it raises
@@ -103,6 +132,7 @@ def _finish(outcome: Any, records: list[RunRecord], report_dir: Path | None,
     """
     from agentworld_envs.backends.faults import TooManyFaultsError
     from floor_tasks.harness.corpus import ERRORS_FILE
+    from floor_tasks.harness.corpus_io import read_records
     from floor_tasks.harness.report import render_ladder_text, write_report
     from floor_tasks.task import TIER_NAMES
 
@@ -116,6 +146,7 @@ def _finish(outcome: Any, records: list[RunRecord], report_dir: Path | None,
             print(f"error: {error}", file=sys.stderr)
         print(f"incomplete: {where}; no ladder is printed")
         return 1
+    records = read_records(outcome.corpus)
     print(render_ladder_text(records))
     ran = "; ".join(dict.fromkeys(_described_arm(arm) for arm in config.arms()))
     tiers = ", ".join(f"{tier} {name}" for tier, name in TIER_NAMES.items())
@@ -142,7 +173,6 @@ def _default_name(model: str) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from floor_tasks.harness.corpus import RunCorpus
     from floor_tasks.harness.sweep import run_sweep, single_model_config
 
     name = args.name or _default_name(args.backend.get("model") or args.backend["name"])
@@ -153,32 +183,54 @@ def _cmd_run(args: argparse.Namespace) -> int:
         thinking=args.thinking, max_tokens=args.max_tokens)
     outcome = _resumable(args, Path(config.results_dir), lambda: run_sweep(
         config, progress=not args.no_progress, batch_size=args.batch_size))
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config, args)
+    return _finish(outcome, args.report, config, args)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from floor_tasks.harness.corpus import RunCorpus
     from floor_tasks.harness.sweep import run_sweep
     from floor_tasks.harness.sweep_config import load_sweep
 
     config = load_sweep(args.config)
     outcome = _resumable(args, Path(args.out or config.results_dir), lambda: run_sweep(
         config, args.out, progress=not args.no_progress, batch_size=args.batch_size))
-    return _finish(outcome, RunCorpus(outcome.corpus).records(), args.report, config, args)
+    return _finish(outcome, args.report, config, args)
+
+
+def _read_corpora(paths: Sequence[str]) -> list[RunRecord]:
+    """The records of the corpora at ``paths``, checked.
+
+    Raises:
+        UsageError: when a run id is in two of them, or they hold no record.
+    """
+    from floor_tasks.harness.corpus_io import read_records
+
+    records: list[RunRecord] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        for record in read_records(path):
+            if record.run_id in seen:
+                raise UsageError(f"run {record.run_id!r} is in both {seen[record.run_id]} and "
+                                 f"{path}: name each corpus once, and give the runs of different "
+                                 "corpora different model names (--name)")
+            seen[record.run_id] = path
+            records.append(record)
+    if not records:
+        raise UsageError(f"no run records in {', '.join(paths)}")
+    return records
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from floor_tasks.harness.corpus_io import read_records
+    from floor_tasks.harness.corpus_io import runs_file
     from floor_tasks.harness.report import render_ladder_text, write_report
     from floor_tasks.harness.sweep_config import load_sweep
 
-    records = [r for path in args.corpus for r in read_records(path)]
+    records = _read_corpora(args.corpus)
     prices = params = None
     if args.sweep:
         config = load_sweep(args.sweep)
         prices, params = config.price_table(), config.param_table()
     print(render_ladder_text(records))
-    out = args.out or Path(args.corpus[0]) / "report"
+    out = args.out or runs_file(args.corpus[0]).parent / "report"
     write_report(records, out, prices=prices, params=params)
     print(f"\nreport: {out / 'report.md'}")
     return 0
@@ -189,23 +241,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from floor_tasks.harness.corpus_io import read_records
 
     result = compare_corpora(read_records(args.base), read_records(args.new),
-                             threshold=args.threshold)
+                             threshold=args.threshold, allow_missing=args.allow_missing)
     print(result.render())
     return 0 if result.ok else 1
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
-    from floor_tasks.harness.corpus import RunCorpus
-    from floor_tasks.harness.corpus_io import read_records
+    from floor_tasks.harness.corpus import write_records
+    from floor_tasks.harness.corpus_io import RUNS_FILE, runs_file
     from floor_tasks.harness.rescore import rescore
 
-    rescored, changed = rescore(read_records(args.corpus))
-    out = RunCorpus(args.out or Path(args.corpus) / "rescored")
-    done = out.done_ids()
-    for record in rescored:
-        if record.run_id not in done:
-            out.append(record)
-    print(f"re-scored {len(rescored)} runs into {out.dir}; {len(changed)} changed pass/fail")
+    records = _read_corpora([args.corpus])
+    source = runs_file(args.corpus)
+    out = args.out or source.parent / "rescored"
+    if (out / RUNS_FILE).resolve() == source.resolve():
+        raise UsageError(f"--out {out} is the corpus being re-scored; name another directory")
+    rescored, changed = rescore(records)
+    write_records(out, rescored)
+    print(f"re-scored {len(rescored)} runs into {out}; {len(changed)} changed pass/fail")
     for run_id in changed:
         print(f"  changed: {run_id}")
     return 0
@@ -214,7 +267,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="corpus directory (resumed if it exists)")
     parser.add_argument("--report", type=Path, help="also write report.md and ladder.png here")
-    parser.add_argument("--batch-size", type=int, default=16,
+    parser.add_argument("--batch-size", type=positive_int, default=16,
                         help="episodes advanced together in one batched model call")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -224,7 +277,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = commands.add_parser("list", help="list the 30 tasks")
-    p.add_argument("--tier", nargs="*", help="only these tiers")
+    p.add_argument("--tier", nargs="*", type=name_of("tier", _tiers), help="only these tiers")
     p.set_defaults(handler=_cmd_list)
 
     p = commands.add_parser("run", help="run one agent over tasks (default: the oracle, all 30)")
@@ -251,18 +304,23 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     p = commands.add_parser("report", help="tier ladder, failures, cost and routing of corpora")
     p.add_argument("corpus", nargs="+", help="corpus directories or runs.jsonl files")
-    p.add_argument("--out", type=Path, help="report directory (default: <first corpus>/report)")
+    p.add_argument("--out", type=Path,
+                   help="report directory (default: report/ beside the first corpus's runs.jsonl)")
     p.add_argument("--sweep", type=Path, help="sweep config with prices and model sizes")
     p.set_defaults(handler=_cmd_report)
 
-    p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE")
+    p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE or lacks "
+                            "some of its cases")
     p.add_argument("base")
     p.add_argument("new")
-    p.add_argument("--threshold", type=float, default=0.10,
-                   help="largest tolerated drop of a task or tier pass rate")
+    p.add_argument("--threshold", type=fraction, default=0.10,
+                   help="largest tolerated drop of a task or tier pass rate, from 0 to 1")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="pass although some BASE cases have no run in NEW")
     p.set_defaults(handler=_cmd_compare)
 
     p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
     p.add_argument("corpus")
-    p.add_argument("--out", type=Path, help="corpus for the re-scored runs")
+    p.add_argument("--out", type=Path, help="corpus for the re-scored runs, its runs.jsonl "
+                   "replaced (default: rescored/ beside the corpus's runs.jsonl)")
     p.set_defaults(handler=_cmd_rescore)

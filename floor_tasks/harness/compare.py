@@ -5,6 +5,10 @@ A regression is a tier or task whose pass rate fell by more than a threshold, or
 (task_id, variant, repeat) alone when each corpus holds one model (the same agent before and
 after a change, possibly under a new slug); when a corpus holds several models, everything is
 compared model by model.
+
+The comparison fails when nothing was compared, and when a BASE case has no run in NEW (a model
+only in BASE included) unless missing cases are allowed: a gate must not pass on runs it never
+saw.
 """
 
 from __future__ import annotations
@@ -46,20 +50,33 @@ class CompareResult:
     cases_compared: int
     regressions: list[Regression] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    cases_missing: int = 0
+    """BASE cases with no run in NEW."""
+    allow_missing: bool = False
+    """Whether missing cases pass."""
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the comparison fails: regressions, nothing compared, missing cases."""
+        found = [f"{len(self.regressions)} regression(s)"] if self.regressions else []
+        if not self.cases_compared:
+            found.append("no case compared")
+        if self.cases_missing and not self.allow_missing:
+            found.append(f"{self.cases_missing} BASE case(s) missing from NEW "
+                         "(pass --allow-missing to accept)")
+        return found
 
     @property
     def ok(self) -> bool:
-        """True when NEW has no regression."""
-        return not self.regressions
+        """True when cases were compared, none regressed and none is missing (unless
+        allowed)."""
+        return not self.problems
 
     def render(self) -> str:
         """Render as console text, regressions first."""
         scope = f"{self.cases_compared} cases compared, threshold {100 * self.threshold:g} pp"
-        verdict = (
-            f"OK: no regressions ({scope})"
-            if self.ok
-            else f"FAIL: {len(self.regressions)} regression(s) ({scope})"
-        )
+        verdict = (f"OK: no regressions ({scope})" if self.ok
+                   else f"FAIL: {'; '.join(self.problems)} ({scope})")
         lines = [verdict, *(f"  {r}" for r in self.regressions)]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -110,7 +127,8 @@ def _cases(records: Sequence[RunRecord]) -> dict[CaseKey, list[RunRecord]]:
 
 def _case_regressions(
     base: Sequence[RunRecord], new: Sequence[RunRecord], model: str | None, notes: list[str]
-) -> tuple[list[Regression], int]:
+) -> tuple[list[Regression], int, int]:
+    """The flipped cases, the number of cases compared and the number missing from NEW."""
     before, after = _cases(base), _cases(new)
     missing = len(before.keys() - after.keys())
     if missing:
@@ -124,13 +142,14 @@ def _case_regressions(
             why = failed[0].verdict.failure_class or failed[0].trajectory.termination
             detail = f"passed in BASE, fails in NEW ({why})"
             found.append(Regression("case", "/".join(map(str, key)), detail, model))
-    return found, len(before.keys() & after.keys())
+    return found, len(before.keys() & after.keys()), missing
 
 
 def _groups(
     base: Sequence[RunRecord], new: Sequence[RunRecord], notes: list[str]
 ) -> list[tuple[str | None, Sequence[RunRecord], Sequence[RunRecord]]]:
-    """Pair the records to compare: whole corpora for one model each, else model by model."""
+    """Pair the records to compare: whole corpora for one model each, else model by model (a
+    model only in BASE is paired with no runs)."""
     base_models, new_models = by_model(base), by_model(new)
     if len(base_models) <= 1 and len(new_models) <= 1:
         if base_models.keys() != new_models.keys() and base_models and new_models:
@@ -141,11 +160,12 @@ def _groups(
                        ("NEW", new_models.keys() - base_models.keys())):
         if only:
             notes.append(f"models only in {side}, not compared: {', '.join(sorted(only))}")
-    return [(m, base_models[m], new_models[m]) for m in base_models if m in new_models]
+    return [(m, base_models[m], new_models.get(m, [])) for m in base_models]
 
 
 def compare_corpora(
-    base_records: Sequence[RunRecord], new_records: Sequence[RunRecord], threshold: float = 0.10
+    base_records: Sequence[RunRecord], new_records: Sequence[RunRecord], threshold: float = 0.10,
+    *, allow_missing: bool = False,
 ) -> CompareResult:
     """Find the regressions of ``new_records`` against ``base_records``.
 
@@ -153,19 +173,22 @@ def compare_corpora(
         base_records: the reference corpus.
         new_records: the corpus under test.
         threshold: the largest tolerated drop of a tier's or task's pass rate.
+        allow_missing: pass although BASE cases have no run in NEW.
 
     Returns:
-        The regressions (tiers, then tasks, then flipped cases) and notes on unmatched runs.
+        The regressions (tiers, then tasks, then flipped cases), the counts of cases compared
+        and missing, and notes on unmatched runs.
     """
     notes: list[str] = []
     regressions: list[Regression] = []
-    compared = 0
+    compared = missing = 0
     for model, base, new in _groups(base_records, new_records, notes):
         regressions += _rate_regressions("tier", base, new, threshold, model)
         regressions += _rate_regressions("task", base, new, threshold, model)
-        flipped, n_cases = _case_regressions(base, new, model, notes)
+        flipped, n_cases, n_missing = _case_regressions(base, new, model, notes)
         regressions += flipped
         compared += n_cases
+        missing += n_missing
     order = {"tier": 0, "task": 1, "case": 2}
     regressions.sort(key=lambda r: order[r.kind])
-    return CompareResult(threshold, compared, regressions, notes)
+    return CompareResult(threshold, compared, regressions, notes, missing, allow_missing)

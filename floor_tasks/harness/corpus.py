@@ -8,24 +8,69 @@ with a :class:`~floor_tasks.harness.corpus_io.CorruptCorpusError` rather than ap
 
 Lines are ASCII JSON (``ensure_ascii``): any ``str`` a model returns, a lone surrogate
 included, is written as a ``\\uXXXX`` escape and reads back as the same ``str``.
+
+One writer at a time: a sweep (and ``rescore`` writing its output) holds :func:`writer_lock`,
+an exclusive ``flock`` on the corpus's ``.lock`` file, for as long as it writes; a second
+writer is refused at once with a :class:`CorpusLockedError`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.redaction import redact
-from floor_tasks.harness.corpus_io import RUNS_FILE, read_records, with_digest
+from floor_tasks.harness.corpus_io import (
+    RUNS_FILE,
+    CorruptCorpusError,
+    read_records,
+    with_digest,
+)
 from floor_tasks.harness.record import RunRecord
 
-__all__ = ["RunCorpus", "METADATA_FILE", "ERRORS_FILE"]
+__all__ = ["RunCorpus", "CorpusLockedError", "METADATA_FILE", "ERRORS_FILE", "LOCK_FILE",
+           "read_metadata", "write_records", "writer_lock"]
 
 METADATA_FILE = "metadata.json"
 ERRORS_FILE = "errors.jsonl"
+LOCK_FILE = ".lock"
+"""Held (``flock``) by the corpus's writer; left in place, since removing it would let two
+writers lock two different files."""
+_METADATA_MAPS = ("arms", "fingerprints", "probes", "seeds")
+"""The fields of ``metadata.json`` that are objects, merged from one sweep to the next."""
+
+
+class CorpusLockedError(OSError):
+    """Another process is writing the corpus (holds its :data:`LOCK_FILE`)."""
+
+
+@contextmanager
+def writer_lock(directory: str | Path) -> Iterator[Path]:
+    """Hold the corpus's exclusive writer lock for the block (the directory is made if
+    missing); yields the directory.
+
+    Raises:
+        CorpusLockedError: at once, when another writer holds it.
+    """
+    corpus = Path(directory)
+    corpus.mkdir(parents=True, exist_ok=True)
+    fd = os.open(corpus / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CorpusLockedError(
+                f"{corpus}: another sweep or rescore is writing this corpus (it holds "
+                f"{corpus / LOCK_FILE}); wait for it to end, or write to another --out") from None
+        yield corpus
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _drop_cut_line(path: Path) -> None:
@@ -65,7 +110,8 @@ def _append_line(path: Path, obj: Any) -> None:
 
 
 class RunCorpus:
-    """A run corpus directory, opened for appending."""
+    """A run corpus directory, opened for appending (by the holder of its
+    :func:`writer_lock`)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
@@ -105,3 +151,37 @@ class RunCorpus:
         """Write ``metadata.json`` (atomically, by rename)."""
         write_text_atomic(self.dir / METADATA_FILE, _json_text(redact(metadata), indent=2),
                           encoding="ascii")
+
+
+def read_metadata(directory: str | Path) -> dict[str, Any]:
+    """The ``metadata.json`` of a corpus, or ``{}`` when it has none yet.
+
+    Raises:
+        CorruptCorpusError: when it is not a JSON object, or one of its fields
+            ``arms``, ``fingerprints``, ``probes``, ``seeds`` is not an object.
+    """
+    path = Path(directory) / METADATA_FILE
+    if not path.exists():
+        return {}
+    try:
+        metadata = json.loads(path.read_bytes())
+    except ValueError as exc:  # not UTF-8 or not JSON
+        raise CorruptCorpusError(path, None, f"not JSON: {exc}") from None
+    if not isinstance(metadata, dict):
+        raise CorruptCorpusError(path, None, "not a JSON object")
+    for key in _METADATA_MAPS:
+        if not isinstance(metadata.get(key, {}), dict):
+            raise CorruptCorpusError(path, None, f"field {key!r} is not an object")
+    return metadata
+
+
+def write_records(directory: str | Path, records: Iterable[RunRecord]) -> Path:
+    """Replace the ``runs.jsonl`` of a corpus with ``records`` at once (by rename), under its
+    :func:`writer_lock`; returns the file.
+
+    Raises:
+        CorpusLockedError: when another process is writing the corpus.
+    """
+    text = "".join(_json_text(with_digest(r.to_json())) + "\n" for r in records)
+    with writer_lock(directory) as corpus:
+        return write_text_atomic(corpus / RUNS_FILE, text, encoding="ascii")

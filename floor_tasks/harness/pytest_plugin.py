@@ -131,7 +131,7 @@ class AgentFloor:
         task_ids = resolve_tasks(tasks, list(tier_of), tier_of)
         names = [variants] if isinstance(variants, str) else list(variants)
         result = FloorResult([
-            next(run_jobs([Job(task_id, variant, seed=seed + repeat)], agent))
+            next(run_jobs([Job(task_id, variant, repeat=repeat, seed=seed + repeat)], agent))
             for task_id in task_ids
             for variant in names
             for repeat in range(repeats)

@@ -1,12 +1,19 @@
-"""Run a sweep into a run corpus, resuming where an earlier run of it stopped."""
+"""Run a sweep into a run corpus, resuming where an earlier run of it stopped.
+
+A corpus holds each arm's runs under one set of settings: ``metadata.json`` keeps the
+:func:`fingerprint` of every arm that ran into it, and a sweep whose arm has runs there under
+another fingerprint is refused before it writes anything.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
+import json
 import platform
 import traceback
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -17,10 +24,12 @@ from tqdm.auto import tqdm
 
 from agentworld_envs.backends import Backend
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend
+from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.agents import as_backend
-from floor_tasks.harness.corpus import RunCorpus
+from floor_tasks.harness.corpus import RunCorpus, read_metadata, writer_lock
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
 from floor_tasks.harness.sweep_config import (
+    Arm,
     RunSpec,
     SweepConfig,
     SweepConfigError,
@@ -29,8 +38,17 @@ from floor_tasks.harness.sweep_config import (
 )
 from floor_tasks.task import load_tasks
 
-__all__ = ["SweepOutcome", "plan", "package_versions", "run_seed", "run_sweep",
-           "single_model_config"]
+__all__ = ["SettingsMismatchError", "SweepOutcome", "UnfingerprintedRunsWarning", "fingerprint",
+           "plan", "package_versions", "run_seed", "run_sweep", "single_model_config"]
+
+
+class SettingsMismatchError(SweepConfigError):
+    """An arm's settings differ from those its runs in the corpus were recorded with."""
+
+
+class UnfingerprintedRunsWarning(UserWarning):
+    """The corpus holds runs of an arm recorded before fingerprints (by an older agentworld):
+    they resume without a check that the settings are the same."""
 
 
 @dataclass
@@ -76,6 +94,51 @@ def plan(config: SweepConfig) -> list[RunSpec]:
 def run_seed(spec: RunSpec) -> int:
     """The seed of one run (env reset and sampling): the arm's seed plus the repeat index."""
     return spec.settings.seed + spec.repeat
+
+
+def fingerprint(arm: Arm) -> dict[str, Any]:
+    """What the runs of one arm in a corpus share, in JSON form: the backend config (secrets
+    redacted), the system prompt's SHA-256, the sampling and the step budget."""
+    settings = arm.settings.run_settings().to_dict()
+    return json.loads(json.dumps(redact({"backend": arm.backend, **settings}), default=str))
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+"""A setting one of two fingerprints does not have."""
+
+
+def _differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Each leaf where ``old`` and ``new`` differ, as ``path: old -> new``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [change for key in sorted(old.keys() | new.keys())
+                for change in _differences(old.get(key, _ABSENT), new.get(key, _ABSENT),
+                                           f"{where}.{key}" if where else key)]
+    shown = [text if len(text := repr(value)) <= 40 else f"{text[:37]}..." for value in (old, new)]
+    return [] if old == new else [f"{where}: {shown[0]} -> {shown[1]}"]
+
+
+def _check_fingerprints(corpus: RunCorpus, recorded: Mapping[str, Any],
+                        fingerprints: Mapping[str, Any]) -> None:
+    """Refuse an arm with runs in the corpus whose fingerprint differs from the one recorded
+    under its name; warn of one with runs but no recorded fingerprint."""
+    with_runs = {run_id.split("|", 1)[0] for run_id in corpus.done_ids()} & fingerprints.keys()
+    for slug in sorted(with_runs & recorded.keys()):
+        if recorded[slug] != fingerprints[slug]:
+            raise SettingsMismatchError(
+                f"{corpus.dir}: the runs of {slug} there were made with other settings "
+                f"({'; '.join(_differences(recorded[slug], fingerprints[slug]))}); resume with "
+                "the same settings, or run these under another model name (--name) or into "
+                "another corpus (--out)")
+    if unchecked := sorted(with_runs - recorded.keys()):
+        warnings.warn(f"{corpus.dir}: the runs of {', '.join(unchecked)} there were recorded by "
+                      "an older agentworld, without settings fingerprints; resuming them "
+                      "without checking that the backend and settings are the same",
+                      UnfingerprintedRunsWarning, stacklevel=4)
 
 
 def _probe(backend: Backend) -> str:
@@ -171,20 +234,51 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
     Failed runs have no record, so a resumed sweep runs them again (and logs them again if they
     fail again).
 
+    The corpus's :func:`~floor_tasks.harness.corpus.writer_lock` is held throughout. The
+    :func:`fingerprint` of each arm with runs in the corpus is checked against
+    ``metadata.json``'s ``fingerprints`` before anything is written (an arm without runs there
+    takes its new settings); its ``fingerprints``, ``arms``, ``probes`` and ``seeds`` keep the
+    entries of earlier sweeps. Runs of an arm recorded before fingerprints are resumed
+    unchecked, with an :class:`UnfingerprintedRunsWarning`.
+
     Raises:
+        SweepConfigError: for tasks or variants that do not exist; a
+            :class:`SettingsMismatchError` naming what differs, for an arm whose runs in the
+            corpus were made with other settings.
+        CorpusLockedError: when another sweep or rescore is writing the corpus.
         CorruptCorpusError: when the corpus to resume fails its integrity checks.
     """
-    corpus = RunCorpus(out_dir or Path(config.results_dir))
     specs = plan(config)
+    with writer_lock(out_dir or Path(config.results_dir)) as directory:
+        corpus, metadata = _open(directory, config, specs, batch_size)
+        return _run(corpus, specs, config, metadata, progress, batch_size, make_agent)
+
+
+def _open(directory: Path, config: SweepConfig, specs: list[RunSpec],
+          batch_size: int) -> tuple[RunCorpus, dict[str, Any]]:
+    """The corpus to resume, its arms' fingerprints checked, and the sweep's ``metadata.json``
+    with the maps of earlier sweeps merged in."""
+    previous = read_metadata(directory)
+    corpus = RunCorpus(directory)
+    fingerprints = {arm.slug: fingerprint(arm) for arm in config.arms()}
+    _check_fingerprints(corpus, previous.get("fingerprints", {}), fingerprints)
+    maps = {"fingerprints": fingerprints, "arms": {}, "probes": {},
+            "seeds": {s.run_id: run_seed(s) for s in specs}}
+    return corpus, {
+        "status": "running", "started_utc": _now(), "sweep": config.model_dump(mode="json"),
+        "versions": package_versions(), "runs_planned": len(specs), "batch_size": batch_size,
+        **{key: {**previous.get(key, {}), **new} for key, new in maps.items()}}
+
+
+def _run(corpus: RunCorpus, specs: list[RunSpec], config: SweepConfig, metadata: dict[str, Any],
+         progress: bool, batch_size: int,
+         make_agent: Callable[[dict[str, Any]], Backend]) -> SweepOutcome:
+    """Run the planned runs not yet recorded, writing ``metadata`` first and again at the
+    end."""
     done = corpus.done_ids()
     outcome = SweepOutcome(corpus=corpus.dir, planned=len(specs),
                            skipped=sum(s.run_id in done for s in specs))
     todo = [s for s in specs if s.run_id not in done]
-    metadata: dict[str, Any] = {
-        "status": "running", "started_utc": _now(), "sweep": config.model_dump(mode="json"),
-        "arms": {}, "probes": outcome.probes, "versions": package_versions(),
-        "runs_planned": len(specs), "batch_size": batch_size,
-        "seeds": {s.run_id: run_seed(s) for s in specs}}
     corpus.write_metadata(metadata)
     bar = tqdm(total=len(todo), desc=config.sweep_name, unit="run", disable=not progress)
     outcome.status = "interrupted"
@@ -195,7 +289,8 @@ def run_sweep(config: SweepConfig, out_dir: str | Path | None = None, *, progres
         outcome.status = "finished" if outcome.recorded == len(specs) else "incomplete"
     finally:
         bar.close()
-        corpus.write_metadata({**metadata, "status": outcome.status, "ended_utc": _now(),
+        corpus.write_metadata({**metadata, "probes": {**metadata["probes"], **outcome.probes},
+                               "status": outcome.status, "ended_utc": _now(),
                                "runs_recorded": outcome.recorded, "runs_failed": outcome.failed,
                                "errors": len(outcome.errors),
                                "model_calls": outcome.faults.calls,
