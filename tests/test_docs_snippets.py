@@ -1,7 +1,8 @@
 """Every ```python block of README.md and docs/*.md runs, each in a fresh interpreter.
 
 A block that needs what CI lacks (a GPU, a model server, a real model) is marked in the doc by
-a preceding ``<!-- snippet: skip (the reason) -->`` comment and is reported as skipped.
+a preceding ``<!-- snippet: skip (the reason) -->`` comment and is reported as skipped. A
+``# -> text`` comment line says what the line above it prints: the block must print it, in order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.helpers.examples import HANG_GUARD_S
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*snippet:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
+PRINTS = re.compile(r"^\s*# -> (?P<line>.*)$", re.MULTILINE)
 
 
 class Snippet(NamedTuple):
@@ -68,6 +70,19 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
         timeout=HANG_GUARD_S)
     assert done.returncode == 0, (
         f"{snippet.doc.name}:{snippet.line} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    said = [m["line"].rstrip() for m in PRINTS.finditer(snippet.code)]
+    printed = iter(line.rstrip() for line in done.stdout.splitlines())
+    missing = [line for line in said if line not in printed]  # a subsequence, in order
+    assert not missing, (f"{snippet.doc.name}:{snippet.line} did not print {missing}:\n"
+                         f"{done.stdout[-2000:]}")
+
+
+def test_the_quick_start_shows_what_it_prints() -> None:
+    """The quick start's reward comment is a ``# ->`` line, so that ``test_snippet_runs``
+    compares it with the output (it once said 1.0 where the snippet printed 0.0)."""
+    quick = next(s for s in snippets(ROOT / "docs" / "agentworld_envs.md")
+                 if "search-lighthouse-keeper" in s.code)
+    assert any("answer_observed" in m["line"] for m in PRINTS.finditer(quick.code))
 
 
 BATCHED = "ONE batched model call"

@@ -324,6 +324,19 @@ def test_an_env_pickles_mid_episode_and_the_copy_plays_on_alike() -> None:
     assert clone.unwrapped.episode.transcript == env.unwrapped.episode.transcript
 
 
+def test_a_recording_env_pickles_mid_episode_and_both_record_on(tmp_path) -> None:
+    path = tmp_path / "calls.jsonl"
+    env = make("terminal", backend="scripted", record_path=str(path))
+    env.reset(seed=5)
+    env.step(WAIT)
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.step(WAIT)[0] == env.step(WAIT)[0]
+    assert clone.unwrapped.episode.transcript == env.unwrapped.episode.transcript
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 3  # the copy records too
+    clone.close()
+    env.close()
+
+
 def test_bad_settings_fail_at_make_time() -> None:
     with pytest.raises(ValueError, match="seed"):
         gym.make(env_id("mcp"), backend="scripted", sampling={"seed": 3})

@@ -125,6 +125,7 @@ def test_other_outputs_take_the_general_reading(raw: str) -> None:
      0.5),
     ('blah {"reason": "fine", "score": 2} blah', 0.25),
     ('<final_evaluation>{"score": 4, "reason": "broken json</final_evaluation>', 0.75),
+    ('<think>never closed\n<final_evaluation>{"score": 5}</final_evaluation>', 1.0),
 ])
 def test_judge_scores_are_read_and_scaled(text: str, score: float) -> None:
     assert read_judge(Completion(text=text)) == (score, "")

@@ -30,7 +30,9 @@ def log(**fields) -> EpisodeLog:
     ({"check": "infeasible"}, {"ending": "infeasible"}, True),
     ({"check": "called_tool", "value": "web_search"}, {"tools_called": ["web_search"]}, True),
     ({"check": "called_tool", "value": "web_search"}, {"tools_called": ["dict_memory"]}, False),
-    ({"check": "action_matches", "value": "rm -rf"}, {"actions": ["ls", "RM -RF /tmp"]}, True),
+    ({"check": "action_matches", "value": "rm -rf"}, {"performed": ["ls", "RM -RF /tmp"]}, True),
+    ({"check": "action_matches", "value": "rm -rf"},  # attempted, never performed
+     {"actions": ["rm -rf /tmp"], "performed": []}, False),
     ({"check": "no_action_matches", "value": "rm -rf"}, {"actions": ["rm -rf /"]}, False),
     ({"check": "observation_contains", "value": "Saved!"},
      {"observations": ["x", "Document saved!"]}, True),

@@ -31,8 +31,8 @@ def test_vector_env_step_infos_are_gymnasiums_through_an_autoreset() -> None:
     envs.reset(seed=0)
     call = '{"name": "web_search", "arguments": {"queries": ["x"]}}'
     envs.step([call, "The answer.", call])  # sub-env 1 ends and is reset
-    step, captured = vector.sim.step, []
-    vector.sim.step = lambda *args: captured.extend(step(*args)) or captured
+    advance, captured = vector.sim.advance, []
+    vector.sim.advance = lambda *args: (captured.extend(advance(*args)[0]), (captured, None))[1]
     *_, infos = envs.step([call, call, call])  # sub-envs 0 and 2 hit the budget
     expected = [{"final_obs": r.observation, "final_info": r.info,
                  **vector.episodes[i].first_observation()[1]} if r.closes_episode else r.info

@@ -174,6 +174,15 @@ class RequestCache:
         if self.path.exists():
             self._load()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the lock and the open file: a copy opens the file again on its first
+        write (appends from both stay whole lines)."""
+        return {**self.__dict__, "_fd": None, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _load(self) -> None:
         data = self.path.read_bytes()
         self._needs_newline = bool(data) and not data.endswith(b"\n")

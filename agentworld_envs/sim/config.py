@@ -81,9 +81,11 @@ class SimConfig(pydantic.BaseModel):
             ``timeout_s`` (``openai``) and sets none gets an equal share of it per attempt
             (``timeout_s / (max_retries + 1)``), so a stalled attempt is retried within the
             call's time.
-        on_fault: ``report`` (default): a world-model fault (dead server, timeout, error) gives
-            a flagged fallback observation (``info["observation_source"] == "fallback"``) and a
-            ``RuntimeWarning``, and the episode goes on; ``raise``: the step raises
+        on_fault: ``report`` (default): a world-model fault (dead server, timeout, error, an
+            answer that is not text) gives a flagged fallback observation
+            (``info["observation_source"] == "fallback"``) and a ``RuntimeWarning``, and the
+            episode goes on; a judge fault, reward 0 marked ``reward_breakdown["judge_fault"]``
+            and the same warning; ``raise``: the step raises
             :class:`~agentworld_envs.sim.model_client.WorldModelFault` after finishing.
         max_faults: Failed model calls (world model and judge, counted in the simulator's
             ``faults``) to go on after: one more makes the step raise

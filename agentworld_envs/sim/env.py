@@ -110,7 +110,10 @@ class AgentWorldEnv(gym.Env[str, str]):
         """Play one agent turn. Never raises on the action's content."""
         if self.episode is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        result = self.sim.step([self.episode], [action])[0]
+        results, error = self.sim.advance([self.episode], [action])
+        if error is not None:
+            raise error
+        result = results[0]
         return result.observation, result.reward, result.terminated, result.truncated, \
             result.info
 

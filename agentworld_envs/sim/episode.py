@@ -26,7 +26,7 @@ from agentworld_envs.world.controls import control_text, fired_controls
 from agentworld_envs.world.parsing import tagged_observation
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import observation_turn
-from agentworld_envs.world.rewards import EpisodeLog, judge_request, settle_sources
+from agentworld_envs.world.rewards import EpisodeLog, judge_request, read_judge, settle_sources
 from agentworld_envs.world.scenario import Scenario
 from agentworld_envs.world.step import PendingStep, StepResult
 from agentworld_envs.world.termination import action_text, step_end
@@ -154,8 +154,7 @@ class Episode:
         if self.real_log is not None and pending.real is not None:
             logs.append((self.real_log, pending.real.observation, "real"))
         for log, seen, origin in logs:
-            log.record(pending.action, seen, origin, interpretation.tools, interpretation.ending,
-                       interpretation.answer)
+            log.record(pending.action, seen, origin, interpretation)
         self.transcript.append(pending.entry(self.turn, observation, reading.raw,
                                              reading.info["flags"], fidelity))
 
@@ -170,11 +169,16 @@ class Episode:
         sampling = self.config.judge_params().with_seed(seed)
         return judge_request(self.log, self.reward_spec.rubric, sampling)
 
-    def settle(self, result: StepResult, judge: tuple[float, str] | None) -> None:
+    def settle(self, result: StepResult, verdict: Completion | Fault | None) -> None:
         """Put the end-of-episode reward of ``config.reward``'s log and its breakdown into
-        ``result`` (:func:`~agentworld_envs.world.rewards.settle_sources`); the judge, when
-        asked, read the simulated episode."""
+        ``result`` (:func:`~agentworld_envs.world.rewards.settle_sources`), given the judge's
+        answer over the simulated episode (None when none was asked). A failed judge call
+        scores 0 and the breakdown says so: ``judge_fault`` is the fault's kind."""
         self.log.verdict = self.domain.verdict(self.scenario, self.log)
-        result.reward, result.info["reward_breakdown"] = settle_sources(
+        judge = None if verdict is None else read_judge(verdict)
+        result.reward, breakdown = settle_sources(
             self.reward_spec, {"simulated": self.log, "real": self.real_log},
             self.config.reward, judge, reveal=self.config.reveal_reference)
+        if isinstance(verdict, Fault):
+            breakdown["judge_fault"] = verdict.kind
+        result.info["reward_breakdown"] = breakdown

@@ -2,7 +2,9 @@
 
 :meth:`ModelClient.complete` never raises: a backend error or a call that outlives the timeout
 becomes a :class:`Fault` in place of the completions it cost (only the failed request's, when
-the backend reports failures per request), so a simulated step always finishes.
+the backend reports failures per request), and so does an answer that is not a
+:class:`Completion` with text (None, bytes), so a simulated step always finishes and every
+caller sees, and counts, the same faults.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.errors import FieldedError
 from agentworld_envs.protocol.chat import Fault
 
-__all__ = ["ModelClient", "WorldModelFault", "model_identity"]
+__all__ = ["ModelClient", "WorldModelFault", "checked_outcome", "model_identity"]
 
 
 class WorldModelFault(FieldedError, RuntimeError):
-    """Raised by a step of an env made with ``on_fault="raise"`` when the world model failed.
+    """Raised by a step of an env made with ``on_fault="raise"`` when the world model or the
+    judge failed.
 
-    The step itself has finished (its fallback observation is in the episode's history);
-    ``results`` holds every sub-env's step result and ``faults`` the indices that failed.
+    The step itself has finished (a fallback observation is in the episode's history, a failed
+    judge's reward is 0 with ``reward_breakdown["judge_fault"]``; a vector env has reset the
+    sub-envs whose episode ended); ``results`` holds every sub-env's step result, as it was
+    before any reset, and ``faults`` the indices that failed.
     """
 
     def __init__(self, message: str, results: list[Any], faults: list[int]) -> None:
@@ -54,6 +59,19 @@ def _unwrapped(description: dict[str, Any]) -> dict[str, Any]:
 
 def _backend_fault(exc: BaseException) -> Fault:
     return Fault("backend_error", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def checked_outcome(outcome: Any) -> Completion | Fault:
+    """``outcome`` when it is a :class:`Completion` with ``str`` text or a :class:`Fault`; else
+    (an exception, None, a completion of bytes...) a ``backend_error`` fault saying what came."""
+    if isinstance(outcome, BaseException):
+        return _backend_fault(outcome)
+    if isinstance(outcome, Fault) or (isinstance(outcome, Completion)
+                                      and isinstance(outcome.text, str)):
+        return outcome
+    what = (f"a Completion whose text is {type(outcome.text).__name__}"
+            if isinstance(outcome, Completion) else type(outcome).__name__)
+    return Fault("backend_error", f"the backend answered {what}, not a completion with text")
 
 
 class _TimedOut(Exception):
@@ -173,7 +191,7 @@ class ModelClient:
             return [Fault("timeout", str(exc))] * len(requests)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes a flagged fault
             return [_backend_fault(exc)] * len(requests)
-        return [_backend_fault(o) if isinstance(o, BaseException) else o for o in outcomes]
+        return [checked_outcome(o) for o in outcomes]
 
     def _call(self, requests: list[ChatRequest]) -> list[Any]:
         if self.timeout_s is None or not self.backend.blocking:

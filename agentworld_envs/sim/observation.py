@@ -18,6 +18,7 @@ from agentworld_envs.backends import Completion
 from agentworld_envs.domains.base import Domain
 from agentworld_envs.protocol.chat import PLACEHOLDER_RAW, Fault
 from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.model_client import checked_outcome
 from agentworld_envs.world.fidelity import step_fidelity
 from agentworld_envs.world.parsing import parse_world_model_output
 from agentworld_envs.world.reality import RealStep
@@ -70,12 +71,10 @@ def model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
 def read_completion(domain: Domain, state: str | None, outcome: Completion | Fault | None,
                     max_chars: int) -> Reading:
     """The observation in the world model's answer, or the domain's fallback (flagged)."""
-    if not isinstance(outcome, Completion) or not isinstance(outcome.text, str):
-        fault = outcome if isinstance(outcome, Fault) else Fault(
-            "backend_error", f"the backend returned {type(outcome).__name__}, "
-                             "not a completion with text")
-        return Reading(domain.fallback_observation(state, fault.message),
-                       model_info(True, ("fault",), fault.kind, fault.message),
+    outcome = checked_outcome(outcome)
+    if isinstance(outcome, Fault):
+        return Reading(domain.fallback_observation(state, outcome.message),
+                       model_info(True, ("fault",), outcome.kind, outcome.message),
                        source="fallback")
     parsed = parse_world_model_output(outcome.text, max_chars, expect_tag=domain.uses_tags)
     flags = parsed.flags + (("length_limit",) if outcome.finish_reason == "length" else ())

@@ -1,14 +1,15 @@
 """The machinery behind an env or a vector env: domain, model clients, scenarios, batched steps.
 
-:meth:`Simulator.step` advances any number of episodes with ONE world-model call (every
+:meth:`Simulator.advance` advances any number of episodes with ONE world-model call (every
 episode that needs the model contributes its request to the batch), then one judge call for
 the episodes that ended and ask for a judge.
 
-Making a simulator on the ``scripted`` placeholder warns once per process; a world-model fault
-warns at every step that has one, and raises :class:`WorldModelFault` with ``on_fault="raise"``.
-:attr:`Simulator.faults` counts the model calls and the failed ones (raising
-:class:`~agentworld_envs.backends.faults.TooManyFaultsError` past ``max_faults``);
-:attr:`Simulator.sources` counts the observations by where they came from.
+Making a simulator on the ``scripted`` placeholder warns once per process; a world-model or
+judge fault warns at every step that has one, or, with ``on_fault="raise"``, ends the step in a
+:class:`WorldModelFault`. :attr:`Simulator.faults` counts the model calls and the failed ones
+(ending the step in :class:`~agentworld_envs.backends.faults.TooManyFaultsError` past
+``max_faults``); :attr:`Simulator.sources` counts the observations by where they came from.
+The env raises a step's error only once the step is done.
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from agentworld_envs.backends.faults import FaultTally
+from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.chat import Fault
 from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
-from agentworld_envs.world.rewards import read_judge
 from agentworld_envs.world.scenario import Scenario
 from agentworld_envs.world.step import StepResult
 
@@ -107,8 +107,16 @@ class Simulator:
         return Episode(self.domain, scenario, self.config, rng, budget, self.prompts,
                        self.identity, sampling_stream)
 
-    def step(self, episodes: Sequence[Episode], actions: Sequence[Any]) -> list[StepResult]:
-        """Advance every episode by its action: one world-model call, then one judge call."""
+    def advance(self, episodes: Sequence[Episode], actions: Sequence[Any],
+                ) -> tuple[list[StepResult], Exception | None]:
+        """Advance every episode by its action: one world-model call, then one judge call.
+
+        Returns the results and the error the step ends with, for the env to raise once its
+        own bookkeeping is done (a vector env's autoresets): :class:`TooManyFaultsError` past
+        ``max_faults``, else :class:`WorldModelFault` for a failed world-model or judge call
+        under ``on_fault="raise"`` (under ``"report"`` it warns instead); None when all went
+        well.
+        """
         requests = [episode.begin(action)
                     for episode, action in zip(episodes, actions, strict=True)]
         asked = [i for i, request in enumerate(requests) if request is not None]
@@ -120,26 +128,43 @@ class Simulator:
         verdicts = dict(zip(judged, self.judge.complete(
             [episodes[i].judge_request() for i in judged]), strict=True)) if judged else {}
         for i in finished:
-            verdict = verdicts.get(i)
-            episodes[i].settle(results[i], None if verdict is None else read_judge(verdict))
+            episodes[i].settle(results[i], verdicts.get(i))
         self.sources.update(result.info.get("observation_source", "none") for result in results)
         calls = [*outcomes.values(), *verdicts.values()]
-        self.faults.add(len(calls), [f"{c.kind}: {c.message}" for c in calls
-                                     if isinstance(c, Fault)])
-        faults = [i for i, result in enumerate(results)
-                  if result.info.get("world_model", {}).get("fault")]
-        if faults:
-            self._report(faults, results)
-        return results
+        try:
+            self.faults.add(len(calls), [f"{c.kind}: {c.message}" for c in calls
+                                         if isinstance(c, Fault)])
+        except TooManyFaultsError as error:
+            return results, error
+        judge_faults = {i: v for i, v in verdicts.items() if isinstance(v, Fault)}
+        return results, self._report(results, judge_faults)
 
-    def _report(self, faults: list[int], results: list[StepResult]) -> None:
-        model = results[faults[0]].info["world_model"]
-        message = (f"the world model ({self.identity['backend']}) failed on {len(faults)} of "
-                   f"{len(results)} episode(s): {model['fault']}: {model['fault_message']}; "
-                   "the agent got a fallback observation (observation_source 'fallback')")
+    def _report(self, results: list[StepResult],
+                judge_faults: dict[int, Fault]) -> WorldModelFault | None:
+        """Warn about the step's failed calls, or (``on_fault="raise"``) return the error."""
+        model_faults = [i for i, result in enumerate(results)
+                        if result.info.get("world_model", {}).get("fault")]
+        problems = []
+        if model_faults:
+            model = results[model_faults[0]].info["world_model"]
+            problems.append(
+                f"the world model ({self.identity['backend']}) failed on {len(model_faults)} of "
+                f"{len(results)} episode(s): {model['fault']}: {model['fault_message']}; the "
+                "agent got a fallback observation (observation_source 'fallback')")
+        if judge_faults:
+            fault = next(iter(judge_faults.values()))
+            backend = model_identity(self.judge.describe())["backend"]
+            problems.append(
+                f"the judge ({backend}) failed on {len(judge_faults)} of {len(results)} "
+                f"episode(s): {fault.kind}: {fault.message}; their reward is 0, marked "
+                "reward_breakdown['judge_fault']")
+        if not problems:
+            return None
+        message = "; ".join(problems)
         if self.config.on_fault == "raise":
-            raise WorldModelFault(message, results, faults)
+            return WorldModelFault(message, results, sorted({*model_faults, *judge_faults}))
         warnings.warn(message, RuntimeWarning, stacklevel=4)
+        return None
 
     def close(self) -> None:
         """Close the model clients."""

@@ -10,6 +10,9 @@ Autoreset is ``SAME_STEP`` by default: a finished sub-env is reset inside the st
 it (a reset needs no model call), its last observation and info go to ``info["final_obs"]`` and
 ``info["final_info"]``, and the returned observation is the new episode's first one.
 ``autoreset_mode="disabled"`` leaves resets to the caller (``reset(options={"reset_mask": m})``).
+A step that raises (``on_fault="raise"``, ``max_faults``) does so after those resets, so no
+sub-env is left on an ended episode; a :class:`~agentworld_envs.sim.model_client.WorldModelFault`
+holds every sub-env's result from before them (``results``: final observation, reward, info).
 
 Example:
     >>> import gymnasium as gym, agentworld_envs
@@ -163,7 +166,7 @@ class AgentWorldVectorEnv(VectorEnv):
         actions = list(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
-        results = self.sim.step(self.episodes, actions)  # type: ignore[arg-type]
+        results, fault = self.sim.advance(self.episodes, actions)  # type: ignore[arg-type]
         rewards = np.array([r.reward for r in results], dtype=np.float64)
         terminated = np.array([r.terminated for r in results], dtype=np.bool_)
         truncated = np.array([r.truncated for r in results], dtype=np.bool_)
@@ -176,6 +179,8 @@ class AgentWorldVectorEnv(VectorEnv):
                 info = {"final_obs": result.observation, "final_info": info,
                         **self._start(i, None)}
             infos.append(info)
+        if fault is not None:  # raised once every ended episode has been reset
+            raise fault
         return (tuple(self._observations), rewards, terminated, truncated,
                 batch_infos(infos, self.num_envs))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +17,9 @@ from agentworld_envs.protocol.bounded_json import fenced_blocks, find_objects
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Fault, SamplingParams
 from agentworld_envs.protocol.endings import COMPLETED, INFEASIBLE
 from agentworld_envs.protocol.thinking import strip_thinking
-from agentworld_envs.world.parsing import OBSERVATION_TAG, last_tagged_block
+from agentworld_envs.world.parsing import last_tagged_block
 from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
+from agentworld_envs.world.termination import Interpretation
 
 __all__ = [
     "EVIDENCE",
@@ -66,21 +66,27 @@ class EpisodeLog:
     """Where each observation came from (``world_model``, ``real``, ``placeholder``,
     ``fallback``, ``local``). Only a world's (:data:`EVIDENCE`) can support an answer."""
     tools_called: list[str] = field(default_factory=list)
+    performed: list[str] = field(default_factory=list)
+    """The actions the environment carried out (``simulate``: world-model, rule- or
+    real-played), as it read them; never an invalid action nor a locally answered ending.
+    ``action_matches`` reads these alone."""
     answer: str | None = None
     ending: str | None = None
     verdict: dict[str, Any] | None = None
     """The AgentFloor verdict of this episode (floor scenarios): the verifier's, over what the
     agent saw for the simulated log, the real env's for the real one."""
 
-    def record(self, action: str, observation: str, source: str, tools: Sequence[str],
-               ending: str | None, answer: str | None) -> None:
-        """Log one step; an ending step's answer is the episode's."""
+    def record(self, action: str, observation: str, source: str,
+               interpretation: Interpretation) -> None:
+        """Log one step as the domain read it; an ending step's answer is the episode's."""
         self.actions.append(action)
         self.observations.append(observation)
         self.sources.append(source)
-        self.tools_called.extend(tools)
-        if ending is not None:
-            self.answer = answer
+        self.tools_called.extend(interpretation.tools)
+        if interpretation.kind == "simulate":
+            self.performed.append(interpretation.action_text)
+        if interpretation.ending is not None:
+            self.answer = interpretation.answer
 
 
 def _normalise(text: str) -> str:
@@ -131,8 +137,10 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     if kind == "called_tool":
         return check.value in log.tools_called
     if kind in ("action_matches", "no_action_matches"):
+        # credit only what was done; blame whatever was even attempted
+        actions = log.performed if kind == "action_matches" else log.actions
         pattern = re.compile(check.value or "", re.IGNORECASE)
-        found = any(pattern.search(a) for a in log.actions)
+        found = any(pattern.search(a) for a in actions)
         return found if kind == "action_matches" else not found
     if kind == "observation_contains":
         final = log.observations[-1] if log.observations else ""
@@ -213,7 +221,7 @@ def read_judge(outcome: Completion | Fault) -> tuple[float, str]:
     """
     if isinstance(outcome, Fault):
         return math.nan, f"judge {outcome.kind}: {outcome.message}"
-    text = strip_thinking(outcome.text, OBSERVATION_TAG)
+    text = strip_thinking(outcome.text, JUDGE_EVALUATION_TAG)
     block, _ = last_tagged_block(text, JUDGE_EVALUATION_TAG)
     score = _score_from(block if block is not None else text)
     if score is None:
