@@ -9,7 +9,14 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+from agentworld_envs.backends import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    register_backend,
+)
+from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.bench.diagnostics import apply_rules, diagnose
 from agentworld_envs.bench.items import BenchFormatError, BenchItem, item_from_dict, load_items
 from agentworld_envs.bench.judge import JudgeParseError, judge_outputs, parse_judge_output
@@ -323,3 +330,66 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path) -> None:
     with pytest.raises(UnicodeEncodeError):
         write_text_atomic(path, "new \ud800\n")
     assert path.read_text() == "old\n" and list(tmp_path.iterdir()) == [path]
+
+
+# --- bad input is refused before any model call ---------------------------------------------
+
+class CountingWorldModel(ScriptedBackend):
+    """The scripted placeholder, keeping every request it gets in ``requests``."""
+
+    requests: list[ChatRequest] = []
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        CountingWorldModel.requests += requests
+        return super().complete(requests)
+
+
+register_backend("bench_test_counting", CountingWorldModel)
+
+
+def test_a_prompt_set_missing_a_domains_judge_prompt_fails_before_any_world_model_call(
+        tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld_envs.cli import main
+
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "judge_user_instructions.txt").write_text("Give your verdict.")
+    monkeypatch.setattr(CountingWorldModel, "requests", [])
+    assert main(["wm", "bench", "SAMPLE", "--backend", "bench_test_counting", "--judge",
+                 "scripted", "--prompts", str(prompts), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no search/judge_system_prompt.txt" in err
+    assert CountingWorldModel.requests == [] and not (tmp_path / "out").exists()
+
+
+BAD_FLAGS = {  # argv after the command and its items; what the one error line says
+    "batch size 0": (["bench", "--batch-size", "0"], "--batch-size: must be at least 1, not 0"),
+    "negative batch size": (["fidelity", "--batch-size", "-1"], "must be at least 1, not -1"),
+    "no judge attempt": (["bench", "--max-retries", "0"], "--max-retries: must be at least 1"),
+    "negative attempts": (["bench", "--max-retries", "-2"], "--max-retries: must be at least 1"),
+    "fault budget": (["fidelity", "--max-faults", "-2"], "--max-faults: must be at least -1"),
+    "empty items": (["bench", "EMPTY"], "no bench items to score"),
+    "empty items, fidelity": (["fidelity", "EMPTY"], "no bench items to score"),
+    "judge config": (["bench", "--judge", "{bad"], "backend is not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FLAGS)
+def test_bad_flags_and_empty_items_are_one_line_before_any_call_and_write_nothing(
+        case: str, tmp_path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld_envs.cli import main
+
+    (command, *flags), message = BAD_FLAGS[case]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    items = str(empty) if "EMPTY" in flags else "SAMPLE"
+    flags = [f for f in flags if f != "EMPTY"]
+    judge = ["--judge", "scripted"] if command == "bench" and "--judge" not in flags else []
+    monkeypatch.setattr(CountingWorldModel, "requests", [])
+    assert main(["wm", command, items, "--backend", "bench_test_counting", *judge, *flags,
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert CountingWorldModel.requests == [] and not (tmp_path / "out").exists()
+

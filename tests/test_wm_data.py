@@ -130,3 +130,22 @@ def test_fidelity_command_on_the_sample_with_saved_predictions(tmp_path, capsys)
     assert f"| **{MACRO_LABEL}** |" in out and f"| **{WEIGHTED_LABEL}** |" in out
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["overall_weighted"]["exact"] == 100.0
+
+
+def test_export_refuses_a_corpus_without_transitions_and_writes_nothing(
+        corpus: RunCorpus, tmp_path, capsys) -> None:
+    from agentworld_envs.cli import main
+
+    empty = RunCorpus(tmp_path / "empty").dir
+    (empty / "runs.jsonl").write_text("")
+    out = tmp_path / "data"
+    for corpora in ([empty], [corpus.dir, empty]):
+        argv = [arg for c in corpora for arg in ("--corpus", str(c))]
+        assert main(["wm", "export", *argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"agentworld: error: {empty}: no transitions to export (the corpus holds " \
+                      "no run with a tool call)\n"
+        assert not out.exists()
+    assert main(["wm", "export", "--corpus", str(corpus.dir), "--out", str(out),
+                 "--val-fraction", "1"]) == 2
+    assert "--val-fraction: must be in [0, 1)" in capsys.readouterr().err and not out.exists()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import itertools
 import json
 import math
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,18 +49,26 @@ def verdict(score: int) -> str:
 
 
 class CyclingJudge(Backend):
-    """A judge whose verdicts give every dimension ``scores[k % len(scores)]`` for request k."""
+    """A judge whose verdicts give every dimension ``scores[k % len(scores)]`` for request k;
+    it counts the requests it gets, and (in ``built`` and ``closed``) its instances."""
 
     name = "cycling_judge"
+    built = closed = 0
 
     def __init__(self, scores: Sequence[int] = (5,)) -> None:
         self.scores = itertools.cycle(scores)
+        self.requests = 0
+        CyclingJudge.built += 1
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.requests += len(requests)
         return [Completion(text=verdict(next(self.scores))) for _ in requests]
 
+    def close(self) -> None:
+        CyclingJudge.closed += 1
 
-register_backend("wm_test_cycling_judge", CyclingJudge)
+
+register_backend("wm_test_split_judge", functools.partial(CyclingJudge, (1, 2)))
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +123,7 @@ def test_unclosed_output_is_capped_whatever_the_judge_says() -> None:
     score, checks = capped_rule_score(unclosed, TRUTH)
     assert checks["closure"] == 0.0 and checks["facts"] == 1.0 and score == UNCLOSED_CAP == 0.25
     items = [i for i in load_sample() if i.task == "floor"][:1]
-    judged = make_judge_reward({"name": "wm_test_cycling_judge"}, items)(
+    judged = make_judge_reward(CyclingJudge(), items)(
         completions=[unclosed], item_index=[0], ground_truth=[TRUTH])
     assert judged == [UNCLOSED_CAP]  # a perfect verdict, capped by the bench's rule
 
@@ -135,7 +145,7 @@ def test_judge_reward_scores_verdicts_and_falls_back_to_the_rule_score() -> None
             ([3], [0.5, 0.5], 0.0),
             ([0], [capped_rule_score(o, TRUTH)[0] for o in outputs], 1.0)):  # no verdict
         logged: dict[str, float] = {}
-        judge = make_judge_reward({"name": "wm_test_cycling_judge", "scores": scores}, items)
+        judge = make_judge_reward(CyclingJudge(scores), items)
         assert judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH],
                      log_metric=logged.__setitem__) == pytest.approx(expected)
         assert logged["judge/failed"] == failed
@@ -146,15 +156,30 @@ def test_judge_reward_counts_samples_without_a_verdict_against_the_fault_budget(
     items = [i for i in load_sample() if i.task == "floor"][:2]
     outputs = [tagged(TRUTH)] * 2
     tally = FaultTally(max_faults=2, what="judge verdicts")
-    judge = make_judge_reward({"name": "wm_test_cycling_judge", "scores": [0]}, items, tally)
+    judge = make_judge_reward(CyclingJudge([0]), items, tally)
     judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
     assert (tally.calls, tally.failed) == (2, 2)  # within the budget: scored by the rule
     with pytest.raises(TooManyFaultsError, match="4 of 4 judge verdicts failed"):
         judge(completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
     verdicts = FaultTally(max_faults=0, what="judge verdicts")
-    make_judge_reward({"name": "wm_test_cycling_judge", "scores": [3]}, items, verdicts)(
+    make_judge_reward(CyclingJudge([3]), items, verdicts)(
         completions=outputs, item_index=[0, 1], ground_truth=[TRUTH, TRUTH])
     verdicts.check()  # every sample judged: nothing to report
+
+
+def test_empty_completions_score_by_rule_unjudged_and_are_no_judge_fault() -> None:
+    items = [i for i in load_sample() if i.task == "floor"][:2]
+    judge, tally, logged = CyclingJudge([4]), FaultTally(0, "judge verdicts"), {}
+    reward = make_judge_reward(judge, items, tally)
+    empty = capped_rule_score("", TRUTH)[0]
+    for _ in range(5):  # a policy that ends at once, step after step
+        assert reward(completions=["", ""], item_index=[0, 1], ground_truth=[TRUTH, TRUTH],
+                      log_metric=logged.__setitem__) == [empty, empty]
+    assert reward(completions=["", tagged(TRUTH)], item_index=[0, 1],
+                  ground_truth=[TRUTH, TRUTH], log_metric=logged.__setitem__) == \
+        pytest.approx([empty, 0.75])
+    assert judge.requests == 1 and (tally.calls, tally.failed) == (1, 0)
+    assert logged["judge/empty"] == 0.5 and logged["judge/failed"] == 0.0
 
 
 # --- the commands ------------------------------------------------------------------------
@@ -284,18 +309,22 @@ def test_grpo_config_starts_as_gspo_and_takes_trl_flags() -> None:
         "token", 0.1, 3)
     assert (grpo.per_device_train_batch_size, grpo.num_iterations, grpo.max_steps) == (12, 2, 20)
     assert RLArgs(train="t", model="m", judge='{"name": "x"}',
-                  judge_weight=0.3).reward_weights() == pytest.approx([0.7, 0.3])
-    assert RLArgs(train="t", model="m", judge_weight=0.3).reward_weights() == [1.0]
+                  judge_weight=0.4).reward_weights() == pytest.approx([0.6, 0.4])
+    assert RLArgs(train="t", model="m", judge="x").reward_weights() == pytest.approx([0.7, 0.3])
+    assert RLArgs(train="t", model="m").reward_weights() == [1.0]
 
 
 def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
-        tiny_lm_dir: Path, train_file: Path, tmp_path: Path) -> None:
+        tiny_lm_dir: Path, train_file: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from transformers import AutoModelForCausalLM
 
     out = tmp_path / "rl"
-    judge = json.dumps({"name": "wm_test_cycling_judge", "scores": [1, 2]})  # unequal in a group
+    monkeypatch.setattr(CyclingJudge, "built", 0)
+    monkeypatch.setattr(CyclingJudge, "closed", 0)
     assert main(["wm", "rl", "--train", str(train_file), "--model", str(tiny_lm_dir),
-                 "--max-prompt-length", "256", "--judge", judge, "--judge-weight", "0.5",
+                 "--max-prompt-length", "256", "--judge", "wm_test_split_judge",  # a bare name
+                 "--judge-weight", "0.5",
                  "--threads", "1", "--output_dir", str(out), "--importance_sampling_level",
                  "token", "--max_steps", "2", "--per_device_train_batch_size", "4",
                  "--num_generations", "2", "--num_iterations", "1",
@@ -303,6 +332,7 @@ def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
                  "--save_strategy", "steps", "--save_steps", "1"]) == 0
     history = json.loads((out / "rl_args.json").read_text())["history"]
     assert len(history) == 2
+    assert (CyclingJudge.built, CyclingJudge.closed) == (1, 1)  # one judge for every step
     for step in history:
         rule, judged = step["rewards/rule_reward/mean"], step["rewards/judge_reward/mean"]
         assert step["reward"] == pytest.approx(0.5 * rule + 0.5 * judged)
@@ -317,6 +347,75 @@ def test_wm_rl_rewards_with_rule_and_judge_logs_them_and_checkpoints(
     assert all(isinstance(o, str) for o in generate_with_hf_backend(out / "checkpoint-1"))
 
 
+EMPTY, SPLIT = "EMPTY", "SPLIT"  # stand-ins for an empty items file and an exported folder
+REFUSED = {  # argv (after --train and --model); what the one error line says
+    "rl: judge config": (["rl", "--judge", '{"name": "scripted", "bogus": 1}'],
+                         "backend 'scripted': unknown key 'bogus'"),
+    "rl: judge weight over 1": (["rl", "--judge", "scripted", "--judge-weight", "1.5"],
+                                "judge_weight: must be in [0, 1], not 1.5"),
+    "rl: judge weight, no judge": (["rl", "--judge-weight", "0.5"],
+                                   "judge_weight: weighs the judge's reward: give --judge"),
+    "rl: prompt length": (["rl", "--max-prompt-length", "0"], "max_prompt_length: must be at"),
+    "rl: no checkpoint": (["rl", "--resume_from_checkpoint", "last"],
+                          "resume_from_checkpoint: last: "),
+    "rl: empty data": (["rl", "--train", EMPTY], "holds no items to train on"),
+    "rl: validation split": (["rl", "--train", SPLIT], "holds val.jsonl, a validation split"),
+    "sft: empty data": (["sft", "--train", EMPTY], "holds no items to train on"),
+    "sft: validation split": (["sft", "--train", SPLIT], "--train SPLIT/train.jsonl"),
+    "sft: not a checkpoint": (["sft", "--resume_from_checkpoint", "SPLIT"],
+                              "SPLIT is not a checkpoint folder"),
+    "sft: every pair too long": (["sft", "--drop-overlong", "--max_length", "64"],
+                                 "drop_overlong: all 4 sequences are longer than max_length 64"),
+    "sft: all turns, too": (["sft", "--drop-overlong", "--all-turns", "--max_length", "64"],
+                            "drop_overlong: all 4 sequences"),
+    "sft: all turns in a view": (["sft", "--all-turns", "--view", "compact"],
+                                 "all_turns: learns the whole chat"),
+    "sft: time budget": (["sft", "--max-minutes", "-1"], "max_minutes: must be at least 0"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_bad_training_input_is_one_line_before_any_model_loads(
+        case: str, tiny_lm_dir: Path, train_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers
+
+    def no_model(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_model)
+    split = tmp_path / "SPLIT"
+    split.mkdir()
+    for name in ("train.jsonl", "val.jsonl"):
+        shutil.copy(train_file, split / name)
+    (tmp_path / "EMPTY").write_text("")
+    (command, *flags), message = REFUSED[case]
+    if "--train" not in flags:
+        flags += ["--train", str(train_file)]
+    flags = [str(tmp_path / f) if f in (EMPTY, SPLIT) else f for f in flags]
+    out = tmp_path / "out"
+    assert main(["wm", command, "--model", str(tiny_lm_dir), *flags, "--output_dir", str(out),
+                 "--threads", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.replace("SPLIT", str(split)) in err, err
+    assert not out.exists()
+
+
+def test_drop_overlong_drops_whole_trajectories_with_all_turns(tiny_lm_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from trainers.world_model.sft import SFTArgs, final_turns, sft_dataset, sft_example
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    items = [i for i in load_sample() if i.source.get("kind") == "corpus"]
+    args = SFTArgs(train="", all_turns=True, drop_overlong=True)
+    lengths = sorted(len(sft_example(tokenizer, i, args, 10**9)[0]) for i in final_turns(items))
+    limit = lengths[len(lengths) // 2]
+    rows = sft_dataset(tokenizer, items, args, limit)
+    assert len(rows) == sum(n <= limit for n in lengths) < len(lengths)
+    assert sorted(len(ids) for ids in rows["input_ids"]) == [n for n in lengths if n <= limit]
+
+
 def test_our_flags_round_trip_beside_trl_flags() -> None:
     from trainers.world_model.rl import RLArgs
 
@@ -325,7 +424,7 @@ def test_our_flags_round_trip_beside_trl_flags() -> None:
     args, rest = parser.parse_known_args(["--train", "t", "--model", "m", "--max_steps", "3",
                                           "--max_prompt_length", "64"])
     built = dataclass_from_args(RLArgs, args)
-    assert (built.max_prompt_length, built.judge, built.judge_weight) == (64, "", 0.3)
+    assert (built.max_prompt_length, built.judge, built.judge_weight) == (64, "", None)
     assert rest == ["--max_steps", "3"]  # TRL's, for parse_config
     with pytest.raises(SystemExit):
         parser.parse_args(["--model", "m"])

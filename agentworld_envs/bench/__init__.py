@@ -9,7 +9,8 @@
 * :mod:`.diagnostics`: the opt-in rule diagnostics and caps; :mod:`.report`: per-domain
   reports with both Overall figures and the failure reasons;
 * :mod:`.transitions`: transition datasets from run corpora and simulated rollouts;
-* :mod:`.sample`: the shipped sample; :mod:`.cli`: ``agentworld wm``.
+* :mod:`.sample`: the shipped sample; :mod:`.journal`: what a run has so far, for
+  ``--resume``; :mod:`.cli`: ``agentworld wm``.
 
 Per-step fidelity lives in :mod:`agentworld_envs.world.fidelity`: ``bench`` uses ``sim``, never
 the reverse.

@@ -4,19 +4,25 @@ Examples::
 
     agentworld wm fidelity SAMPLE --backend '{"name": "hf", "model": "runs/wm"}'
     agentworld wm bench items/ --prompts prompts/ --backend '{"name": "openai", ...}' \\
-        --judge '{"name": ...}'
+        --judge '{"name": ...}' --out runs/bench     # stopped? the same command, --resume
     agentworld wm export --corpus runs/oracle --corpus runs/explore --out data/
 
-``SAMPLE`` names the shipped AgentWorldBench-format sample. The training commands (``sft``,
-``rl``) live in the trainers package; the console script adds them.
+``SAMPLE`` names the shipped AgentWorldBench-format sample. With ``--out``, each world-model
+output and judge verdict is kept in a journal as it arrives (:mod:`agentworld_envs.bench.journal`),
+so an interrupted run goes on with ``--resume``. The training commands (``sft``, ``rl``) live in
+the trainers package; the console script adds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -27,27 +33,38 @@ from agentworld_envs.backends import (
     make_backend,
     parse_backend_arg,
 )
-from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
-from agentworld_envs.cli_errors import UsageError
+from agentworld_envs.cli_errors import Interrupted, UsageError
+
+if TYPE_CHECKING:
+    from agentworld_envs.bench.journal import BenchJournal
 
 __all__ = ["add_commands"]
 
+_TRANSPORT = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s",
+                        "max_retry_after_s", "concurrency"})
+"""Backend settings that do not change answers: a resumed run may change them."""
 
-def _watched(config: str, role: str, total: int | None,
+
+def _watched(config: dict[str, Any], role: str, total: int | None,
              max_faults: int) -> tuple[Backend, WatchedBackend]:
     """The backend of ``config`` and its watched wrapper, with a progress bar on stderr, that
     stops the run after more than ``max_faults`` failed calls."""
-    backend = make_backend(parse_backend_arg(config))
+    backend = make_backend(config)
     bar = tqdm(total=total, desc=role, unit="request", disable=None)
     return backend, WatchedBackend(backend, bar, FaultTally(max_faults, f"{role} calls"))
 
 
 def _items(paths: list[str]) -> list[Any]:
+    """The bench items of ``paths``; none at all is a usage error."""
     from agentworld_envs.bench.items import load_items
     from agentworld_envs.bench.sample import sample_path
 
-    return load_items(*[sample_path() if p == "SAMPLE" else Path(p) for p in paths])
+    items = load_items(*[sample_path() if p == "SAMPLE" else Path(p) for p in paths])
+    if not items:
+        raise UsageError(f"{' '.join(paths)}: no bench items to score (empty file(s))")
+    return items
 
 
 def _sampling(flags: str, **settings: Any) -> SamplingParams:
@@ -59,27 +76,83 @@ def _sampling(flags: str, **settings: Any) -> SamplingParams:
         raise UsageError(f"{flags}: {error}") from None
 
 
-def _outputs(args: argparse.Namespace, items: list[Any]) -> tuple[list[str | None], FaultTally]:
-    """Saved predictions (``--predictions``) or fresh ones from ``--backend``, and the tally of
-    the world-model calls made (none for saved ones)."""
-    from agentworld_envs.bench.run import predict
+@dataclass(frozen=True)
+class _Source:
+    """Where a run's world-model outputs come from: an earlier run's (``saved``, one per
+    item), or the backend of ``config`` with ``sampling``."""
 
+    saved: list[str | None] | None = None
+    config: dict[str, Any] | None = None
+    sampling: SamplingParams | None = None
+
+
+def _source(args: argparse.Namespace, items: list[Any]) -> _Source:
+    """``--predictions`` read, or ``--backend`` and its sampling checked, before any call."""
     if args.predictions:
         saved = _predictions(Path(args.predictions))
         missing = [item.key for item in items if item.key not in saved]
         if missing:
             raise UsageError(f"{args.predictions} has no prediction for {missing[:5]}: give the "
                              "records.jsonl of a run over the same items")
-        return [saved[item.key] for item in items], FaultTally(None)
+        return _Source(saved=[saved[item.key] for item in items])
     if not args.backend:
         raise UsageError("give --backend, the world model to run (a name or JSON, e.g. "
                          "'{\"name\": \"hf\", \"model\": \"runs/wm\"}'), or --predictions, "
                          "an earlier run's records.jsonl")
     sampling = _sampling("--temperature/--max-tokens", temperature=args.temperature,
                          max_tokens=args.max_tokens, seed=args.seed)
-    backend, watched = _watched(args.backend, "world-model", len(items), args.max_faults)
+    return _Source(config=parse_backend_arg(args.backend), sampling=sampling)
+
+
+def _answering(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What of a backend config decides its answers: all but its transport settings."""
+    return None if config is None else {k: v for k, v in config.items() if k not in _TRANSPORT}
+
+
+def _journal(args: argparse.Namespace, items: list[Any], source: _Source, **settings: Any
+             ) -> BenchJournal:
+    """The run's journal in ``--out`` (none without it), gone on with under ``--resume``."""
+    from agentworld_envs.bench.journal import BenchJournal
+
+    settings = {"command": args.command, "items": [item.to_dict() for item in items],
+                "predictions": source.saved, "world_model": _answering(source.config),
+                "sampling": source.sampling.to_dict() if source.sampling else None, **settings}
+    return BenchJournal(args.out or None, settings, [item.key for item in items], args.resume)
+
+
+@contextmanager
+def _resumable(args: argparse.Namespace, journal: BenchJournal) -> Iterator[None]:
+    """Ctrl-C, or too many failed calls, in the block says where the results so far are kept
+    and how to resume."""
+    try:
+        yield
+    except (KeyboardInterrupt, TooManyFaultsError) as exc:
+        if journal.path is None:
+            raise
+        argv = getattr(args, "argv", None)  # set by the console script
+        again = shlex.join(["agentworld", *argv, *([] if "--resume" in argv else ["--resume"])]
+                           ) if argv else "the same command and --resume"
+        note = f"the outputs and verdicts so far are kept in {journal.path}; resume with: {again}"
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(note) from None
+        raise TooManyFaultsError(f"{exc}; {note}") from None
+
+
+def _outputs(args: argparse.Namespace, items: list[Any], source: _Source,
+             journal: BenchJournal) -> tuple[list[str | None], FaultTally]:
+    """The outputs of ``source`` (the journal's, and fresh ones from the backend for the other
+    items, each kept in the journal), and the tally of the world-model calls made."""
+    from agentworld_envs.bench.run import predict
+
+    if source.saved is not None:
+        return source.saved, FaultTally(None)
+    todo = sum(item.key not in journal.outputs for item in items)
+    if not todo:
+        return [journal.outputs[item.key] for item in items], FaultTally(None)
+    backend, watched = _watched(source.config, "world-model", todo, args.max_faults)
     with backend, watched.bar:
-        outputs = predict(watched, items, sampling, args.batch_size)
+        outputs = predict(watched, items, source.sampling, args.batch_size,
+                          done=journal.outputs, on_output=journal.add_output)
     return outputs, watched.tally
 
 
@@ -115,11 +188,15 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.run import score_fidelity
 
     items = _items(args.items)
-    outputs, faults = _outputs(args, items)
-    result = score_fidelity(items, outputs)
-    if args.out:
-        _write(args.out, result)
-    faults.check(_no_table(args))
+    source = _source(args, items)
+    with _journal(args, items, source) as journal:
+        with _resumable(args, journal):
+            outputs, faults = _outputs(args, items, source, journal)
+        result = score_fidelity(items, outputs)
+        if args.out:
+            _write(args.out, result)
+        faults.check(_no_table(args))
+        journal.close(finished=True)
     print(result.markdown())
     _note_placeholders(args)
     return 0
@@ -132,20 +209,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     prompts = JudgePrompts.load(args.prompts)  # a bad prompt directory fails before any call
     print(f"judge instructions: {prompts.source}")
     items = _items(args.items)
-    outputs, faults = _outputs(args, items)
+    systems = prompts.systems(item.domain for item in items)  # so does a missing domain's
+    source = _source(args, items)
+    judge_config = parse_backend_arg(args.judge)
     sampling = _sampling("--judge-temperature/--judge-max-tokens",
                          temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
-    # retries make the total unknown
-    judge, watched = _watched(args.judge, "judge", None, args.max_faults)
-    with judge, watched.bar:
-        result = run_bench(items, outputs, watched, sampling, max(0, args.max_retries - 1),
-                           args.batch_size, prompts=prompts, rule_caps=args.rule_caps)
-    if args.out:
-        _write(args.out, result)
-    faults.check(_no_table(args))
-    unjudged = sum(record.get("reason") == JUDGE_BACKEND_ERROR for record in result.records)
-    if unjudged:  # a judge call that failed but was retried with success decides nothing
-        watched.tally.check(f"{unjudged} item(s) got no verdict; {_no_table(args)}")
+    with _journal(args, items, source, judge=_answering(judge_config),
+                  judge_sampling=sampling.to_dict(), max_retries=args.max_retries,
+                  prompts=[prompts.instructions, systems]) as journal:
+        with _resumable(args, journal):
+            outputs, faults = _outputs(args, items, source, journal)
+            # retries make the total unknown
+            judge, watched = _watched(judge_config, "judge", None, args.max_faults)
+            with judge, watched.bar:
+                result = run_bench(items, outputs, watched, sampling, args.max_retries - 1,
+                                   args.batch_size, prompts=prompts, rule_caps=args.rule_caps,
+                                   done=journal.verdicts, on_verdict=journal.add_verdict)
+        if args.out:
+            _write(args.out, result)
+        faults.check(_no_table(args))
+        unjudged = sum(record.get("reason") == JUDGE_BACKEND_ERROR for record in result.records)
+        if unjudged:  # a judge call that failed but was retried with success decides nothing
+            watched.tally.check(f"{unjudged} item(s) got no verdict; {_no_table(args)}")
+        journal.close(finished=True)
     print(result.markdown())
     _print_failure_examples(result.records)
     _note_placeholders(args)
@@ -183,12 +269,31 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     items: list[Any] = []
     for corpus in tqdm(args.corpus, desc="export", unit="corpus", disable=None):
-        items += corpus_transitions([corpus], start_id=len(items))
+        found = corpus_transitions([corpus], start_id=len(items))
+        if not found:
+            raise UsageError(f"{corpus}: no transitions to export (the corpus holds no run "
+                             "with a tool call)")
+        items += found
     train, val = split_by_task(items, args.val_fraction, args.seed)
-    write_items(train, Path(args.out) / "train.jsonl")
-    write_items(val, Path(args.out) / "val.jsonl")
-    print(f"{len(train)} training and {len(val)} validation transitions in {args.out}")
+    out = Path(args.out)
+    write_items(train, out / "train.jsonl")
+    write_items(val, out / "val.jsonl")
+    print(f"{len(train)} training and {len(val)} validation transitions in {out / 'train.jsonl'} "
+          f"and {out / 'val.jsonl'} (train on the first: --train {out / 'train.jsonl'})")
     return 0
+
+
+def _number(kind: Callable[[str], Any], low: float, high: float | None = None,
+            what: str = "") -> Callable[[str], Any]:
+    """An argparse type: a ``kind`` number at least ``low`` (and under ``high``)."""
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if not value >= low or (high is not None and not value < high):
+            raise argparse.ArgumentTypeError(what or f"must be at least {low}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names it in "invalid int value"
+    return parse
 
 
 def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
@@ -205,9 +310,16 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                         help="world model's temperature (default: AgentWorld's eval.py)")
     parser.add_argument("--seed", type=int, default=None,
                         help="per-item seeds from this one (default: no seed, as eval.py)")
-    parser.add_argument("--batch-size", type=int, default=32, help="requests per backend call")
-    parser.add_argument("--out", default="", help="folder for records.jsonl and the report")
-    parser.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+    parser.add_argument("--batch-size", type=_number(int, 1), default=32,
+                        help="requests per backend call")
+    parser.add_argument("--out", default="",
+                        help="folder for records.jsonl and the report, and the journal of the "
+                             "outputs and verdicts so far while the run goes on")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the unfinished run in --out (same items and settings; "
+                             "--batch-size and --max-faults may differ): only the items it has "
+                             "no output or verdict for are asked for")
+    parser.add_argument("--max-faults", type=_number(int, -1), default=DEFAULT_MAX_FAULTS,
                         help="failed model calls (world model, then judge) to go on after; one "
                              "more stops the run; -1: never stop. Any failed call ends the run "
                              f"with status 1 and no table (default: {DEFAULT_MAX_FAULTS})")
@@ -235,8 +347,9 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     bench.add_argument("--prompts", default=None,
                        help="prompt directory in the release's layout for the judge's texts "
                             "(default: $AGENTWORLD_PROMPTS, else the built-in set)")
-    bench.add_argument("--max-retries", type=int, default=3,
-                       help="judge attempts per sample, as eval.py's --max-retries")
+    bench.add_argument("--max-retries", type=_number(int, 1), default=3,
+                       help="judge attempts per sample (at least 1), as eval.py's "
+                            "--max-retries (default: 3)")
     bench.add_argument("--retries", action=_Renamed, new="--max-retries", help=argparse.SUPPRESS)
     bench.add_argument("--judge-max-tokens", type=int, default=32768)
     bench.add_argument("--judge-temperature", type=float, default=0.6)
@@ -252,8 +365,8 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     export.add_argument("--corpus", action="append", required=True,
                         help="an AgentFloor run corpus folder (repeatable)")
     export.add_argument("--out", required=True)
-    export.add_argument("--val-fraction", type=float, default=0.2,
-                        help="share of TASKS held out")
+    export.add_argument("--val-fraction", type=_number(float, 0, 1, "must be in [0, 1)"),
+                        default=0.2, help="share of TASKS held out, in [0, 1)")
     export.add_argument("--seed", type=int, default=0)
     export.set_defaults(handler=_cmd_export)
     return commands

@@ -26,7 +26,7 @@ both. The verdict is read by
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, SamplingParams
@@ -128,6 +128,11 @@ class JudgePrompts:
         text = self.prompt_set.judge_system_prompt(domain)
         return JUDGE_SYSTEM if text is None else text
 
+    def systems(self, domains: Iterable[str]) -> dict[str, str]:
+        """The judge's system message of each of ``domains``, read now, so that a prompt
+        directory that lacks one fails (:class:`PromptSetError`) before any model call."""
+        return {domain: self.system(domain) for domain in sorted(set(domains))}
+
 
 def _fenced(title: str, text: str) -> str:
     return f"**{title}:**\n```\n{clean_response_marker(text)}\n```"
@@ -166,14 +171,23 @@ class JudgeResult:
 
 
 def judge_outputs(judge: Backend, requests: Sequence[ChatRequest], attempts: int = 3,
-                  batch_size: int = 32, error_delay_s: float = 2.0) -> list[JudgeResult]:
+                  batch_size: int = 32, error_delay_s: float = 2.0,
+                  on_result: Callable[[int, JudgeResult], None] | None = None
+                  ) -> list[JudgeResult]:
     """Judge many requests in batches, each up to ``attempts`` times with the same request.
 
     As in the release, an unreadable verdict is asked again at once, and a backend error after
     ``error_delay_s`` seconds. A request still unread after its attempts is a failed sample; its
-    ``error`` names the last reason.
+    ``error`` names the last reason. ``on_result(index, result)`` is called with each request's
+    result as soon as it is final.
     """
     results: list[JudgeResult | None] = [None] * len(requests)
+
+    def final(i: int, result: JudgeResult) -> None:
+        results[i] = result
+        if on_result is not None:
+            on_result(i, result)
+
     pending = list(range(len(requests)))
     last: dict[int, tuple[str, str, str]] = {}
     for attempt in range(1, attempts + 1):
@@ -191,14 +205,15 @@ def judge_outputs(judge: Backend, requests: Sequence[ChatRequest], attempts: int
                     still.append(i)
                     continue
                 try:
-                    results[i] = JudgeResult(parse_judge_output(answer.text), attempt,
-                                             raw=answer.text)
+                    verdict = parse_judge_output(answer.text)
                 except JudgeParseError as exc:
                     last[i] = (str(exc), str(exc), answer.text)
                     still.append(i)
+                    continue
+                final(i, JudgeResult(verdict, attempt, raw=answer.text))
         pending = still
         if errored and pending and attempt < attempts:
             time.sleep(error_delay_s)
     for i in pending:
-        results[i] = JudgeResult(None, attempts, *last[i])
+        final(i, JudgeResult(None, attempts, *last[i]))
     return results  # type: ignore[return-value]

@@ -17,7 +17,7 @@ per domain with both Overall figures (:mod:`agentworld_envs.bench.report`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from agentworld_envs.bench.judge import (
     DIMENSIONS,
     JUDGE_SAMPLING,
     JudgePrompts,
+    JudgeResult,
     judge_outputs,
     judge_request,
 )
@@ -51,20 +52,31 @@ RULE_CAPS_NOTE = ("With our rule caps (`--rule-caps`; not comparable with AgentW
 
 
 def predict(world_model: Backend, items: Sequence[BenchItem], sampling: SamplingParams,
-            batch_size: int = 32) -> list[str | None]:
+            batch_size: int = 32, *, done: Mapping[str, str | None] | None = None,
+            on_output: Callable[[str, str], None] | None = None) -> list[str | None]:
     """The world model's raw output for every item, ``batch_size`` requests per call.
 
     With a ``sampling.seed``, each request's seed is it plus the item's position, so results do
-    not depend on the batch size; without one (the release sends none) no seed is sent. A
-    request the backend fails gets None (no generation).
+    not depend on the batch size (or on which items a resumed run still asks for); without one
+    (the release sends none) no seed is sent. A request the backend fails gets None (no
+    generation). ``done``: outputs already had, by item key, which are not asked for again;
+    ``on_output(key, output)`` is called with each new output as soon as its batch returns.
     """
-    requests = [ChatRequest(item.messages(), sampling=sampling if sampling.seed is None
-                            else sampling.with_seed(sampling.seed + i))
-                for i, item in enumerate(items)]
-    outputs: list[str | None] = []
-    for start in range(0, len(requests), batch_size):
-        answers = world_model.complete_each(requests[start:start + batch_size])
-        outputs += [None if isinstance(a, BackendError) else a.text for a in answers]
+    done = done or {}
+    requests = {i: ChatRequest(item.messages(), sampling=sampling if sampling.seed is None
+                               else sampling.with_seed(sampling.seed + i))
+                for i, item in enumerate(items) if item.key not in done}
+    outputs = [done.get(item.key) for item in items]
+    todo = list(requests)
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        answers = world_model.complete_each([requests[i] for i in chunk])
+        for i, answer in zip(chunk, answers, strict=True):
+            if isinstance(answer, BackendError):
+                continue
+            outputs[i] = answer.text
+            if on_output is not None:
+                on_output(items[i].key, answer.text)
     return outputs
 
 
@@ -108,7 +120,9 @@ def score_fidelity(items: Sequence[BenchItem], outputs: Sequence[str | None]) ->
 def run_bench(items: Sequence[BenchItem], outputs: Sequence[str | None], judge: Backend,
               sampling: SamplingParams = JUDGE_SAMPLING, retries: int = 2, batch_size: int = 32,
               *, prompts: str | PromptSet | JudgePrompts | None = None, rule_caps: bool = False,
-              require_tags: bool = True, error_delay_s: float = 2.0) -> BenchResult:
+              require_tags: bool = True, error_delay_s: float = 2.0,
+              done: Mapping[str, JudgeResult] | None = None,
+              on_verdict: Callable[[str, JudgeResult], None] | None = None) -> BenchResult:
     """Judge raw outputs on the five dimensions and report them as AgentWorldBench does.
 
     Args:
@@ -123,12 +137,20 @@ def run_bench(items: Sequence[BenchItem], outputs: Sequence[str | None], judge: 
         rule_caps: Also score with our rule caps, in ``BenchResult.capped``.
         require_tags: With ``rule_caps``, cap the total of outputs with no closing tag.
         error_delay_s: Wait before re-asking after a backend error.
+        done: Judge results already had, by item key, which are not asked for again.
+        on_verdict: Called as ``on_verdict(key, result)`` with each new result as soon as it
+            is final (a verdict read, or every attempt made).
     """
     loaded = prompts if isinstance(prompts, JudgePrompts) else JudgePrompts.load(prompts)
-    generated = [i for i, output in enumerate(outputs) if output]
-    requests = [judge_request(items[i], outputs[i], loaded, sampling) for i in generated]
-    verdicts = dict(zip(generated, judge_outputs(judge, requests, retries + 1, batch_size,
-                                                 error_delay_s), strict=True))
+    done = done or {}
+    verdicts = {i: done[item.key] for i, item in enumerate(items)
+                if outputs[i] and item.key in done}
+    asked = [i for i, output in enumerate(outputs) if output and i not in verdicts]
+    requests = [judge_request(items[i], outputs[i], loaded, sampling) for i in asked]
+    report = None if on_verdict is None else (
+        lambda j, result: on_verdict(items[asked[j]].key, result))
+    verdicts.update(zip(asked, judge_outputs(judge, requests, retries + 1, batch_size,
+                                             error_delay_s, on_result=report), strict=True))
     rows, capped_rows, failed, records = [], [], [], []
     for i, item in enumerate(items):
         output = outputs[i]

@@ -2,8 +2,10 @@
 
 The learning rate warms up linearly over ``warmup`` steps, then decays along a cosine to a tenth
 as the run goes through its budget: ``steps``, or ``minutes`` of training when that runs out
-first (Transformers schedules by steps only, and has no time limit). Imports TRL: load it only
-to train.
+first (Transformers schedules by steps only, and has no time limit). A checkpoint keeps the
+training time spent so far (in its ``trainer_state.json``), so a run resumed from it goes on
+with the rest of the budget; the step and the scheduler's state come back with the checkpoint.
+Imports TRL: load it only to train.
 """
 
 from __future__ import annotations
@@ -15,17 +17,27 @@ from typing import Any
 
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 from trl import SFTTrainer
 
 __all__ = ["BudgetedSFTTrainer", "LossHook", "TrainingBudget"]
 
 
-class TrainingBudget(TrainerCallback):
+class TrainingBudget(TrainerCallback, ExportableState):
     """Schedules the learning rate over the budget and stops training when it is spent."""
 
     def __init__(self, steps: int, minutes: float, warmup: int) -> None:
         self.steps, self.minutes, self.warmup = steps, minutes, warmup
         self.started: float | None = None
+
+    def spent_s(self) -> float:
+        """Seconds of training so far, those before the checkpoint resumed from included."""
+        return 0.0 if self.started is None else time.perf_counter() - self.started
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps (Transformers' ``ExportableState``)."""
+        return {"args": {"steps": self.steps, "minutes": self.minutes, "warmup": self.warmup},
+                "attributes": {"spent": self.spent_s()}}
 
     def progress(self, step: int) -> float:
         """How far the run is through its budget (1.0: spent)."""
@@ -41,7 +53,9 @@ class TrainingBudget(TrainerCallback):
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, self.progress(step))))
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.started = time.perf_counter()
+        saved = (getattr(state, "stateful_callbacks", None) or {}).get(type(self).__name__)
+        spent = saved["attributes"]["spent"] if isinstance(saved, dict) else 0.0
+        self.started = time.perf_counter() - spent
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.progress(state.global_step) >= 1.0:

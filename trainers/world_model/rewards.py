@@ -14,6 +14,8 @@ observation tag gets at most ``UNCLOSED_CAP`` (the bench's 2.0-of-5 total cap, n
 rubric part is the judge's sample total on 0-1, after the bench's rule caps (so an unclosed
 output's is capped the same way); a sample the judge gave no verdict for scores its rule score,
 and counts against the run's fault budget (:class:`~agentworld_envs.backends.faults.FaultTally`).
+An empty completion (the policy ended at once) is not sent to the judge: it scores its rule
+score, counts as no judge fault, and its share is logged as ``judge/empty``.
 :func:`rule_reward` and :func:`make_judge_reward` are TRL ``reward_funcs``; with
 ``reward_weights`` ``[1 - w, w]`` the trainer's reward is ``(1 - w) * rule + w * judge``, at
 most ``UNCLOSED_CAP`` for an unclosed output whatever the judge says.
@@ -32,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld_envs.backends import make_backend
+from agentworld_envs.backends import Backend
 from agentworld_envs.backends.faults import FaultTally
 from agentworld_envs.bench.diagnostics import RULE_CAPS, diagnose
 from agentworld_envs.bench.items import BenchItem
@@ -114,20 +116,22 @@ def rule_reward(completions: Sequence[str], ground_truth: Sequence[str | None],
     return [score for score, _ in scored]
 
 
-def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem],
+def make_judge_reward(judge: Backend, items: Sequence[BenchItem],
                       tally: FaultTally | None = None) -> Callable[..., list[float]]:
     """A TRL reward function: the rubric judge's normalised total of each completion.
 
     Args:
-        judge: The judge backend's config (a name or a dict for ``make_backend``).
+        judge: The judge backend, asked at every step (its owner closes it).
         items: The training items; the dataset's ``item_index`` column points into them.
         tally: Counts the samples judged and those left without a verdict, and raises
             :class:`~agentworld_envs.backends.faults.TooManyFaultsError` past its budget
             (default: the default budget of failed calls).
 
-    All completions of a step are judged in one batched bench run (one retry for an unreadable
-    verdict). A sample left without a verdict scores its rule score, the share of such
-    samples is logged as ``judge/failed``, and each one is added to ``tally``.
+    All non-empty completions of a step are judged in one batched bench run (one retry for an
+    unreadable verdict). A sample left without a verdict scores its rule score, the share of
+    such samples is logged as ``judge/failed``, and each one is added to ``tally``. An empty
+    completion is the policy's, not the judge's, failure: it scores its rule score, unjudged
+    and untallied, and the share of them is logged as ``judge/empty``.
     """
     tally = tally if tally is not None else FaultTally(what="judge verdicts")
 
@@ -135,17 +139,19 @@ def make_judge_reward(judge: str | dict[str, Any], items: Sequence[BenchItem],
                      ground_truth: Sequence[str | None],
                      log_metric: Callable[[str, float], None] | None = None,
                      **_: Any) -> list[float]:
-        with make_backend(judge) as backend:
-            records = run_bench([items[i] for i in item_index], list(completions), backend,
-                                retries=1, rule_caps=True).records
-        totals = [record.get("capped_total") for record in records]
-        failed = [total is None or math.isnan(total) for total in totals]
+        asked = [k for k, completion in enumerate(completions) if completion]
+        records = run_bench([items[item_index[k]] for k in asked],
+                            [completions[k] for k in asked], judge, retries=1,
+                            rule_caps=True).records if asked else []
+        totals = {k: record["capped_total"] for k, record in zip(asked, records, strict=True)
+                  if not math.isnan(record.get("capped_total", math.nan))}
+        missed = [record.get("reason") or "no verdict"
+                  for k, record in zip(asked, records, strict=True) if k not in totals]
         if log_metric is not None:
-            log_metric("judge/failed", sum(failed) / max(1, len(failed)))
-        tally.add(len(records), [record.get("reason") or "no verdict"
-                                 for record, miss in zip(records, failed, strict=True) if miss])
-        return [capped_rule_score(c, t)[0] if miss else normalise(total) / 100
-                for c, t, total, miss in zip(completions, ground_truth, totals, failed,
-                                             strict=True)]
+            log_metric("judge/failed", len(missed) / max(1, len(asked)))
+            log_metric("judge/empty", 1 - len(asked) / max(1, len(completions)))
+        tally.add(len(asked), missed)
+        return [normalise(totals[k]) / 100 if k in totals else capped_rule_score(c, t)[0]
+                for k, (c, t) in enumerate(zip(completions, ground_truth, strict=True))]
 
     return judge_reward

@@ -20,6 +20,7 @@ Example (CLI: our flags, then any of ``GRPOConfig``'s)::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Sequence
@@ -27,13 +28,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.backends import make_backend, parse_backend_arg
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
-from agentworld_envs.bench.items import BenchItem, load_items
+from agentworld_envs.bench.items import BenchItem
+from trainers.common.args import ConfigError
 from trainers.world_model.rewards import make_judge_reward, rule_reward
-from trainers.world_model.sft import accelerated, load_model, require_trl
+from trainers.world_model.sft import (
+    accelerated,
+    check_at_least,
+    load_model,
+    require_trl,
+    resume_checkpoint,
+    training_items,
+)
 
-__all__ = ["GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config", "grpo_settings", "prompt_text",
-           "rl_dataset", "train_rl"]
+__all__ = ["DEFAULT_JUDGE_WEIGHT", "GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config",
+           "grpo_settings", "prompt_text", "rl_dataset", "train_rl"]
 
 GRPO_DEFAULTS: dict[str, Any] = {
     "output_dir": "runs/wm_rl", "max_steps": 20, "per_device_train_batch_size": 16,
@@ -49,6 +59,10 @@ on each batch, a constant learning rate, plain sampling, a log line and TensorBo
 step, no checkpoints unless asked, and bf16 only on an accelerator."""
 
 
+DEFAULT_JUDGE_WEIGHT = 0.3
+"""The rubric's share of the reward when a judge is given and ``judge_weight`` is not."""
+
+
 @dataclass
 class RLArgs:
     """Our settings of one RL run (TRL's ``GRPOConfig`` holds the rest).
@@ -58,9 +72,11 @@ class RLArgs:
         model: The world model to improve (a local causal LM, e.g. an SFT output).
         max_prompt_length: Longest prompt in tokens (oldest tokens dropped; TRL's
             ``GRPOConfig`` has no prompt cap).
-        judge: Judge backend as JSON (empty: rule reward only).
-        judge_weight: The rubric's share of the reward when a judge is given
-            (``reward_weights`` = [1 - w, w]; without a judge, [1]).
+        judge: Judge backend: a name or JSON, as ``wm bench --judge`` takes it (empty: rule
+            reward only).
+        judge_weight: The rubric's share of the reward, in [0, 1] (``reward_weights`` =
+            [1 - w, w]; default 0.3); only with a judge (without one the reward is the rule
+            score's, [1]).
         max_faults: Samples left without a judge's verdict (a failed call or an unreadable
             verdict) to go on after; one more stops the run (-1: never stop). A run that
             ends with any such sample saves the model and then exits non-zero, saying so.
@@ -71,13 +87,27 @@ class RLArgs:
     model: str
     max_prompt_length: int = 1024
     judge: str = ""
-    judge_weight: float = 0.3
+    judge_weight: float | None = None
     max_faults: int = DEFAULT_MAX_FAULTS
     threads: int = 0
 
+    def __post_init__(self) -> None:
+        check_at_least(self, 1, "max_prompt_length")
+        check_at_least(self, -1, "max_faults")
+        check_at_least(self, 0, "threads")
+        if self.judge_weight is not None:
+            if not self.judge:
+                raise ConfigError("judge_weight", "weighs the judge's reward: give --judge too, "
+                                                  "or leave it out")
+            if not 0 <= self.judge_weight <= 1:
+                raise ConfigError("judge_weight", f"must be in [0, 1], not {self.judge_weight}")
+
     def reward_weights(self) -> list[float]:
         """The rule reward's and (with a judge) the rubric's weights."""
-        return [1 - self.judge_weight, self.judge_weight] if self.judge else [1.0]
+        if not self.judge:
+            return [1.0]
+        weight = DEFAULT_JUDGE_WEIGHT if self.judge_weight is None else self.judge_weight
+        return [1 - weight, weight]
 
 
 @dataclass
@@ -125,31 +155,37 @@ def rl_dataset(tokenizer: Any, items: Sequence[BenchItem], max_length: int) -> A
 def train_rl(args: RLArgs, config: Any = None) -> RLResult:
     """Run TRL's GRPO trainer, save the model to ``config.output_dir`` and return the logged
     history. ``config``: TRL's ``GRPOConfig`` (default: :func:`grpo_config`); its
-    ``reward_weights`` are :meth:`RLArgs.reward_weights`."""
+    ``reward_weights`` are :meth:`RLArgs.reward_weights`, and its ``resume_from_checkpoint``
+    is read by :func:`~trainers.world_model.sft.resume_checkpoint`. The judge's config, the
+    checkpoint and the data are checked before the model loads; the judge is built once, and
+    closed when the run ends."""
     torch = require_trl()
     from trl import GRPOTrainer
 
     config = config if config is not None else grpo_config()
     config = copy.copy(config)  # replace() would redo the config's derived settings
     config.reward_weights = args.reward_weights()
+    judge_config = parse_backend_arg(args.judge) if args.judge else None
+    checkpoint = resume_checkpoint(config)
+    items = training_items(args.train)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(config.seed)
-    items = load_items(args.train)
-    model, tokenizer = load_model(args.model)
     judged = FaultTally(args.max_faults, "judge verdicts")
-    rewards = [rule_reward] + ([make_judge_reward(json.loads(args.judge), items, judged)]
-                               if args.judge else [])
-    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config,
-                          train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length),
-                          processing_class=tokenizer)
-    trainer.train()
+    with make_backend(judge_config) if judge_config else contextlib.nullcontext() as judge:
+        model, tokenizer = load_model(args.model)
+        rewards = [rule_reward] + ([make_judge_reward(judge, items, judged)]
+                                   if judge is not None else [])
+        trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config,
+                              train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length),
+                              processing_class=tokenizer)
+        trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history
                                                       if "reward" in e])
     Path(config.output_dir, "rl_args.json").write_text(json.dumps(
         {"rl": asdict(args), "trl": json.loads(config.to_json_string()),
-         "history": result.history}, indent=2), encoding="utf-8")
+         "resumed_from": checkpoint, "history": result.history}, indent=2), encoding="utf-8")
     judged.check(f"the model is saved in {config.output_dir}, but those samples were "
                  "rewarded by the rule checks alone")
     return result

@@ -11,6 +11,8 @@ tokenised here rather than by TRL so that a too-long pair keeps its target and t
 can mark every observation of a trajectory. The model is a local pretrained causal LM
 (``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
 trained on the training items. Deterministic for a given seed on a given machine.
+``--resume_from_checkpoint`` (a ``checkpoint-N`` folder, or ``last``: the newest in
+``output_dir``) goes on from a checkpoint, making only the remaining steps.
 
 Example (CLI: our flags, then any of ``SFTConfig``'s)::
 
@@ -31,12 +33,15 @@ from agentworld_envs.bench.items import BenchItem, load_items
 from agentworld_envs.models.compact_view import VIEWS
 from agentworld_envs.models.pretrained import resolve_model
 from agentworld_envs.world.parsing import clean_response_marker
+from trainers.common.args import ConfigError
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
 
-__all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "encode",
-           "final_turns", "load_model", "lora_config", "prepare_model", "require_trl",
-           "sft_config", "sft_dataset", "sft_example", "sft_settings", "train_sft"]
+__all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
+           "encode", "final_turns", "load_model", "load_tokenizer", "lora_config",
+           "prepare_model", "prepare_tokenizer", "require_trl", "resume_checkpoint",
+           "sft_config", "sft_dataset", "sft_example", "sft_settings", "train_sft",
+           "training_items"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
@@ -65,8 +70,9 @@ class SFTArgs:
         all_turns: Also learn the earlier observations of each chat (one sequence per
             trajectory, its last item, with a loss on every assistant turn); otherwise only
             each item's own target.
-        drop_overlong: Leave out pairs longer than ``max_length`` instead of cutting them
-            (a cut pair keeps its target and the prompt's end).
+        drop_overlong: Leave out sequences longer than ``max_length`` instead of cutting them
+            (a cut pair keeps its target and the prompt's end; with ``all_turns``, a cut
+            trajectory keeps its end).
         max_minutes: Also stop after this many minutes of training (0: no limit). The learning
             rate then warms up over ``warmup_steps`` and decays along a cosine to a tenth over
             the step or time budget, whichever runs out first, in place of
@@ -107,6 +113,14 @@ class SFTArgs:
     lora_layers: int = 0
     view: str = ""
 
+    def __post_init__(self) -> None:
+        check_at_least(self, 0, "max_minutes", "threads", "lora_rank", "lora_layers")
+        if self.all_turns and self.view:
+            raise ConfigError("all_turns", "learns the whole chat, so it cannot be used with a "
+                                           "view")
+        if self.lora_rank and not self.model:
+            raise ConfigError("lora_rank", "a LoRA adapter needs a pretrained model (--model)")
+
     def spec(self, max_length: int) -> ScratchSpec:
         """The from-scratch model's sizes, with room for ``max_length`` positions."""
         return ScratchSpec(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
@@ -118,7 +132,9 @@ class SFTArgs:
 
 @dataclass
 class SFTResult:
-    """What a run did: the loss per logged step, counts and throughput."""
+    """What a run did: the loss per logged step, counts and throughput (``steps`` and
+    ``losses`` count from the start of training, those before a checkpoint resumed from
+    included; ``train_seconds`` and ``tokens`` are this run's)."""
 
     out: str
     steps: int
@@ -131,6 +147,55 @@ class SFTResult:
     def tokens_per_second(self) -> float:
         """Training tokens (prompt and target) per second."""
         return self.tokens / self.train_seconds if self.train_seconds else math.nan
+
+
+def check_at_least(settings: Any, low: float, *names: str) -> None:
+    """Raise :class:`ConfigError` for the first of the fields ``names`` below ``low``."""
+    for name in names:
+        value = getattr(settings, name)
+        if not value >= low:
+            raise ConfigError(name, f"must be at least {low}, not {value}")
+
+
+def training_items(path: str) -> list[BenchItem]:
+    """The items of ``path`` (a file, or a folder of ``*.jsonl`` files) to train on.
+
+    Raises:
+        ConfigError: for a folder holding a validation split (``val*.jsonl``, as ``wm export``
+            writes beside ``train.jsonl``), or no items at all.
+    """
+    held_out = sorted(Path(path).glob("val*.jsonl")) if Path(path).is_dir() else []
+    if held_out:
+        raise ConfigError("train", f"{path} holds {held_out[0].name}, a validation split, and "
+                                   "a folder trains on all its files: pass the training file "
+                                   f"itself (--train {Path(path) / 'train.jsonl'})")
+    items = load_items(path)
+    if not items:
+        raise ConfigError("train", f"{path} holds no items to train on")
+    return items
+
+
+def resume_checkpoint(config: Any) -> str | None:
+    """The checkpoint ``config.resume_from_checkpoint`` names: a ``checkpoint-N`` folder, or
+    ``last``, the newest in ``config.output_dir`` (Transformers' ``get_last_checkpoint``);
+    None when the run starts afresh.
+
+    Raises:
+        ConfigError: when there is no such checkpoint.
+    """
+    value = config.resume_from_checkpoint
+    if value == "last":
+        from transformers.trainer_utils import get_last_checkpoint
+
+        output = Path(config.output_dir)
+        value = get_last_checkpoint(output) if output.is_dir() else None
+        if value is None:
+            raise ConfigError("resume_from_checkpoint",
+                              f"last: {output} holds no checkpoint-N folder to resume from")
+    if value and not Path(value, "trainer_state.json").is_file():
+        raise ConfigError("resume_from_checkpoint",
+                          f"{value} is not a checkpoint folder (it has no trainer_state.json)")
+    return value or None
 
 
 def require_trl() -> Any:
@@ -203,8 +268,6 @@ def sft_example(tokenizer: Any, item: BenchItem, args: SFTArgs, max_length: int
     """One training sequence of at most ``max_length`` tokens and its labels (-100 where no
     loss is taken)."""
     if args.all_turns:
-        if args.view:
-            raise ValueError("all_turns learns the whole chat; it cannot be used with a view")
         return _labelled(tokenizer, item, args.reasoning, max_length)
     prompt, target = encode(tokenizer, item, args.reasoning, max_length, args.view)
     return prompt + target, [-100] * len(prompt) + target
@@ -220,45 +283,65 @@ def final_turns(items: Sequence[BenchItem]) -> list[BenchItem]:
     return list(last.values())
 
 
-def load_model(path: str) -> tuple[Any, Any]:
-    """A local causal LM and its tokenizer (on the CPU: the trainer places it)."""
+def load_tokenizer(path: str) -> Any:
+    """A local model's tokenizer, padding with EOS where it has no pad token."""
     require_trl()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(path: str) -> tuple[Any, Any]:
+    """A local causal LM and its tokenizer (on the CPU: the trainer places it)."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(path)
     return AutoModelForCausalLM.from_pretrained(path), tokenizer
 
 
-def prepare_model(args: SFTArgs, items: list[BenchItem], config: Any) -> tuple[Any, Any]:
-    """The model and tokenizer to train: ``args.model`` loaded, or both built from scratch
-    (the tokenizer trained on ``items``, the model seeded by ``config.seed``)."""
+def prepare_tokenizer(args: SFTArgs, items: list[BenchItem], config: Any) -> Any:
+    """The tokenizer to train with: ``args.model``'s, or one trained on ``items``."""
     if args.model:
-        return load_model(resolve_model(args.model))
+        return load_tokenizer(resolve_model(args.model))
     texts = [m["content"] for item in items for m in item.messages()]
     texts += [target_text(item, args.reasoning) for item in items]
-    spec = args.spec(config.max_length)
-    tokenizer = build_tokenizer(texts, spec)
-    return build_model(tokenizer, spec, config.seed), tokenizer
+    return build_tokenizer(texts, args.spec(config.max_length))
+
+
+def prepare_model(args: SFTArgs, tokenizer: Any, config: Any) -> Any:
+    """The model to train: ``args.model`` loaded, or built from scratch for ``tokenizer``
+    (seeded by ``config.seed``)."""
+    if args.model:
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM.from_pretrained(resolve_model(args.model))
+    return build_model(tokenizer, args.spec(config.max_length), config.seed)
 
 
 def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs, max_length: int
                 ) -> Any:
     """The tokenised prompt-completion rows (``input_ids``, ``completion_mask``) of ``items``
     (with ``all_turns``, of their trajectories' last items), each at most ``max_length``
-    tokens."""
+    tokens: longer ones cut, or with ``drop_overlong`` left out.
+
+    Raises:
+        ConfigError: when ``drop_overlong`` leaves nothing to train on.
+    """
     from datasets import Dataset
 
     chosen = final_turns(items) if args.all_turns else items
     rows = []
     for item in chosen:
-        if args.drop_overlong and not args.all_turns:
-            prompt, target = encode(tokenizer, item, args.reasoning, 10**9, args.view)
-            if len(prompt) + len(target) > max_length:
-                continue
+        if args.drop_overlong and len(sft_example(tokenizer, item, args, 10**9)[0]) > max_length:
+            continue
         ids, labels = sft_example(tokenizer, item, args, max_length)
         rows.append({"input_ids": ids, "completion_mask": [int(x != -100) for x in labels]})
+    if not rows:
+        raise ConfigError("drop_overlong", f"all {len(chosen)} sequences are longer than "
+                                           f"max_length {max_length}: nothing is left to train on")
     return Dataset.from_list(rows)
 
 
@@ -271,8 +354,6 @@ def lora_config(args: SFTArgs, layers: int) -> Any:
     ``layers`` blocks (all with 0), or None when ``args.lora_rank`` is 0."""
     if not args.lora_rank:
         return None
-    if not args.model:
-        raise ValueError("a LoRA adapter needs a pretrained model (--model)")
     from peft import LoraConfig
 
     top = min(args.lora_layers or layers, layers)
@@ -317,28 +398,33 @@ def train_sft(args: SFTArgs, config: Any = None,
     from trainers.world_model.budget import BudgetedSFTTrainer, LossHook, TrainingBudget
 
     config = config if config is not None else sft_config()
+    checkpoint = resume_checkpoint(config)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(config.seed)
-    items = load_items(args.train)
-    model, tokenizer = prepare_model(args, items, config)
+    items = training_items(args.train)
+    tokenizer = prepare_tokenizer(args, items, config)
+    dataset = sft_dataset(tokenizer, items, args, config.max_length)
+    model = prepare_model(args, tokenizer, config)
     parts = {"model": model, "args": config, "processing_class": tokenizer,
-             "train_dataset": sft_dataset(tokenizer, items, args, config.max_length),
-             "callbacks": [LossHook(log)] if log else None,
+             "train_dataset": dataset, "callbacks": [LossHook(log)] if log else None,
              "peft_config": lora_config(args, model.config.num_hidden_layers)}
     trainer = BudgetedSFTTrainer(**parts, budget=TrainingBudget(
         config.max_steps, args.max_minutes, int(config.warmup_steps))) if args.max_minutes \
         else SFTTrainer(**parts)
-    metrics = trainer.train().metrics
+    before = json.loads(Path(checkpoint, "trainer_state.json").read_text(encoding="utf-8")
+                        ).get("num_input_tokens_seen", 0) if checkpoint else 0
+    metrics = trainer.train(resume_from_checkpoint=checkpoint).metrics
     trainer.save_model(config.output_dir)
     result = SFTResult(
         out=config.output_dir, steps=trainer.state.global_step,
         losses=[(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e],
-        train_seconds=metrics["train_runtime"], tokens=int(trainer.state.num_input_tokens_seen),
+        train_seconds=metrics["train_runtime"],
+        tokens=int(trainer.state.num_input_tokens_seen) - before,
         parameters=sum(p.numel() for p in model.parameters()))
     Path(config.output_dir, "training_args.json").write_text(json.dumps(
         {"sft": asdict(args), "trl": json.loads(config.to_json_string()),
-         "steps_done": result.steps, "losses": result.losses,
+         "resumed_from": checkpoint, "steps_done": result.steps, "losses": result.losses,
          "train_seconds": round(result.train_seconds, 2), "tokens": result.tokens,
          "parameters": result.parameters}, indent=2), encoding="utf-8")
     return result
