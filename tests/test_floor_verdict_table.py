@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import pytest
 import yaml
 
-import floor_tasks
 from floor_tasks import TASK_IDS, solution
+from tests.helpers.floor_play import play_to_verdict
 
 TABLE = yaml.safe_load((Path(__file__).with_name("floor_verdict_table.yaml")).read_text())
 
@@ -30,14 +29,7 @@ def _verdict(task_id: str, case: dict[str, Any]) -> dict[str, Any]:
     variant = case.get("variant", "v0")
     actions = solution(task_id, variant)[:case.get("gold", 0)] + [
         _action(s) for s in case["steps"]]
-    env = gym.make(floor_tasks.env_id(task_id))
-    env.reset(seed=0, options={"variant": variant})
-    for action in actions:
-        _, reward, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            assert reward == (1.0 if info["verdict"]["passed"] else 0.0)
-            return info["verdict"]
-    raise AssertionError(f"{task_id} {case['name']!r}: the episode did not end")
+    return play_to_verdict(task_id, actions, variant)
 
 
 CASES = [pytest.param(task_id, outcome, case, id=f"{task_id}-{outcome}-{case['name']}")

@@ -8,28 +8,17 @@ negation heuristic, so "certified: false" or "Is it certified? No" does not stat
 
 from __future__ import annotations
 
-import time
-
-import gymnasium as gym
 import pytest
 
-import floor_tasks
 from floor_tasks import load_task, solution
 from floor_tasks.verifier import asserted_labels, field_matches
+from tests.helpers.floor_play import play_to_verdict
 
 A01 = (["bug", "feature_request", "billing", "access_issue"], ["label", "category"])
 A04 = (["positive", "negative", "mixed"], ["sentiment"])
 
 
-def verdict(task_id: str, actions: list[str], variant: str = "v0") -> dict:
-    env = gym.make(floor_tasks.env_id(task_id))
-    env.reset(seed=0, options={"variant": variant})
-    for action in actions:
-        _, reward, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            assert reward == (1.0 if info["verdict"]["passed"] else 0.0)
-            return info["verdict"]
-    raise AssertionError(f"{task_id}: the episode did not end")
+verdict = play_to_verdict
 
 
 # ---------------------------------------------------------------- label tasks
@@ -130,10 +119,9 @@ def test_field_matches_reads_the_written_boolean(text: str, expected: bool,
     assert field_matches(text, "certified", expected) == how
 
 
-def test_reading_megabytes_stays_linear() -> None:
+def test_megabytes_of_hedges_and_questions_are_read() -> None:
+    """Their time per byte is measured in tests/bench/test_bench_parsing.py."""
     labels = "category: unclear, or maybe not a bug; " * 25_000  # about 1 MB
     booleans = "certified? certified = false, " * 35_000
-    start = time.process_time()
     assert asserted_labels(labels, *A01) == []
     assert field_matches(booleans, "certified", True) is None
-    assert time.process_time() - start < 10

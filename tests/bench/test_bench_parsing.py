@@ -1,7 +1,8 @@
 """Parse time per input byte, 1 KB to 10 MB, on hostile shapes (pytest-benchmark; never asserted).
 
 Each parser of agent or model text gets inputs of one shape at four sizes: actions through the
-tool-call parser, world-model outputs and judge outputs. Linear time means a flat time per byte:
+tool-call parser, world-model outputs, judge outputs and final answers through the verifier.
+Linear time means a flat time per byte:
 ``benchmark.extra_info["per_byte_vs_smallest"]`` is the time per byte at that size divided by the
 time per byte at 1 KB, measured earlier in the same run. Run with::
 
@@ -19,12 +20,22 @@ import pytest
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
 from agentworld_envs.protocol import parse_action
 from agentworld_envs.world.parsing import parse_world_model_output
+from floor_tasks.verifier import asserted_labels, field_matches
 from tests.helpers.per_byte import PerByte
 
 pytestmark = pytest.mark.benchmark
 
 SIZES = {"1KB": 1 << 10, "100KB": 100 << 10, "1MB": 1 << 20, "10MB": 10 << 20}
 ROUNDS = {"1KB": 200, "100KB": 20, "1MB": 5, "10MB": 1}
+
+
+def _labels(text: str) -> Any:
+    return asserted_labels(text, ["bug", "feature_request", "billing", "access_issue"],
+                           ["label", "category"])
+
+
+def _certified(text: str) -> Any:
+    return field_matches(text, "certified", True)
 
 
 def _judge(text: str) -> Any:
@@ -45,6 +56,8 @@ SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "judge_braces": (_judge, "", "x{"),
     "judge_objects": (_judge, "", '{"scores": {"format": 9}} '),
     "judge_fence_spaces": (_judge, "```json", " "),
+    "answer_hedged_labels": (_labels, "", "category: unclear, or maybe not a bug; "),
+    "answer_boolean_questions": (_certified, "", "certified? certified = false, "),
 }
 PER_BYTE = PerByte()
 
