@@ -132,8 +132,7 @@ def test_sigkilled_sweep_resumes_without_loss_or_duplicates(tmp_path: Path) -> N
                   "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = out / "runs.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while proc.poll() is None:  # however slow the machine, kill it part-way
         if runs.exists() and runs.stat().st_size > 50_000:
             break
         time.sleep(0.01)
