@@ -333,3 +333,55 @@ def test_the_table_the_docs_copy_holds_every_arm_and_its_figures() -> None:
            or key.startswith("simulated") else key: value for key, value in row.items()}
     assert table({"real": ppo}).startswith("| arm | real-env timesteps (training) / episodes "
                                            "(scoring) | simulated timesteps |")
+
+
+def test_paired_real_updates_give_the_capped_arms_the_same_real_episodes(s2r,
+                                                                         tmp_path: Path) -> None:
+    """By default (every committed run) an arm's real draws are seeded by the seed and the
+    arm, so ``real-capped`` and ``real-capped+sim`` play different real episodes (unpaired);
+    ``--paired-real-updates`` seeds them by the seed alone, so both arms' first real updates
+    are the same."""
+    def weights(paired: bool) -> list[np.ndarray]:
+        args = s2r.Args(out=tmp_path, batch=8, world_model="scripted",
+                        paired_real_updates=paired)
+        task = s2r.make_task(args)
+        found = []
+        for arm in ("real-capped", "real-capped+sim"):
+            agent = s2r.LinearAgent(args, task, arm, seed=0, world_model="scripted")
+            for _ in range(args.real_updates):
+                agent.update(real=True)
+            found.append(agent.policy.weights.copy())
+            agent.close()
+        return found
+
+    capped, with_sim = weights(paired=False)
+    assert not np.array_equal(capped, with_sim)
+    capped, with_sim = weights(paired=True)
+    assert np.abs(capped).sum() > 0 and np.array_equal(capped, with_sim)
+
+
+def test_the_inverted_control_pays_the_true_rule_on_every_training_record(s2r) -> None:
+    """Why ``sim-inverted`` cannot fail on C1: its simulated reward applies the task's rule to
+    the status it shows, so on every training record of the generated split it pays the
+    decision of the shown (inverted) status, never the record's true one. Taught that on
+    relabelled records, a policy learns the true rule, which is what scores on held-out
+    records."""
+    import floor_tasks
+
+    task = s2r.make_task(s2r.Args())
+    env = gym.make("AgentWorld/Floor-v0", max_steps=2, real_counterpart=False,
+                   backend=s2r.record_simulator(task.train_tasks, "sim-inverted"),
+                   scenarios=task.train)
+    swap = {"assign_primary": "assign_fallback", "assign_fallback": "assign_primary"}
+    paid = Counter()
+    for variant in task.train:
+        lookup, submit = floor_tasks.solution(*variant.split("/"))
+        true = json.loads(submit)["arguments"]["action"]
+        shown = json.dumps({**json.loads(submit), "arguments": {
+            **json.loads(submit)["arguments"], "action": swap[true]}})
+        for name, action in (("true", submit), ("shown", shown)):
+            env.reset(seed=0, options={"scenario": variant})
+            env.step(lookup)
+            paid[name] += env.step(action)[1]
+    env.close()
+    assert paid == {"true": 0, "shown": len(task.train)} and len(task.train) == 20

@@ -5,15 +5,21 @@ Every method trains the same team (``n_agents`` copies of ``model``, a LoRA adap
 single-agent GRPO: one adapter playing every role) from the same seeds until it has sampled
 ``total_episodes`` rollout episodes, then the greedy team answers the task's held-out items
 (``team_envs/reasoning-v0``: items never drawn in training, scored by reasoning-gym's own
-scorer). The untrained team is scored the same way. Intervals resample the seeds, then the
-items (:func:`~trainers.common.intervals.seed_item_interval`); the paired differences are taken
-per seed and item.
+scorer). The untrained team is scored the same way. Every seed answers the same held-out
+items, so the intervals are a two-way bootstrap of a crossed design: each draw resamples the
+seeds and, once, the items, the same items for every drawn seed
+(:func:`~trainers.common.intervals.seed_item_interval`); the paired differences are taken per
+seed and item, so each draw takes the same seeds and items for both methods.
 
 Run (CPU, the embedded SmolLM2-135M-Instruct base)::
 
     python examples/teamtr_reasoning.py --out docs/teamtr_reasoning_results.json
 
-Every number of docs/teamtr_reasoning.md comes out of the JSON this writes.
+Every number of docs/teamtr_reasoning.md comes out of the JSON this writes. ``--summarize``
+rebuilds that JSON's summary and interval from the per-seed, per-item runs it holds, training
+and scoring nothing (how the committed results took the current interval)::
+
+    python examples/teamtr_reasoning.py --out docs/teamtr_reasoning_results.json --summarize
 """
 
 from __future__ import annotations
@@ -81,6 +87,9 @@ class Args:
     beside it (``<out stem>.runs.jsonl``)."""
     resume: bool = False
     """keep the runs already in the journal and run only the rest (same settings only)"""
+    summarize: bool = False
+    """train and score nothing: rebuild the summary and interval of the results at ``out``
+    from the runs it holds (every other flag is ignored; its own settings are kept)"""
 
 
 def trainer_args(args: Args, method: str, seed: int) -> Any:
@@ -144,13 +153,39 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return summary
 
 
+def resummarize(path: Path) -> dict[str, Any]:
+    """Rebuild the summary and interval of the results at ``path`` from its runs (nothing is
+    trained or scored); the point estimates come out as before, the intervals as
+    :func:`summarize` now makes them. Writes the file back and returns the results."""
+    results = json.loads(Path(path).read_text())
+    summary = summarize(results["runs"])
+    for name, line in results["summary"].items():  # the runs give the same point estimates
+        point = "greedy_reward" if "greedy_reward" in line else "difference"
+        if name not in summary or summary[name][point] != line[point]:
+            raise ValueError(f"{path}: {name}'s {point} is {line[point]}, but its runs give "
+                             f"{summary.get(name, {}).get(point)}")
+    results = {**results, "interval": INTERVAL, "summary": summary}
+    write_text_atomic(Path(path), json.dumps(results, indent=2))
+    return results
+
+
+def report(results: dict[str, Any]) -> None:
+    for name, line in results["summary"].items():
+        value = line.get("greedy_reward", line.get("difference"))
+        print(f"{name:40s} {value:+.3f} 95% CI {line['ci95']}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(Args, argv, prog="teamtr_reasoning.py")
+    if args.summarize:
+        results = resummarize(args.out)
+        report(results)
+        return results
     if unknown := sorted(set(args.methods) - set(METHODS)):
         raise SystemExit(f"unknown methods {unknown}; choose from {METHODS}")
     # what makes runs comparable (which methods and seeds to run only picks runs)
     settings = {k: v for k, v in asdict(args).items()
-                if k not in ("out", "resume", "methods", "seeds")}
+                if k not in ("out", "resume", "summarize", "methods", "seeds")}
     journal = RunJournal(args.out.with_name(f"{args.out.stem}.runs.jsonl"),
                          lambda run: (run["method"], run["seed"]), settings, args.resume)
     with journal:
@@ -168,9 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results = {"args": {**asdict(args), "out": str(args.out)}, "interval": INTERVAL,
                "summary": summarize(runs), "runs": runs}
     write_text_atomic(args.out, json.dumps(results, indent=2))
-    for name, line in results["summary"].items():
-        value = line.get("greedy_reward", line.get("difference"))
-        print(f"{name:40s} {value:+.3f} 95% CI {line['ci95']}")
+    report(results)
     return results
 
 

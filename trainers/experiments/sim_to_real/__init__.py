@@ -43,7 +43,10 @@ A simulated episode touches nothing real (``real_counterpart=False``): no real e
 and its reward, submissions included, is the simulated episode's alone. A floor submission
 is accepted by the task's rule over the status the simulator showed
 (:func:`agentworld_envs.domains.floor.verdict.decided_observation`), so a simulator that
-shows the status inverted teaches the inverted branch. An MCP control answers every call as
+shows the status inverted pays the branch the shown status calls for: the true rule, on
+relabelled records. On a floor task the inverted control therefore cannot fail, and no
+readable simulator can: the control that could (shown status and simulated verdict
+disagreeing) is not an arm. An MCP control answers every call as
 the server's twin would on its records as the control shows them
 (:mod:`trainers.experiments.sim_to_real.mcp_record_controls`); the simulated reward, as for
 every MCP arm, checks the scenario's true answer, shown in some observation. So an MCP
@@ -56,12 +59,18 @@ Every arm is scored on the real env (the task's own step budget) on held-out var
 on C1, 40 generated records and names never trained on (``--floor-records``,
 :mod:`floor_tasks.generated`: 20 training records, four to a task as in C1, each record one
 item in one of the five wordings; ``--floor-records ''`` keeps the fixture's own split,
-``--train-variants`` and ``--eval-variants``), every ``--eval-every`` updates, as balanced
+``--train-variants`` and ``--eval-variants``, which is not held out: training episodes'
+candidate actions name its scored records CMP-35 and CMP-36, and a training lookup of either
+returns its true record, in the real env and in every simulator), every ``--eval-every``
+updates, as balanced
 success: the mean over decisions of the success rate on the variants that need it. A policy
 blind to observations scores 0.5 at most on a floor task. An MCP family is scored on ``--mcp-
 eval`` held-out servers that share no record id or name with the training ones (plain success;
-blind, one answer in three is right: the candidates leak nothing). Intervals are 95%
-hierarchical bootstraps over seeds and held-out items together. Training episodes have
+blind, one answer in three is right: the candidates leak nothing). Every seed is scored on
+the same held-out items, so intervals are 95% two-way bootstraps of that crossed design: each
+draw resamples the seeds and, once, the held-out items (within each decision), the same items
+for every drawn seed. ``--summarize PATH`` rebuilds a results file's summaries from the runs
+it holds, training nothing. Training episodes have
 ``--train-steps`` steps. The world model's greedy answers are cached in
 ``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes
 ``<out>/results.json`` (per arm: balanced success, interval, per-seed values, held-out items,

@@ -19,7 +19,7 @@ class Args:
     """C1: train on this many generated records and score on this many others (two even
     counts; :mod:`floor_tasks.generated`), each record one variant in one of the five
     wordings. Empty (``--floor-records ''``): the fixture's own records, as the variants
-    below name them."""
+    below name them (a split that is not held out: see ``eval_variants``)."""
     floor_records_seed: int = 0
     """C1: the seed of the generated records."""
     train_variants: list[str] = field(default_factory=lambda: [
@@ -29,10 +29,14 @@ class Args:
     in the five wordings."""
     eval_variants: list[str] = field(default_factory=lambda: [
         f"i{i}v{k}" for i in (3, 4) for k in range(5)])
-    """Floor, with ``--floor-records ''``: held-out variants scored on the real env, on records
-    and names never trained on. C1: CMP-35 (active) and CMP-36 (inactive), each in the five
-    wordings; CMP-34 "Coolant Loop B" is left out, as its name nearly repeats training's
-    CMP-33 "Coolant Loop A"."""
+    """Floor, with ``--floor-records ''``: variants scored on the real env, whose records are
+    never the prompt's record in training. C1: CMP-35 (active) and CMP-36 (inactive), each in
+    the five wordings; CMP-34 "Coolant Loop B" is left out, as its name nearly repeats
+    training's CMP-33 "Coolant Loop A". This split is not held out: C1's candidate actions
+    offer every instance's steps, so training episodes' candidates name CMP-35 and CMP-36, and
+    a training lookup of either gets its true record (from the real env, the rule-based
+    record simulators, which serve every record of the fixture, and the world model, whose
+    notes hold the fixture). The generated split (``--floor-records``) is held out."""
     mcp_train: int = 8
     """MCP: the family's first ``mcp_train`` generated servers are trained on."""
     mcp_eval: int = 24
@@ -45,6 +49,12 @@ class Args:
     """Episodes per update; also the simulated vector env's width."""
     real_updates: int = 2
     """Updates on the real env in the capped arms."""
+    paired_real_updates: bool = False
+    """Linear agent: draw the real episodes (variants and reset seeds) of every arm from the
+    seed alone, so that ``real-capped`` and ``real-capped+sim`` (and ``real``'s first
+    updates) play the same real episodes and the comparison is paired. Off, each arm's draws
+    are seeded by the seed and the arm, and the capped arms play different real episodes:
+    every committed run was made so (unpaired)."""
     train_steps: int = 2
     """Step budget of a training episode."""
     learning_rate: float = 0.1
@@ -95,3 +105,9 @@ class Args:
     and seed; PPO: each of its envs), their observations being fallbacks; one more stops the
     run, and a run with any ends non-zero before its table. -1: never stop, and count them
     in ``results.json`` (``failed_world_model_calls``)."""
+    summarize: Path | None = None
+    """Train and score nothing: rebuild the summaries (intervals, with the point estimates
+    checked against the runs) of the results file at this path from the per-seed, per-item
+    runs it holds, and print each one's table. The file is a run's ``results.json`` or a
+    compilation of several, one entry per task (``docs/sim_to_real_results.json``); every
+    other flag is ignored."""

@@ -27,14 +27,24 @@ CONTROLS = ("sim-fixture", "sim-constant", "sim-inverted")
 """Rule-based simulators of a floor task's records (:func:`record_simulator`): the true
 records, then two that are readable but wrong (one status for every record; the inverted
 status), every other field true. An MCP family's are
-:data:`~trainers.experiments.sim_to_real.mcp_record_controls.MCP_CONTROLS`."""
+:data:`~trainers.experiments.sim_to_real.mcp_record_controls.MCP_CONTROLS`.
+
+``sim-inverted`` cannot fail: the simulated floor reward applies the task's rule to the status
+the simulator shows, so it pays the branch the shown (inverted) status calls for, which is the
+true rule on relabelled records, and the rule is what scores on held-out records. Only a
+simulator that shows no readable variation (``sim-constant``, the placeholder) can fail on a
+floor task. A control that could fail for a readable simulator, one whose shown status and
+simulated verdict disagree, is not an arm."""
 
 
 def record_simulator(task_ids: list[str], control: str) -> dict[str, Any]:
     """A rule-based simulator of branching floor tasks' lookups, as a ``scripted`` backend
     spec: every record of the tasks' fixtures as the fixture has it, but for the field the
     decision rests on (C1's status), which is the fixture's (``sim-fixture``), one value for
-    every record (``sim-constant``) or the other value (``sim-inverted``)."""
+    every record (``sim-constant``) or the other value (``sim-inverted``). Every record of
+    the fixtures is served, so on C1's fixture split (``--floor-records ''``) a training
+    lookup of a scored record (CMP-35, CMP-36) gets it; the generated split's training tasks'
+    fixtures hold training records only."""
     rules = []
     for task_id in task_ids:
         task = floor_tasks.load_task(task_id)

@@ -191,13 +191,21 @@ class SimTrainer:
         return failed_calls([self.envs.unwrapped.sim])
 
 
+PAIRED = 1_000_003
+"""Seeds, with the seed, the real episodes' draws of every arm under
+``--paired-real-updates`` (no arm's index: those seed each arm's draws without it)."""
+
+
 class LinearAgent:
     """The linear REINFORCE policy of one arm and seed, with its real and simulated batches."""
 
     def __init__(self, args: Args, task: FloorTask | McpTask, arm: str, seed: int,
                  world_model: Any) -> None:
         self.args, self.task = args, task
-        self.rng = np.random.default_rng([seed, ARMS.index(arm)])
+        # the real episodes' draws: by seed and arm (every committed run), or shared by the
+        # arms of one seed, so the capped arms' real updates are the same (paired)
+        self.rng = np.random.default_rng([seed, PAIRED if args.paired_real_updates
+                                          else ARMS.index(arm)])
         kind = BlindPolicy if arm == BLIND else LinearPolicy
         self.policy = kind(np.random.default_rng(seed), args.learning_rate, args.entropy_coef)
         backend = sim_backend(arm, world_model, task)

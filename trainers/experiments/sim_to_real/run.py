@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,9 @@ from trainers.experiments.sim_to_real.shown_statuses import shown_statuses
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+INTERVAL_TEXT = (f"{INTERVAL}; the items resampled within each decision, the score balanced "
+                 "over decisions (an MCP family has one decision)")
+"""How ``results.json`` describes its intervals (:func:`~.scoring.interval`)."""
 SHOWN = ("per call, the share of servers (from 4 reset seeds each) on which its observation, "
          "as an episode's first step, shows the true answer alone, with a wrong candidate, a "
          "wrong one only, no candidate but an error, or none: on the real twin here, in each "
@@ -99,8 +102,12 @@ def world_model_spec(text: str) -> Any:
     return json.loads(text) if text.lstrip().startswith("{") else text
 
 
-def main() -> None:
-    args = parse_args(Args, prog="sim_to_real.py")
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(Args, argv, prog="sim_to_real.py")
+    if args.summarize is not None:
+        for name, entry in resummarize_file(args.summarize).items():
+            print(f"## {name}\n\n{table(entry['summary'])}", flush=True)
+        return
     task = make_task(args)
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
@@ -156,7 +163,7 @@ def main() -> None:
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
         (args.out / "results.json").write_text(json.dumps(  # after every arm
             {"args": {**asdict(args), "out": str(args.out)},
-             "interval": f"{INTERVAL}; balanced over decisions",
+             "interval": INTERVAL_TEXT,
              "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
              **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
              "runs": results},
@@ -166,20 +173,107 @@ def main() -> None:
 
 
 def table(summary: dict[str, dict[str, Any]]) -> str:
-    """The arms as a Markdown table: the docs' tables are copies of it."""
+    """The arms as a Markdown table: the docs' tables are copies of it. The Wilson column is
+    left out where no arm has it (results written before it was added)."""
     unit = ("timesteps" if any("real_training_timesteps" in row for row in summary.values())
             else "episodes")  # PPO's updates are counted in timesteps
+    wilsons = all("wilson95_items_per_seed" in row for row in summary.values())
     rows = [f"| arm | real-env {unit} (training) / episodes (scoring) | simulated {unit} | "
-            "success (95% CI) | Wilson 95% over a seed's items (lowest–highest bound) | "
-            "per seed | seconds |",
-            "|---|---|---|---|---|---|---|"]
+            "success (95% CI) | "
+            + ("Wilson 95% over a seed's items (lowest–highest bound) | " if wilsons else "")
+            + "per seed | seconds |",
+            "|---|---|---|---|" + ("---|" if wilsons else "") + "---|---|"]
     for arm, row in summary.items():
         low, high = row["ci95"]
-        wilson = row["wilson95_items_per_seed"]
+        wilson = row.get("wilson95_items_per_seed", [])
         rows.append(
             f"| {arm} | {row[f'real_training_{unit}']:,} / {row['real_scoring_episodes']:,} | "
             f"{row[f'simulated_{unit}']:,} | {row['balanced_success']:.2f} ({low:.2f}–"
-            f"{high:.2f}) | {min(w[0] for w in wilson):.2f}–{max(w[1] for w in wilson):.2f} | "
+            f"{high:.2f}) | "
+            + (f"{min(w[0] for w in wilson):.2f}–{max(w[1] for w in wilson):.2f} | "
+               if wilsons else "")
             + ", ".join(f"{v:.2f}".removeprefix("0") for v in row["per_seed"])
             + f" | {row['seconds']:,.0f} |")
     return "\n".join(rows) + "\n"
+
+
+TASK_FLAGS = ("task", "floor_records", "floor_records_seed", "train_variants", "eval_variants",
+              "mcp_train", "mcp_eval")
+"""The flags that pick a task's training and held-out variants."""
+
+
+def stored_task(stored: dict[str, Any]) -> FloorTask | McpTask:
+    """The task a results file's stored ``args`` ran on. Runs made before ``--floor-records``
+    existed stored no such flag: the fixture split was then the only one, so they get
+    ``--floor-records ''``."""
+    known = {f.name for f in fields(Args)}
+    values = {key: value for key, value in stored.items() if key in known}
+    values.setdefault("floor_records", [])
+    values["out"] = Path(values.get("out", Args.out))
+    return make_task(Args(**values))
+
+
+def task_items(task: FloorTask | McpTask, items: dict[str, float]) -> dict[str, float]:
+    """A run's held-out items keyed by the task's variant names: runs of the fixture split
+    made before the generated one named a floor variant without its task (``i3v0`` for
+    ``C1/i3v0``)."""
+    if isinstance(task, FloorTask) and not any("/" in variant for variant in items):
+        prefix = task.eval[0].split("/")[0]
+        return {f"{prefix}/{variant}": value for variant, value in items.items()}
+    return items
+
+
+def resummarize(entry: dict[str, Any], task: FloorTask | McpTask) -> dict[str, Any]:
+    """An entry of a results file (its ``summary`` and ``runs``) with every arm's interval
+    rebuilt from the runs' held-out items as :func:`main` now makes it, and its ``interval``
+    text. The point estimates (balanced success, per seed, each run's final score) are
+    rebuilt too and must equal the stored ones; everything else is kept.
+
+    Raises:
+        ValueError: if a run's items are not the task's held-out variants, or a point
+            estimate differs from the stored one.
+    """
+    summary = {}
+    for arm, row in entry["summary"].items():
+        runs = [{**run, "items": task_items(task, run["items"])} for run in entry["runs"][arm]]
+        for seed, run in enumerate(runs):
+            if sorted(run["items"]) != sorted(task.eval):
+                raise ValueError(f"{arm} seed {seed}: its items are not the task's held-out "
+                                 "variants")
+            if not np.isclose(balanced(task, run["items"]), run["final"]):
+                raise ValueError(f"{arm} seed {seed}: its items give "
+                                 f"{balanced(task, run['items'])}, its final score is "
+                                 f"{run['final']}")
+        finals = [run["final"] for run in runs]
+        if finals != row["per_seed"] or round(float(np.mean(finals)), 4) != \
+                row["balanced_success"]:
+            raise ValueError(f"{arm}: its runs give {finals}, the summary {row['per_seed']} "
+                             f"({row['balanced_success']})")
+        summary[arm] = {**row, "ci95": interval(task, runs)}
+    return {**entry, "interval": INTERVAL_TEXT, "summary": summary}
+
+
+def resummarize_file(path: Path) -> dict[str, dict[str, Any]]:
+    """``--summarize``: rebuild the summaries of the results file at ``path`` from its runs
+    (:func:`resummarize`), and write it back. The file is one run's ``results.json`` (with its
+    ``args``) or a compilation of several, one entry per task, each with the ``args`` of the
+    runs it came from (``runs_from``), which must pick one task. Nothing is trained or scored.
+    Returns the entries by name (``results.json`` for a single run).
+
+    Raises:
+        ValueError: if an entry holds no runs or its runs came from several tasks.
+    """
+    path = Path(path)
+    data = json.loads(path.read_text())
+    single = "args" in data and "summary" in data
+    entries = {"results.json": data} if single else data
+    for name, entry in entries.items():
+        if "runs" not in entry:
+            raise ValueError(f"{path}: {name} holds no runs, so its summary cannot be rebuilt")
+        stored = [entry["args"]] if single else [run["args"] for run in entry["runs_from"]]
+        picks = {json.dumps({k: a.get(k) for k in TASK_FLAGS}, sort_keys=True) for a in stored}
+        if len(picks) != 1:
+            raise ValueError(f"{path}: {name}'s runs came from several tasks: {picks}")
+        entries[name] = resummarize(entry, stored_task(stored[0]))
+    path.write_text(json.dumps(entries["results.json"] if single else entries, indent=2))
+    return entries

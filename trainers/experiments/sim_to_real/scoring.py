@@ -74,9 +74,10 @@ def balanced(task: FloorTask | McpTask, outcomes: dict[str, float]) -> float:
 
 
 def interval(task: FloorTask | McpTask, runs: list[dict[str, Any]]) -> tuple[float, float]:
-    """A 95% hierarchical bootstrap interval of balanced success over seeds and held-out
-    items together (:func:`~trainers.common.intervals.seed_item_interval`, the items grouped
-    by decision)."""
+    """A 95% interval of balanced success over seeds and held-out items together. Every seed
+    is scored on the same held-out items, so it is the two-way bootstrap of a crossed design
+    (:func:`~trainers.common.intervals.seed_item_interval`): each draw resamples the seeds
+    and, once, the items within each decision, the same items for every drawn seed."""
     variants = list(runs[0]["items"])
     table = np.array([[run["items"][v] for v in variants] for run in runs])
     groups = [[i for i, v in enumerate(variants) if task.decisions[v] == d]
