@@ -31,13 +31,35 @@ def test_a_resumed_journal_holds_every_finished_run_once(tmp_path: Path) -> None
     assert lines == [{"settings": {"budget": 96}}, *_runs(3)]
 
 
-def test_without_resume_the_journal_starts_afresh(tmp_path: Path) -> None:
+def test_a_journal_that_holds_runs_is_refused_without_resume_not_emptied(
+        tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
     with RunJournal(path, _key, {"budget": 96}) as journal:
-        journal.keep(_runs(1)[0])
-    with RunJournal(path, _key, {"budget": 96}) as journal:
+        for run in _runs(3):
+            journal.keep(run)
+    whole = path.read_text()
+    with pytest.raises(ValueError, match=r"holds 3 finished runs: pass --resume .* delete"):
+        RunJournal(path, _key, {"budget": 96})
+    assert path.read_text() == whole
+    with RunJournal(path, _key, {"budget": 96}, resume=True) as journal:
+        assert len(journal.done) == 3
+
+
+def test_a_journal_cut_within_its_settings_line_starts_afresh_under_the_new_settings(
+        tmp_path: Path) -> None:
+    """Killed while writing the settings: no run is kept, and the settings are written anew,
+    so that the next resume checks them."""
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"settings": {"budget": 96}})[:20])
+    with RunJournal(path, _key, {"budget": 192}, resume=True) as journal:
         assert journal.done == {}
-    assert path.read_text().splitlines() == [json.dumps({"settings": {"budget": 96}})]
+        journal.keep(_runs(1)[0])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines == [{"settings": {"budget": 192}}, _runs(1)[0]]
+    with RunJournal(path, _key, {"budget": 192}, resume=True) as journal:
+        assert list(journal.done) == [("teamtr", 0)]
+    with pytest.raises(ValueError, match=r"differ in budget\)"):
+        RunJournal(path, _key, {"budget": 96}, resume=True)
 
 
 def test_a_run_cut_off_mid_line_is_dropped_and_done_again(tmp_path: Path) -> None:

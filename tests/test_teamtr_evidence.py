@@ -3,7 +3,9 @@ differences) on tiny synthetic runs, and TeamTR's reduced-resampling option."""
 
 from __future__ import annotations
 
+import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -132,3 +134,56 @@ def test_resampling_once_per_stage_costs_one_rollout() -> None:
     assert sum("charts/team_reward" in r for r in result.history) == 3
     with pytest.raises(ConfigError, match="^resample_every: "):
         teamtr.Args(resample_every=0)
+
+
+def _stub_runs(monkeypatch, evidence, fail: tuple = ()) -> list[tuple]:
+    """Stand-in runs (the keys of those made, in order), the run ``fail`` raising, no report."""
+    made = []
+
+    def run_job(job: dict) -> dict:
+        if evidence._key(job) == fail:
+            raise ArithmeticError("this run fails")
+        made.append(evidence._key(job))
+        return {**job, "budget": job["scale"]["budget"]}
+
+    monkeypatch.setattr(evidence, "run_job", run_job)
+    monkeypatch.setattr(evidence, "write", lambda data, out, docs: "")
+    return made
+
+
+def _journaled(out) -> set[tuple]:
+    lines = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert "settings" in lines[0]
+    return {teamtr_evidence._key(run) for run in lines[1:]}
+
+
+def test_resuming_under_another_budget_or_scale_is_refused(evidence, monkeypatch,
+                                                           tmp_path) -> None:
+    made = _stub_runs(monkeypatch, evidence)
+    argv = ["--seeds", "1", "--shift-seeds", "1", "--workers", "0", "--out", str(tmp_path)]
+    assert evidence.main([*argv, "--budget", "128"]) == 0
+    assert len(made) == 27  # 9 methods x 3 team sizes
+    for other in (["--budget", "256"], ["--quick"]):
+        with pytest.raises(ValueError, match=r"differ in scale\)"):
+            evidence.main([*argv, *other, "--resume"])
+    assert evidence.main([*argv, "--budget", "128", "--resume"]) == 0
+    assert len(made) == 27 and len(_journaled(tmp_path)) == 27
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_failed_run_is_named_and_every_other_run_is_journaled(
+        evidence, monkeypatch, tmp_path, workers: int) -> None:
+    # threads stand in for the worker processes, which would not see the stub
+    monkeypatch.setattr(evidence, "ProcessPoolExecutor",
+                        lambda workers, mp_context: ThreadPoolExecutor(workers))
+    failing = ("kl_no_refresh", 4, 1, False)
+    made = _stub_runs(monkeypatch, evidence, fail=failing)
+    argv = ["--seeds", "1", "--shift-seeds", "1", "--budget", "128", "--workers", str(workers),
+            "--out", str(tmp_path)]
+    with pytest.raises(RuntimeError, match=r"1 of 27 runs failed: kl_no_refresh n=4 seed=1 "
+                                           r"\(ArithmeticError\('this run fails'\)\)"):
+        evidence.main(argv)
+    assert len(made) == 26 and _journaled(tmp_path) == set(made)
+    made = _stub_runs(monkeypatch, evidence)
+    assert evidence.main([*argv, "--resume"]) == 0
+    assert made == [failing]  # resuming runs only the failed run

@@ -17,10 +17,23 @@ arithmetic expression (numbers, names, ``+ - * / **``; for the integrations, cal
 expanded: ``(x + 1)**8`` counts 24) than both 100 and twice the reference answer. An error the
 scorer raises also scores 0.
 
-Held-out items are really unseen: the first ``held_out`` items of the dataset are the
+Held-out items are really unseen: the first ``held_out`` distinct items of the dataset are the
 evaluation set (``reset(options={"split": "test", "index": i})``), kept from construction on,
-and a training episode draws any other item whose question is not one of theirs. A dataset that
-generates an item differently twice is refused.
+and a training episode draws any other item that is not one of theirs. Two items are the same
+when they share a key (:func:`item_keys`), reasoning-gym's datasets being too varied for one:
+
+- the question, its whitespace removed and its case folded: the same item however spaced
+  (basic_arithmetic's ``whitespace="random"``);
+- the reference answer, the metadata and the numbers of the question in order, every string
+  in them likewise compacted; the metadata without its bookkeeping (``source_dataset``,
+  ``source_index``, ``source_idx``), and only when it holds more than ``difficulty`` (the
+  parameters reasoning-gym keeps of an item, like basic_arithmetic's ``expression``): the same
+  item however worded (``format_style="natural"``, or another question template). The numbers
+  tell apart items whose metadata holds no more than a kind (aiw's ``task_type``, game_of_life's
+  sizes); without metadata (acre, zebra_puzzles) the answer alone would match unrelated items.
+
+An item repeated within the first items is held out once (the next distinct item takes its
+place). A dataset that generates an item differently twice is refused.
 
 Example:
     >>> from team_envs.text import reasoning
@@ -34,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import math
 import os
 import re
@@ -47,7 +61,7 @@ from pettingzoo import AECEnv
 from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, ReasoningEpisode, ReasoningTask
 
-__all__ = ["ReasoningGymTask", "env", "raw_env", "parallel_env"]
+__all__ = ["ReasoningGymTask", "env", "item_keys", "raw_env", "parallel_env"]
 
 _DRAWS = 100
 """Training draws tried before a task is declared too small to hold out ``held_out`` items."""
@@ -63,6 +77,8 @@ _CALCULUS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cos
 _SYMPY = {"countdown": frozenset(), "puzzle24": frozenset(),
           "polynomial_multiplication": frozenset(), "simple_integration": _CALCULUS,
           "intermediate_integration": _CALCULUS}
+_BOOKKEEPING = frozenset({"source_dataset", "source_index", "source_idx"})
+"""Metadata of where an item sits in its dataset, not what it is."""
 _HASH_DEPENDENT = frozenset({"isomorphic_strings", "polynomial_multiplication", "ransom_note"})
 """Datasets whose items depend on Python's string hashing (reasoning-gym 0.1.19)."""
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
@@ -139,6 +155,28 @@ def _refusal(dataset: str, answer: str, reference: str) -> str:
     return ""
 
 
+def _compact(value: Any) -> Any:
+    """``value`` with the whitespace of every string in it removed and its case folded."""
+    if isinstance(value, str):
+        return "".join(value.split()).casefold()
+    if isinstance(value, Mapping):
+        return {str(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v) for v in value]
+    return value
+
+
+def item_keys(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The keys of a reasoning-gym item: two items that share one are the same item (see the
+    module notes)."""
+    keys = {("question", _compact(entry["question"]))}
+    metadata = {k: v for k, v in entry.get("metadata", {}).items() if k not in _BOOKKEEPING}
+    if set(metadata) - {"difficulty"}:
+        content = [entry["answer"], metadata, re.findall(r"\d+", entry["question"])]
+        keys.add(("content", json.dumps(_compact(content), default=str)))
+    return keys
+
+
 def _reasoning_gym() -> Any:
     try:
         import reasoning_gym
@@ -196,27 +234,39 @@ class ReasoningGymTask(ReasoningTask):
                              f"{error}") from error
         self.task = task
         self.held_out = held_out
-        self._held_out = [self.dataset[i] for i in range(held_out)]
-        for i, entry in enumerate(self._held_out[:2]):
-            again = self.dataset[i]
-            if (again["question"], again["answer"]) != (entry["question"], entry["answer"]):
-                raise ValueError(f"reasoning-gym's {task} is not deterministic: item {i} came "
-                                 f"out differently when generated again, so its held-out items "
-                                 f"cannot be kept out of training; choose another task")
+        self._held_out: list[dict[str, Any]] = []
+        self._held_out_keys: set[tuple[str, str]] = set()
+        for index in range(size):
+            if len(self._held_out) == held_out:
+                break
+            entry = self.dataset[index]
+            if index < 2:  # generated again, an item must come out the same
+                again = self.dataset[index]
+                if (again["question"], again["answer"]) != (entry["question"], entry["answer"]):
+                    raise ValueError(f"reasoning-gym's {task} is not deterministic: item {index} "
+                                     f"came out differently when generated again, so its "
+                                     f"held-out items cannot be kept out of training; choose "
+                                     f"another task")
+            keys = item_keys(entry)
+            if not keys & self._held_out_keys:
+                self._held_out.append(entry)
+            self._held_out_keys |= keys  # a repeat's keys too: its other wordings
+        if len(self._held_out) < held_out:
+            raise ValueError(f"{task} has {len(self._held_out)} distinct items in its {size}, "
+                             f"fewer than held_out={held_out}: hold out fewer")
         if task in _HASH_DEPENDENT and os.environ.get("PYTHONHASHSEED", "random") == "random":
             warnings.warn(f"reasoning-gym's {task} items depend on Python's string hashing: "
                           f"set PYTHONHASHSEED, the same in every process, for the same items "
                           f"and held-out set in every process", stacklevel=2)
-        self._held_out_questions = {entry["question"] for entry in self._held_out}
 
     def generate(self, rng: np.random.Generator) -> Problem:
-        """A training item: any index past the held-out ones whose question is not held out."""
+        """A training item: any index from ``held_out`` on whose item is not held out."""
         for _ in range(_DRAWS):
             index = int(rng.integers(self.held_out, len(self.dataset)))
             entry = self.dataset[index]
-            if entry["question"] not in self._held_out_questions:
+            if not item_keys(entry) & self._held_out_keys:
                 return self._problem(entry, index, "train")
-        raise ValueError(f"{self.task}: {_DRAWS} draws all repeated a held-out question; the "
+        raise ValueError(f"{self.task}: {_DRAWS} draws all repeated a held-out item; the "
                          f"task has too few distinct items for held_out={self.held_out}")
 
     def held_out_problem(self, index: int) -> Problem:

@@ -3,7 +3,9 @@ experiment resumes with no run lost or run twice.
 
 The first line holds the experiment's settings; resuming under other settings is refused, since
 the runs would not be comparable. A run is written and flushed as soon as it finishes; a last
-line cut off by the interruption is dropped on resuming (that run is done again).
+line cut off by the interruption is dropped on resuming (that run is done again). A journal that
+holds runs is only ever resumed: opening it without ``resume`` is refused, not a fresh start
+that would lose them. One that holds none (its settings line alone, or cut off) starts afresh.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class RunJournal:
         path: The journal file.
         key: A run's identity, from its record (for example its method and seed).
         settings: What makes runs comparable; written first, checked on resuming.
-        resume: Keep the runs already in ``path`` (else start it afresh).
+        resume: Keep the runs already in ``path``; without it, a ``path`` that holds runs is
+            refused (one that holds none is started afresh).
 
     Example:
         >>> import tempfile
@@ -41,50 +44,55 @@ class RunJournal:
                  settings: dict[str, Any] | None = None, resume: bool = False) -> None:
         self.path, self.key = Path(path), key
         self.settings = json.loads(json.dumps(settings)) if settings is not None else None
-        self.done: dict[Hashable, dict[str, Any]] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and self.path.exists():
-            self._read()
+        text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
+        *whole, cut = text.split("\n")
+        saved, runs = self._parse(whole)
+        if runs and not resume:
+            raise ValueError(f"{self.path} holds {len(runs)} finished runs: pass --resume to "
+                             "keep them, or delete the file (or choose another --out) to start "
+                             "afresh")
+        if runs and self.settings is not None:
+            if saved is None:
+                raise ValueError(f"{self.path} holds runs but not the settings they were made "
+                                 "with; delete the file (or choose another --out) to start "
+                                 "afresh")
+            self._check(saved)
+        self.done: dict[Hashable, dict[str, Any]] = {self.key(run): run for run in runs}
+        if runs:
+            if cut:  # the last line, cut off by the interruption
+                with self.path.open("r+b") as handle:
+                    handle.truncate(len(text.encode("utf-8")) - len(cut.encode("utf-8")))
             self._sink = self.path.open("a", encoding="utf-8")
-        else:
+        else:  # nothing to keep: a header alone, or cut before its newline, is written anew
             self._sink = self.path.open("w", encoding="utf-8")
             if self.settings is not None:
                 self._write({"settings": self.settings})
 
-    def _read(self) -> None:
-        """Load the finished runs. A last line without its newline was cut off by the
-        interruption (a record is written with its newline in one call): it is cut from the
-        file, and its run is done again."""
-        text = self.path.read_text(encoding="utf-8")
-        *whole, cut = text.split("\n")
-        header = False
-        for number, line in enumerate(whole, 1):
+    def _parse(self, lines: list[str]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The settings of the first line (None without them) and the runs of the others."""
+        saved, runs = None, []
+        for number, line in enumerate(lines, 1):
             if not line:
                 continue
             try:
                 record = json.loads(line)
             except ValueError:
-                raise ValueError(f"{self.path}:{number}: not a JSON line; remove the file to "
+                raise ValueError(f"{self.path}:{number}: not a JSON line; delete the file to "
                                  "start the experiment afresh") from None
             if number == 1 and "settings" in record:
-                header = True
-                self._check(record["settings"])
+                saved = record["settings"]
             else:
-                self.done[self.key(record)] = record
-        if self.settings is not None and not header and self.done:
-            raise ValueError(f"{self.path} holds runs but not the settings they were made with; "
-                             "start afresh without --resume")
-        if cut:
-            with self.path.open("r+b") as handle:
-                handle.truncate(len(text.encode("utf-8")) - len(cut.encode("utf-8")))
+                runs.append(record)
+        return saved, runs
 
     def _check(self, saved: dict[str, Any]) -> None:
-        if self.settings is not None and saved != self.settings:
+        if saved != self.settings:
             differ = sorted(k for k in set(saved) | set(self.settings)
                             if saved.get(k) != self.settings.get(k))
             raise ValueError(f"{self.path} holds runs made with other settings (they differ in "
-                             f"{', '.join(differ)}); resume with the same settings, or start "
-                             "afresh without --resume")
+                             f"{', '.join(differ)}); resume with the same settings, or delete "
+                             "the file (or choose another --out) to start afresh")
 
     def _write(self, record: dict[str, Any]) -> None:
         self._sink.write(json.dumps(record) + "\n")

@@ -165,6 +165,28 @@ def _key(run: dict[str, Any]) -> tuple:
     return run["method"], run["n"], run["seed"], run["shift_only"]
 
 
+def run_settings(scale: dict[str, int]) -> dict[str, Any]:
+    """What a run's result depends on besides its key: the journal resumes only under these."""
+    return {"scale": scale, "task": TASK, "trainer": SETTINGS, "warm_accuracy": WARM_ACCURACY,
+            "methods": METHODS}
+
+
+def _name(job: dict[str, Any]) -> str:
+    first_stage = " (first stage only)" if job["shift_only"] else ""
+    return f"{job['method']} n={job['n']} seed={job['seed']}{first_stage}"
+
+
+def _settle(job: dict[str, Any], result: Callable[[], dict[str, Any]], journal: RunJournal,
+            failed: dict[str, Exception]) -> None:
+    """Journal the job's run; if it raised, note the error under the job's name and go on."""
+    try:
+        run = result()
+    except Exception as error:
+        failed[_name(job)] = error
+    else:
+        journal.keep(run)
+
+
 def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Least-squares slope of log y on log x (NaN when some y is not positive)."""
     ys = np.asarray(ys, dtype=float)
@@ -541,7 +563,8 @@ class Args:
     docs: Path | None = None
     """also write the plots and the results file here (e.g. docs)"""
     resume: bool = False
-    """keep the runs already in --out/runs.jsonl and run only the rest"""
+    """keep the runs already in --out/runs.jsonl and run only the rest (same scale and
+    settings only)"""
     replot: Path | None = None
     """report a results file already written (e.g. docs/teamtr_evidence_results.json) instead
     of running"""
@@ -584,9 +607,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(write(json.loads(args.replot.read_text()), args.out, args.docs))
         return 0
     jobs = make_jobs(args.seeds, args.shift_seeds, scale)
-    journal = RunJournal(args.out / "runs.jsonl", _key, resume=args.resume)
+    journal = RunJournal(args.out / "runs.jsonl", _key, run_settings(scale), args.resume)
     done = journal.done
     todo = [job for job in jobs if _key(job) not in done]
+    failed: dict[str, Exception] = {}
     started = time.perf_counter()
     with journal:
         progress = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="teamtr evidence",
@@ -594,14 +618,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers:
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-                for future in as_completed([pool.submit(run_job, job) for job in todo]):
-                    journal.keep(future.result())
+                futures = {pool.submit(run_job, job): job for job in todo}
+                for future in as_completed(futures):
+                    _settle(futures[future], future.result, journal, failed)
                     progress.update()
         else:
             for job in todo:
-                journal.keep(run_job(job))
+                _settle(job, lambda job=job: run_job(job), journal, failed)
                 progress.update()
         progress.close()
+    if failed:  # every other run is journaled: --resume runs only the failed ones
+        names = "; ".join(f"{name} ({error!r})" for name, error in failed.items())
+        raise RuntimeError(f"{len(failed)} of {len(todo)} runs failed: {names}; the others are "
+                           f"in {journal.path}: fix the cause and pass --resume to run only "
+                           "these") from next(iter(failed.values()))
     data = {"command": " ".join(["python examples/teamtr_evidence.py", *given]),
             "scale": scale, "seeds": args.seeds, "shift_seeds": args.shift_seeds,
             "jobs": len(jobs), "workers": args.workers,
