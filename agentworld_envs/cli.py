@@ -7,9 +7,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any
 
-from agentworld_envs.cli_errors import Interrupted, UsageError
+from agentworld_envs.cli_errors import Interrupted, UsageError, UsageParser
 
 __all__ = ["main"]
 
@@ -30,16 +30,9 @@ subcommands that the group's own ``add_commands`` returns (the world-model train
 live with the trainers, so the bench package never imports them)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (a :class:`UsageError`), not a usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see: {self.prog} --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser, with one sub-parser per command group."""
-    parser = _Parser(
+    parser = UsageParser(
         prog="agentworld", description="Environments for training and testing LLM agents.")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error instead of its one-line summary")
@@ -65,18 +58,41 @@ _EXPECTED = {
 }
 
 
+_VALIDATION_ERROR = "pydantic_core._pydantic_core:ValidationError"
+
+
+def _names(exc: BaseException) -> list[str]:
+    """The "module:class" names along the exception's MRO."""
+    return [f"{cls.__module__}:{cls.__qualname__}" for cls in type(exc).__mro__]
+
+
+def _wrapped(exc: Any) -> list[Any]:
+    """The errors a pydantic ``ValidationError`` wraps (a validator's ``ValueError``), one per
+    failure (None for a failure that wraps none, such as a wrong type)."""
+    return [error.get("ctx", {}).get("error") for error in exc.errors()]
+
+
 def _expected(exc: BaseException) -> tuple[int, str] | None:
-    """Exit status and report of an expected error; None for anything else (a bug)."""
+    """Exit status and report of an expected error; None for anything else (a bug).
+
+    A pydantic ``ValidationError`` (a settings object built from the command line) is expected
+    when every failure it holds wraps an expected error: it is reported as those."""
     if isinstance(exc, Interrupted):
         return 130, f"interrupted: {exc}"
     if isinstance(exc, KeyboardInterrupt):
         return 130, "interrupted"
     if isinstance(exc, UsageError):
         return 2, f"error: {exc}"
-    for cls in type(exc).__mro__:
-        known = _EXPECTED.get(f"{cls.__module__}:{cls.__qualname__}")
+    for name in _names(exc):
+        known = _EXPECTED.get(name)
         if known:
             return known[0], f"error: {known[1]}{exc}"
+    if _VALIDATION_ERROR in _names(exc):
+        causes = [_expected(cause) if isinstance(cause, BaseException) else None
+                  for cause in _wrapped(exc)]
+        if causes and all(causes):
+            return causes[0][0], "error: " + "; ".join(report.removeprefix("error: ")
+                                                       for _, report in causes)
     if isinstance(exc, ImportError) and "pip install" in str(exc):  # a missing extra's hint
         return 1, f"error: {exc}"
     if isinstance(exc, FileNotFoundError):

@@ -3,7 +3,9 @@
 Command groups raise :class:`UsageError` (exit status 2) for a command line that asks for
 something that does not exist, and wrap long work in :func:`on_interrupt` so that Ctrl-C says
 what was saved and how to resume (exit status 130); :func:`agentworld_envs.cli.main` handles
-both, once, for every command.
+both, once, for every command. A :class:`UsageParser` (every ``agentworld`` parser, and the
+trainers' flag parsers) raises :class:`UsageError` for a flag it cannot read, rather than
+printing its usage and exiting.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import argparse
 import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
-__all__ = ["Interrupted", "UnknownNameError", "UsageError", "name_of", "on_interrupt"]
+__all__ = ["Interrupted", "UnknownNameError", "UsageError", "UsageParser", "int_at_least",
+           "name_of", "number_type", "on_interrupt"]
+
+T = TypeVar("T")
 
 _LISTED = 12
 """Most known names an error lists in full."""
@@ -40,6 +46,13 @@ class UnknownNameError(UsageError, ValueError):
             message += f" (known: {', '.join(sorted(known))})"
         super().__init__(message)
         self.name = name
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (a :class:`UsageError`), not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see: {self.prog} --help)")
 
 
 class Interrupted(Exception):
@@ -67,3 +80,26 @@ def name_of(kind: str, known: Callable[[], Iterable[str]],
         return value
 
     return check
+
+
+def number_type(kind: Callable[[str], T], low: float, high: float | None = None, *,
+                below_high: bool = False) -> Callable[[str], T]:
+    """An argparse type: a ``kind`` number from ``low`` to ``high`` (below ``high`` with
+    ``below_high``; no upper bound without ``high``)."""
+    bounds = (f"at least {low}" if high is None else f"at least {low} and below {high}"
+              if below_high else f"from {low} to {high}")
+
+    def check(value: str) -> T:
+        number = kind(value)  # argparse reports a ValueError as "invalid int value"
+        over = high is not None and (number >= high if below_high else number > high)
+        if not number >= low or over:  # NaN too
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {value}")
+        return number
+
+    check.__name__ = kind.__name__
+    return check
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low``."""
+    return number_type(int, low)

@@ -1,6 +1,6 @@
 """The ``agentworld`` console script's errors: one line on stderr, the right exit status, the
 nearest valid names for a typo, a traceback only with ``--debug``; quiet broken pipes; Ctrl-C
-that says how to resume."""
+that says how to resume; a missing optional library named with its extra."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ from tests.helpers.examples import HANG_GUARD_S
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, free_port
 
 CLI = [sys.executable, "-m", "agentworld_envs.cli"]
+CALL = '{"name": "x", "arguments": {}}'
+NOWHERE = "/no/such/place"
+REPLAY_NOWHERE = json.dumps({"name": "replay", "path": f"{NOWHERE}.jsonl"})
+SIM_FIDELITY = ["sim", "fidelity", "--backend", "scripted", "--tasks", "C3"]
 
 
 def dead_backend(**extra: object) -> str:
@@ -71,6 +75,27 @@ USAGE_ERRORS = {
     "backend key": (["floor", "run", "--backend", '{"name": "openai", "model": "m", '
                                                   '"baseurl": "http://127.0.0.1:9/v1"}'],
                     ["backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?"]),
+    "no model call": (["sim", "request", "mcp", "{not json"], ["needs no world-model call"]),
+    "scenario": (["sim", "request", "mcp", CALL, "--scenario", "nosuch"],
+                 ["unknown mcp scenario 'nosuch'", "agentworld sim scenarios mcp"]),
+    "variant": ([*SIM_FIDELITY, "--variants", "zz"], ["unknown floor scenario 'C3/zz'"]),
+    "request prompts": (["sim", "request", "mcp", CALL, "--prompts", NOWHERE],
+                        [f"prompt directory '{NOWHERE}' does not exist"]),
+    "fidelity prompts": ([*SIM_FIDELITY, "--prompts", NOWHERE],
+                         [f"prompt directory '{NOWHERE}' does not exist"]),
+    "max tokens": ([*SIM_FIDELITY, "--max-tokens", "-1"], ["--max-tokens: must be at least 1"]),
+    "max faults": ([*SIM_FIDELITY, "--max-faults", "-5"], ["--max-faults: must be at least -1"]),
+    "fidelity seed": ([*SIM_FIDELITY, "--seed", "-1"], ["--seed: must be at least 0, not -1"]),
+    "request seed": (["sim", "request", "mcp", CALL, "--seed", "-1"], ["--seed: must be at least"]),
+    "generate seed": (["sim", "generate", "search", "--seed", "-3"], ["--seed: must be at least"]),
+    "count": (["sim", "generate", "search", "--count", "-5"], ["--count: must be at least 1"]),
+    "play seed": (["team", "play", "team_envs/relay-v0", "--seed", "-1"], ["must be at least 0"]),
+    "team size": (["team", "play", "team_envs/relay-v0", "--env-kwargs", '{"n_agents": -2}'],
+                  ["n_agents must be an integer from 2 to 8, got -2"]),
+    "trainer flag": (["team", "train", "happo", "--total-episodes", "abc"],
+                     ["invalid int value: 'abc'", "agentworld team train happo --help"]),
+    "replay file": (["sim", "fidelity", "--backend", REPLAY_NOWHERE, "--tasks", "C3"],
+                    [f"no such file or directory: {NOWHERE}.jsonl"]),
 }
 
 
@@ -254,3 +279,92 @@ def test_a_missing_extra_is_one_line_with_its_install_hint_and_other_import_erro
     monkeypatch.setattr(wm_cli, "_cmd_sft", broken)
     with pytest.raises(ImportError, match="cannot import name"):
         main(["wm", "sft", "--train", "items.jsonl"])
+
+
+def test_a_served_replay_of_a_missing_file_is_refused_before_it_serves() -> None:
+    pytest.importorskip("uvicorn")
+    pytest.importorskip("openenv")
+    with subprocess.Popen(CLI + ["serve", "AgentWorld/MCP-v0", "--backend", REPLAY_NOWHERE,
+                                 "--port", "0"], stderr=subprocess.PIPE, text=True) as server:
+        first = server.stderr.readline()
+        if not first.startswith("agentworld: error: "):
+            server.terminate()  # it serves
+        assert server.wait(timeout=HANG_GUARD_S) == 2
+    assert first == (f"agentworld: error: no such file or directory: {NOWHERE}.jsonl "
+                     "(check the path)\n")
+
+
+HIDE = """\
+import sys
+class Hidden:
+    def __init__(self, finder):
+        self.finder = finder
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {hidden!r}:
+            return None
+        return self.finder.find_spec(name, path, target)
+    def __getattr__(self, name):
+        return getattr(self.finder, name)
+sys.meta_path[:] = [Hidden(finder) for finder in sys.meta_path]
+"""
+"""A fresh interpreter's prelude that hides the modules ``hidden`` (top-level names), as if they
+were not installed."""
+
+
+def without(hidden: set[str], code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where ``hidden`` are not installed."""
+    return subprocess.run([sys.executable, "-c", HIDE.format(hidden=hidden) + code], cwd=cwd,
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+
+
+def cli_code(*argv: str) -> str:
+    """Code that runs ``agentworld ARGV`` and exits with its status."""
+    return f"from agentworld_envs.cli import main\nsys.exit(main({list(argv)!r}))\n"
+
+
+@pytest.mark.parametrize("command", ["report", "run"])
+def test_a_report_without_matplotlib_is_written_without_its_plot(
+        command: str, tmp_path: Path) -> None:
+    corpus, out = tmp_path / "corpus", tmp_path / "report"
+    run = ["floor", "run", "--tasks", "A1", "--out", str(corpus), "--no-progress"]
+    if command == "report":
+        assert main(run) == 0
+    argv = {"report": ["floor", "report", str(corpus), "--out", str(out)],
+            "run": [*run, "--report", str(out)]}[command]
+    done = without({"matplotlib"}, cli_code(*argv), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("\n") == 1 and 'pip install "agentworld[plot]"' in done.stderr
+    assert (out / "report.md").read_text().startswith("# AgentFloor report")
+    assert "ladder.png" not in (out / "report.md").read_text()
+    assert not (out / "ladder.png").exists()
+
+
+def test_team_train_without_torch_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    done = without({"torch"}, cli_code("team", "train", "teamtr"), tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == ('agentworld: error: agentworld team train needs torch: '
+                           'pip install "agentworld[train]"\n')
+
+
+LIBRARY_HINTS = {
+    "remote env": (
+        {"openenv"},
+        "from agentworld_envs.serve.client import RemoteEnv\nRemoteEnv('http://127.0.0.1:9')",
+        'RemoteEnv needs openenv: pip install "agentworld[serve]"'),
+    "tiny model": (
+        {"torch"},
+        "from agentworld_envs.trl import build_tiny_chat_model\nbuild_tiny_chat_model('tiny')",
+        'the tiny chat model needs torch: pip install "agentworld[train]"'),
+    "candidate policy": (
+        {"stable_baselines3"}, "from agentworld_envs.wrappers import CandidateScoringPolicy",
+        'CandidateScoringPolicy needs stable-baselines3 and torch: pip install "agentworld[rl]"'),
+}
+"""Case -> the modules hidden, the code run, the hint in the last line of its error."""
+
+
+@pytest.mark.parametrize("case", LIBRARY_HINTS)
+def test_a_library_feature_without_its_extra_names_it(case: str, tmp_path: Path) -> None:
+    hidden, code, hint = LIBRARY_HINTS[case]
+    done = without(hidden, code, tmp_path)
+    assert done.returncode == 1
+    assert hint in done.stderr.splitlines()[-1], done.stderr

@@ -123,7 +123,7 @@ def test_domains_check_what_their_scenarios_need() -> None:
         get_domain("mcp").resolve({"id": "m", "instruction": "x", "candidate_actions": ["a"]})
     with pytest.raises(ValueError, match="is for search"):
         get_domain("mcp").resolve(get_domain("search").builtin["search-eiffel-opening-year"])
-    with pytest.raises(ValueError, match="no mcp scenario"):
+    with pytest.raises(ValueError, match="unknown mcp scenario"):
         get_domain("mcp").resolve("mcp-missing")
     assert get_domain("floor").resolve("C3").id == "C3/v0"
 

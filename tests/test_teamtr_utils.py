@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from agentworld_envs.cli_errors import UsageError
 from trainers.cli import add_commands
 from trainers.common.args import TeamArgs
 from trainers.common.batch import RolloutBatch
@@ -123,7 +124,7 @@ def test_parse_args_reads_every_kind_of_field() -> None:
                              "--checkpoint-dir", "ck", "--delta-schedule", "constant"])
     assert (args.n_agents, args.env_kwargs, args.order, args.learning_rate, args.resume) == (
         4, {"vocab_size": 5}, "static", 0.1, True)
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="sideways"):
         parse_args(Args, ["--order", "sideways"])
 
 

@@ -10,7 +10,7 @@ import argparse
 import importlib
 from typing import Any
 
-from agentworld_envs.cli_errors import UsageError, name_of
+from agentworld_envs.cli_errors import UsageError, int_at_least, name_of
 
 __all__ = ["ALGORITHMS", "add_commands"]
 
@@ -32,7 +32,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     envs.set_defaults(handler=_envs)
     play = commands.add_parser("play", help="play one episode with random messages and print it")
     play.add_argument("env_id", type=_team_env_id, help="a team env id, e.g. team_envs/relay-v0")
-    play.add_argument("--seed", type=int, default=0, help="episode seed")
+    play.add_argument("--seed", type=int_at_least(0), default=0, help="episode seed")
     play.add_argument("--env-kwargs", type=json_object, default={},
                       help='env keyword arguments as JSON, e.g. \'{"n_agents": 4}\'')
     play.set_defaults(handler=_play)
@@ -78,7 +78,7 @@ def _play(args: argparse.Namespace) -> int:
 
     try:
         env = pettingzoo.make("aec", args.env_id, render_mode="ansi", **args.env_kwargs)
-    except TypeError as exc:  # a keyword the env does not take
+    except (TypeError, ValueError) as exc:  # a keyword the env does not take, a bad value
         raise UsageError(f"--env-kwargs: {args.env_id}: {exc}") from exc
     env.reset(seed=args.seed)
     for index, name in enumerate(env.possible_agents):
@@ -92,4 +92,9 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    return importlib.import_module(ALGORITHMS[args.algorithm]).main(args.options)
+    try:
+        trainer = importlib.import_module(ALGORITHMS[args.algorithm])
+    except ModuleNotFoundError as exc:  # a library of the train extra (torch)
+        raise ImportError(f"agentworld team train needs {exc.name}: "
+                          'pip install "agentworld[train]"', name=exc.name) from exc
+    return trainer.main(args.options)

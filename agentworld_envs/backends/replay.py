@@ -19,6 +19,7 @@ goes under the new key.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -305,7 +306,7 @@ class RecordingBackend(Backend):
 
     Args:
         inner: The live backend, or its config for ``make_backend``.
-        path: The cache file.
+        path: The cache file; it and its folder are created if missing.
         model: The model in cache keys; by default the inner backend's
             :func:`cache_identity` (and, to find lines of an older ``"v"``, its
             :func:`legacy_model_name`).
@@ -317,6 +318,8 @@ class RecordingBackend(Backend):
         from agentworld_envs.backends.registry import make_backend
 
         self.inner = make_backend(inner)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).touch()  # a recording that asks nothing still replays (answering nothing)
         self.cache = RequestCache(path)
         described = self.inner.describe()
         self.model: str | dict[str, Any] = cache_identity(described) if model is None else model
@@ -382,6 +385,7 @@ class ReplayBackend(Backend):
             "adapter": ...}``).
 
     Raises:
+        FileNotFoundError: when there is no file at ``path``.
         ValueError: when ``model`` names several of the file's models.
     """
 
@@ -389,6 +393,8 @@ class ReplayBackend(Backend):
     blocking = False
 
     def __init__(self, path: str | Path, model: str | dict[str, Any] = "") -> None:
+        if not Path(path).is_file():
+            raise FileNotFoundError(errno.ENOENT, "no recorded completions to replay", str(path))
         self.cache = RequestCache(path)
         self.model = model
         self._key_model = self.cache.recorded_model(model)

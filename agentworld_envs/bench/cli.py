@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,7 @@ from agentworld_envs.backends import (
 )
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
-from agentworld_envs.cli_errors import Interrupted, UsageError
+from agentworld_envs.cli_errors import Interrupted, UsageError, int_at_least, number_type
 
 if TYPE_CHECKING:
     from agentworld_envs.bench.journal import BenchJournal
@@ -283,19 +283,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _number(kind: Callable[[str], Any], low: float, high: float | None = None,
-            what: str = "") -> Callable[[str], Any]:
-    """An argparse type: a ``kind`` number at least ``low`` (and under ``high``)."""
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if not value >= low or (high is not None and not value < high):
-            raise argparse.ArgumentTypeError(what or f"must be at least {low}, not {text}")
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names it in "invalid int value"
-    return parse
-
-
 def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("items", nargs="+",
                         help="bench JSONL files or folders; SAMPLE for the shipped sample")
@@ -310,7 +297,7 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                         help="world model's temperature (default: AgentWorld's eval.py)")
     parser.add_argument("--seed", type=int, default=None,
                         help="per-item seeds from this one (default: no seed, as eval.py)")
-    parser.add_argument("--batch-size", type=_number(int, 1), default=32,
+    parser.add_argument("--batch-size", type=int_at_least(1), default=32,
                         help="requests per backend call")
     parser.add_argument("--out", default="",
                         help="folder for records.jsonl and the report, and the journal of the "
@@ -319,7 +306,7 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                         help="go on with the unfinished run in --out (same items and settings; "
                              "--batch-size and --max-faults may differ): only the items it has "
                              "no output or verdict for are asked for")
-    parser.add_argument("--max-faults", type=_number(int, -1), default=DEFAULT_MAX_FAULTS,
+    parser.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                         help="failed model calls (world model, then judge) to go on after; one "
                              "more stops the run; -1: never stop. Any failed call ends the run "
                              f"with status 1 and no table (default: {DEFAULT_MAX_FAULTS})")
@@ -347,7 +334,7 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     bench.add_argument("--prompts", default=None,
                        help="prompt directory in the release's layout for the judge's texts "
                             "(default: $AGENTWORLD_PROMPTS, else the built-in set)")
-    bench.add_argument("--max-retries", type=_number(int, 1), default=3,
+    bench.add_argument("--max-retries", type=int_at_least(1), default=3,
                        help="judge attempts per sample (at least 1), as eval.py's "
                             "--max-retries (default: 3)")
     bench.add_argument("--retries", action=_Renamed, new="--max-retries", help=argparse.SUPPRESS)
@@ -365,7 +352,7 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     export.add_argument("--corpus", action="append", required=True,
                         help="an AgentFloor run corpus folder (repeatable)")
     export.add_argument("--out", required=True)
-    export.add_argument("--val-fraction", type=_number(float, 0, 1, "must be in [0, 1)"),
+    export.add_argument("--val-fraction", type=number_type(float, 0, 1, below_high=True),
                         default=0.2, help="share of TASKS held out, in [0, 1)")
     export.add_argument("--seed", type=int, default=0)
     export.set_defaults(handler=_cmd_export)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import pydantic
 import yaml
 
+from agentworld_envs.cli_errors import UnknownNameError
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.protocol.bounded_json import unfence
 from agentworld_envs.protocol.endings import FINAL_ANSWER
@@ -123,10 +124,17 @@ class Domain(abc.ABC):
                          "use scenarios='builtin' or pass scenarios explicitly")
 
     def resolve(self, spec: Scenario | dict[str, Any] | str) -> Scenario:
-        """A scenario from an id, a dict or a :class:`Scenario`, checked against this domain."""
+        """A scenario from an id, a dict or a :class:`Scenario`, checked against this domain.
+
+        Raises:
+            UnknownNameError: (a ``ValueError``) an id that is no scenario of this domain, with
+                the nearest ids.
+            ValueError: a scenario of another domain, or one this domain cannot play.
+        """
         if isinstance(spec, str):
             if spec not in self.builtin:
-                raise ValueError(f"no {self.key} scenario {spec!r}; known: {sorted(self.builtin)}")
+                raise UnknownNameError(f"{self.key} scenario", spec, self.builtin,
+                                       listing=f"agentworld sim scenarios {self.key}")
             return self.builtin[spec]
         scenario = spec if isinstance(spec, Scenario) else Scenario.model_validate(
             {"domain": self.key, **spec})

@@ -33,13 +33,19 @@ class RemoteEnv(gym.Env[str, str]):
         message_timeout_s: Longest wait for one reset or step (a world model may think for
             minutes; the socket is kept alive by pings meanwhile).
         render_mode: Unused (the server renders nothing).
+
+    Raises:
+        ImportError: without openenv (the ``serve`` extra), saying how to install it.
     """
 
     metadata = {"render_modes": []}
 
     def __init__(self, base_url: str, message_timeout_s: float = 3600.0,
                  render_mode: str | None = None) -> None:
-        from openenv.core.generic_client import GenericEnvClient
+        try:
+            from openenv.core.generic_client import GenericEnvClient
+        except ImportError as exc:
+            raise ImportError('RemoteEnv needs openenv: pip install "agentworld[serve]"') from exc
 
         self.observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
         self.action_space = UnicodeText(ACTION_MAX_LENGTH)

@@ -19,7 +19,7 @@ import warnings
 from typing import Any
 
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
-from agentworld_envs.cli_errors import UsageError, name_of
+from agentworld_envs.cli_errors import UsageError, int_at_least, name_of
 
 __all__ = ["add_commands"]
 
@@ -61,7 +61,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def first_request(domain: str, action: str, scenario: str | None = None,
                   prompts: str | None = None, seed: int = 0) -> dict[str, Any]:
-    """The world-model request that ``action`` sends first in an episode (no model is called)."""
+    """The world-model request that ``action`` sends first in an episode (no model is called).
+
+    Raises:
+        UsageError: when the action needs no world-model call (it is invalid or ends the
+            episode).
+    """
     import numpy as np
 
     from agentworld_envs.sim.config import SimConfig
@@ -75,7 +80,7 @@ def first_request(domain: str, action: str, scenario: str | None = None,
     request = episode.begin(action)
     sim.close()
     if request is None:
-        raise ValueError("this action needs no world-model call: it is invalid or ends the "
+        raise UsageError("this action needs no world-model call: it is invalid or ends the "
                          "episode")
     return request.to_dict()
 
@@ -175,6 +180,8 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     scenarios = _floor_scenarios(args.tasks, args.variants)
     with warnings.catch_warnings():  # each step's fault warning: the tally's one line says it
         warnings.filterwarnings("ignore", "the world model", RuntimeWarning)
+        # the placeholder's warning: the note below says it, after a run that used it
+        warnings.filterwarnings("ignore", "this AgentWorld env runs on", UserWarning)
         report = fidelity_report(backend, scenarios, args.mode, args.seed,
                                  {"max_tokens": args.max_tokens}, args.prompts, progress=True,
                                  max_faults=args.max_faults)
@@ -227,8 +234,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     generate = commands.add_parser("generate", help="procedurally generated scenarios (JSONL)")
     generate.add_argument("domain", choices=["search", "mcp"])
-    generate.add_argument("--seed", type=int, default=0, help="first seed")
-    generate.add_argument("--count", type=int, default=1)
+    generate.add_argument("--seed", type=int_at_least(0), default=0, help="first seed")
+    generate.add_argument("--count", type=int_at_least(1), default=1)
     generate.set_defaults(handler=_cmd_generate)
 
     request = commands.add_parser(
@@ -236,7 +243,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     request.add_argument("domain", type=_domain_name)
     request.add_argument("action", help="the agent's action, e.g. a JSON tool call")
     request.add_argument("--scenario", help="a scenario id (default: drawn from --seed)")
-    request.add_argument("--seed", type=int, default=0)
+    request.add_argument("--seed", type=int_at_least(0), default=0)
     _prompts_option(request)
     request.set_defaults(handler=_cmd_request)
 
@@ -249,10 +256,10 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                           help='"all", "tier:A,B" or task ids: C3,E4')
     fidelity.add_argument("--variants", default="v0", help="all, or variant names: v0,i1")
     fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated")
-    fidelity.add_argument("--seed", type=int, default=0)
-    fidelity.add_argument("--max-tokens", type=int, default=8192)
+    fidelity.add_argument("--seed", type=int_at_least(0), default=0)
+    fidelity.add_argument("--max-tokens", type=int_at_least(1), default=8192)
     fidelity.add_argument("--json", action="store_true")
-    fidelity.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+    fidelity.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                           help="failed world-model calls to go on after; one more stops the run;"
                                " -1: never stop. Any failed call ends the run with status 1 and "
                                f"no table (default: {DEFAULT_MAX_FAULTS})")

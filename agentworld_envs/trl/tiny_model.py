@@ -7,6 +7,7 @@ reference solutions of floor tasks), so that it emits real tool calls instead of
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,16 @@ __all__ = ["build_tiny_chat_model", "imprint"]
 _SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 _MARKUP = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>",
            "</tool_response>"]
+
+
+def _require_libraries() -> None:
+    """Import torch, tokenizers and transformers, or say how to install them."""
+    try:
+        for name in ("torch", "tokenizers", "transformers"):
+            importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(f"the tiny chat model needs {exc.name or 'torch and transformers'}: "
+                          'pip install "agentworld[train]"') from exc
 
 
 def _corpus(template: str, conversations: Iterable[dict[str, Any]]) -> list[str]:
@@ -48,7 +59,12 @@ def build_tiny_chat_model(directory: str | Path, conversations: Iterable[dict[st
 
     Returns:
         The directory, loadable with ``AutoTokenizer`` / ``AutoModelForCausalLM``.
+
+    Raises:
+        ImportError: without torch, transformers or trl (the ``train`` extra), saying how to
+            install them.
     """
+    _require_libraries()
     import torch
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -98,7 +114,12 @@ def imprint(directory: str | Path, examples: Sequence[dict[str, Any]], *,
 
     Returns:
         The directory.
+
+    Raises:
+        ImportError: without torch or transformers (the ``train`` extra), saying how to
+            install them.
     """
+    _require_libraries()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

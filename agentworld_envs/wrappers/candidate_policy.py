@@ -22,7 +22,6 @@ from gymnasium import spaces
 from gymnasium.error import DependencyNotInstalled
 
 from agentworld_envs.wrappers.candidate_observation import CANDIDATES_KEY, MASK_KEY
-from agentworld_envs.wrappers.token_embedding import TokenEmbeddingExtractor, is_token_box
 
 try:
     import torch
@@ -34,6 +33,9 @@ except ImportError as exc:
     raise DependencyNotInstalled(
         'CandidateScoringPolicy needs stable-baselines3 and torch: pip install "agentworld[rl]"'
     ) from exc
+
+# after the check above, so that its hint (not token_embedding's) names what was imported
+from agentworld_envs.wrappers.token_embedding import TokenEmbeddingExtractor, is_token_box
 
 __all__ = ["CandidateFeatures", "CandidateOverlapFeatures", "CandidateScoringPolicy"]
 

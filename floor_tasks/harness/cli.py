@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentworld_envs.backends.registry import parse_backend_arg
-from agentworld_envs.cli_errors import UnknownNameError, UsageError, name_of, on_interrupt
+from agentworld_envs.cli_errors import (
+    UnknownNameError,
+    UsageError,
+    int_at_least,
+    name_of,
+    number_type,
+    on_interrupt,
+)
 
 if TYPE_CHECKING:
     from floor_tasks.harness.record import RunRecord
@@ -28,26 +35,10 @@ def backend_arg(value: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def positive_int(value: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return number
-
-
-def fraction(value: str) -> float:
-    """An argparse type: a number from 0 to 1 (0.1 is 10 percentage points)."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not 0.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value!r}")
-    return number
+positive_int = int_at_least(1)
+"""An argparse type: an integer of at least 1."""
+fraction = number_type(float, 0, 1)
+"""An argparse type: a number from 0 to 1 (0.1 is 10 percentage points)."""
 
 
 def _tiers() -> tuple[str, ...]:

@@ -8,6 +8,7 @@ to the best model's in that tier.
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ UNCLASSIFIED = "unclassified"
 Prices = Mapping[str, Mapping[str, float]]
 """model -> ``{"price_in_per_mtok": ..., "price_out_per_mtok": ...}`` (USD per million)."""
 CaseKey = tuple[str, str, int]
+PLOT_HINT = 'pip install "agentworld[plot]"'
 
 
 def by_model(records: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -348,9 +350,15 @@ def plot_ladder(
     """Plot pass rate per tier, one line per model with Wilson-interval error bars, as a PNG.
 
     Matplotlib is imported here and drawn through its Agg canvas, leaving pyplot untouched.
+
+    Raises:
+        ImportError: without matplotlib, saying how to install it.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(f"plotting the ladder needs matplotlib: {PLOT_HINT}") from exc
 
     fig = Figure(figsize=(max(6.0, 1.1 * len(tiers)), 4.0))
     FigureCanvasAgg(fig)
@@ -415,7 +423,10 @@ def write_report(
     *,
     margin: float = 0.10,
 ) -> Path:
-    """Write ``report.md`` and ``ladder.png`` into ``out_dir`` (created if missing).
+    """Write ``report.md``, then ``ladder.png``, into ``out_dir`` (created if missing).
+
+    Without matplotlib (the ``plot`` extra) the plot is left out, and a note on stderr says
+    how to install it.
 
     Returns:
         The path of ``report.md``.
@@ -423,5 +434,20 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(records, prices, params, margin=margin)
-    plot_ladder(report.ladder, out / "ladder.png", report.tiers)
-    return write_text_atomic(out / "report.md", report.markdown(image="ladder.png"))
+    plotting = _can_plot()
+    path = write_text_atomic(out / "report.md",
+                             report.markdown(image="ladder.png" if plotting else None))
+    if plotting:
+        plot_ladder(report.ladder, out / "ladder.png", report.tiers)
+    else:
+        print(f"note: no ladder.png: plotting needs matplotlib ({PLOT_HINT})", file=sys.stderr)
+    return path
+
+
+def _can_plot() -> bool:
+    """Whether matplotlib (the ``plot`` extra) is installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True

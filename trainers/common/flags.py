@@ -34,6 +34,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
+from agentworld_envs.cli_errors import UsageParser
 from trainers.common.args import ConfigError
 
 __all__ = ["ConfigHelp", "add_dataclass_args", "config_help", "dataclass_from_args", "field_docs",
@@ -127,8 +128,12 @@ def dataclass_from_args(cls: type[T], namespace: argparse.Namespace) -> T:
 
 
 def parse_args(cls: type[T], argv: Sequence[str] | None = None, prog: str | None = None) -> T:
-    """Build ``cls`` from command-line flags named after its fields (``--total-episodes``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls))
+    """Build ``cls`` from command-line flags named after its fields (``--total-episodes``).
+
+    Raises:
+        UsageError: a flag that is unknown, missing or cannot be read, in one line.
+    """
+    parser = UsageParser(prog=prog, description=inspect.getdoc(cls))
     add_dataclass_args(parser, cls)
     return dataclass_from_args(cls, parser.parse_args(argv))
 
@@ -205,9 +210,15 @@ class ConfigHelp(argparse.Action):
 def parse_with_config(cls: type[T], config: ConfigSource, argv: Sequence[str] | None = None,
                       prog: str | None = None) -> tuple[T, Any]:
     """``cls`` from its flags and the library config from the rest (as TRL's scripts read
-    ``(ScriptArguments, GRPOConfig)``); ``--help`` lists both."""
-    parser = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(cls), add_help=False,
-                                     allow_abbrev=False)
+    ``(ScriptArguments, GRPOConfig)``); ``--help`` lists both.
+
+    Raises:
+        UsageError: one of ``cls``'s flags is missing or cannot be read.
+        ConfigError: one of the library config's flags, or its settings (see
+            :func:`parse_config`).
+    """
+    parser = UsageParser(prog=prog, description=inspect.getdoc(cls), add_help=False,
+                         allow_abbrev=False)
     parser.add_argument("-h", "--help", action=ConfigHelp, config=config)
     add_dataclass_args(parser, cls)
     namespace, rest = parser.parse_known_args(argv)
