@@ -18,18 +18,25 @@ The team reward arrives once, when the episode ends: every agent receives the ve
 An episode that hits its message cap is truncated with reward 0. A message of any content never
 raises: an unreadable one is recorded as an invalid (empty) message and flagged with
 ``info["invalid_action"]``. Using an env out of order (``step``, ``observe`` or ``last`` before
-``reset``, ``step`` after the episode ended) raises :class:`ResetNeeded`.
+``reset``, ``step`` or ``last`` after the episode ended) raises :class:`ResetNeeded`.
+
+A task holds rules only, and each env its own episode, so envs may share one task instance
+(``team_task=``, e.g. ``pettingzoo.make("aec", env_id, team_task=other.unwrapped.task)``): a
+task that is costly to build (a reasoning-gym dataset) is built once for many episode slots.
+An env is plain Python, so ``copy.deepcopy`` and ``pickle`` carry its whole state: a copy made
+mid-episode goes on with that episode.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import seeding
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import wrappers
 
@@ -43,6 +50,7 @@ __all__ = [
     "SharedContextParallelEnv",
     "agent_name",
     "check_int",
+    "check_roles",
     "check_team_size",
     "wrap",
 ]
@@ -82,6 +90,21 @@ def check_team_size(n_agents: int) -> int:
     return int(n_agents)
 
 
+def check_roles(roles: Sequence[str], n_agents: int | None = None) -> tuple[str, ...]:
+    """Validate a team's roles (2 to 8 of them, as many as ``n_agents`` when that is given) and
+    return them as a tuple."""
+    if isinstance(roles, str):
+        raise ValueError(f"roles must be a list of role names, not the string {roles!r}")
+    roles = tuple(roles)
+    if n_agents is not None and check_team_size(n_agents) != len(roles):
+        raise ValueError(f"n_agents={n_agents!r} but {len(roles)} roles were given; give one "
+                         f"role per agent, or leave n_agents out")
+    if not MIN_AGENTS <= len(roles) <= MAX_AGENTS:
+        raise ValueError(f"roles must name {MIN_AGENTS} to {MAX_AGENTS} roles, one per agent, "
+                         f"got {len(roles)}")
+    return roles
+
+
 class TeamEpisode(abc.ABC):
     """One episode of a team task: the shared context and the rules that advance it."""
 
@@ -118,7 +141,11 @@ class TeamEpisode(abc.ABC):
 
 
 class TeamTask(abc.ABC):
-    """The rules of a task family: the team's roles and spaces, and how episodes start."""
+    """The rules of a task family: the team's roles and spaces, and how episodes start.
+
+    A task keeps no episode state (that lives in its :class:`TeamEpisode`), so one instance may
+    serve several envs at once (``team_task=`` of :class:`SharedContextEnv`).
+    """
 
     roles: tuple[str, ...]
 
@@ -146,17 +173,26 @@ class TeamTask(abc.ABC):
         return None
 
 
-class SharedContextEnv(AECEnv, EzPickle):
+class SharedContextEnv(AECEnv):
     """A :class:`TeamTask` as a PettingZoo AEC env; subclasses set ``task_type``.
 
     Tasks with a global state (the symbolic families) give the env ``state_space`` and
     ``state()``, as PettingZoo's ``state_test`` expects; on the others ``state()`` raises
     ``NotImplementedError``, as PettingZoo's base env does.
 
+    The env is not an ``EzPickle``: that rebuilds an env from its constructor arguments, never
+    reset, so a copy or pickle made mid-episode lost the episode (PettingZoo's tictactoe was
+    fixed the same way, PettingZoo#1307). Everything here is plain Python and copies as is.
+
     Args:
         render_mode: ``"ansi"``: :meth:`render` returns the shared context as text;
             ``"human"``: it prints it.
+        team_task: A ``task_type`` instance to play, possibly shared with other envs (each env
+            keeps its own episode), instead of building one from ``task_kwargs``.
         **task_kwargs: Passed to ``task_type``.
+
+    Raises:
+        TypeError: ``team_task`` is not a ``task_type``, or comes with ``task_kwargs``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -164,14 +200,23 @@ class SharedContextEnv(AECEnv, EzPickle):
         "is_parallelizable": False, "render_fps": 1}
     task_type: ClassVar[type[TeamTask]]
 
-    def __init__(self, render_mode: str | None = None, **task_kwargs: Any) -> None:
-        EzPickle.__init__(self, render_mode=render_mode, **task_kwargs)
+    def __init__(self, render_mode: str | None = None, *, team_task: TeamTask | None = None,
+                 **task_kwargs: Any) -> None:
         super().__init__()
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi', 'human' "
                              f"or None")
         self.render_mode = render_mode
-        self.task = self.task_type(**task_kwargs)
+        if team_task is None:
+            self.task = self.task_type(**task_kwargs)
+        elif task_kwargs:
+            raise TypeError(f"give team_task or the task's keyword arguments, not both (got "
+                            f"team_task and {sorted(task_kwargs)})")
+        elif not isinstance(team_task, self.task_type):
+            raise TypeError(f"team_task must be an instance of {self.task_type.__name__}, got "
+                            f"{type(team_task).__name__}")
+        else:
+            self.task = team_task
         self.possible_agents = [agent_name(i) for i in range(self.task.n_agents)]
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
         self._observation_spaces = {name: self.task.observation_space(i)
@@ -224,8 +269,9 @@ class SharedContextEnv(AECEnv, EzPickle):
         return self.require_episode("observe").observe(self._index[agent])
 
     def last(self, observe: bool = True) -> tuple[Any, ...]:
-        """The selected agent's observation, reward, termination, truncation and info."""
-        self.require_episode("last")
+        """The selected agent's observation, reward, termination, truncation and info;
+        :class:`ResetNeeded` once every agent has left the episode."""
+        self.require_episode("last", live=True)
         return super().last(observe)
 
     def step(self, action: Any) -> None:
@@ -285,7 +331,8 @@ class SharedContextParallelEnv(ParallelEnv):
     One ``step(actions)`` plays one message: only the action of the agent whose turn it is
     (``infos[agent]["next_speaker"]``, and ``infos[agent]["active"]`` True for that agent
     alone, the mask MARL libraries read) is used; a missing one counts as an invalid
-    message. All
+    message, and the other agents' actions are ignored, so a library may pass every agent's.
+    ``actions`` must be a mapping whose keys are agent names (``possible_agents``). All
     agents stay live until the episode ends, then all finish together with the team reward.
     PettingZoo's ``aec_to_parallel`` would instead make every agent speak at once, before seeing
     the messages of the same round, which breaks the shared-context chain.
@@ -320,12 +367,25 @@ class SharedContextParallelEnv(ParallelEnv):
         self.agents = self.aec_env.agents[:]
         return self._observations(), self._infos()
 
-    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
-        """Play the current speaker's message."""
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+        """Play the current speaker's message.
+
+        Raises:
+            ResetNeeded: before ``reset()``, or after the episode ended.
+            TypeError: ``actions`` is not a mapping.
+            ValueError: a key of ``actions`` is not an agent of this env.
+        """
         aec = self.aec_env
         aec.require_episode("step")
         if not self.agents:
             raise ResetNeeded("the episode has ended; call reset() before step()")
+        if not isinstance(actions, Mapping):
+            raise TypeError(f"actions must be a dict of agent name -> action, got "
+                            f"{type(actions).__name__}")
+        unknown = [name for name in actions if name not in self.possible_agents]
+        if unknown:
+            raise ValueError(f"actions for unknown agents {unknown!r}; the agents are "
+                             f"{self.possible_agents}")
         speaker = aec.agent_selection
         aec.step(actions.get(speaker))
         observations = self._observations()

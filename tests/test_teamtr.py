@@ -334,6 +334,30 @@ def test_advantages_are_broadcast_to_the_agents_messages() -> None:
         assert np.allclose(values, 0) or abs(values.std() - 1) < 1e-3
 
 
+@pytest.mark.parametrize("folder", ["never_made", "empty"])
+def test_resume_without_a_checkpoint_is_refused_naming_the_folder(tmp_path, folder: str) -> None:
+    """A mistyped or empty checkpoint_dir started a fresh run, silently."""
+    (tmp_path / "empty").mkdir()
+    args = easy_args(total_episodes=256, checkpoint_dir=str(tmp_path / folder), resume=True)
+    found = "does not exist" if folder == "never_made" else "holds no finished stage"
+    with pytest.raises(ConfigError, match=f"^resume: checkpoint_dir '.*{folder}' {found}"):
+        teamtr.train(args)
+    assert not (tmp_path / "never_made").exists() and not any((tmp_path / "empty").iterdir())
+
+
+@pytest.mark.parametrize(("env_id", "settings"), [
+    ("team_envs/relay-v0", {"model": "smollm2"}), ("team_envs/relay-v0", {"lora_rank": 8}),
+    ("team_envs/compositional-v0", {"temperature": 0.7}), ("team_envs/relay-v0", {"models": ["m"]}),
+    ("team_envs/countdown-v0", {"hidden_size": 128, "model": "/no/such/model"}),
+])
+def test_a_setting_of_the_other_kind_of_policy_is_refused(env_id: str, settings: dict) -> None:
+    """model= or lora_rank= on a symbolic team (hidden_size= on a text one) was ignored."""
+    field = next(iter(settings))
+    with pytest.raises(ConfigError, match=f"^{field}: {env_id} is a ") as error:
+        build_team(teamtr.Args(env_id=env_id, **settings))
+    assert error.value.field == field
+
+
 def test_a_budget_below_one_stage_is_refused() -> None:
     """It trained nothing and reported the untrained team as the trained one (issue 30)."""
     args = teamtr.Args(env_id="team_envs/relay-v0", total_episodes=256, log_dir="")

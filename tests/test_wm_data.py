@@ -148,4 +148,5 @@ def test_export_refuses_a_corpus_without_transitions_and_writes_nothing(
         assert not out.exists()
     assert main(["wm", "export", "--corpus", str(corpus.dir), "--out", str(out),
                  "--val-fraction", "1"]) == 2
-    assert "--val-fraction: must be at least 0 and below 1, not 1" in capsys.readouterr().err and not out.exists()
+    assert "--val-fraction: must be at least 0 and below 1, not 1" in capsys.readouterr().err
+    assert not out.exists()

@@ -6,6 +6,20 @@ the product over the agents updated before it of their new/old probability ratio
 episodes (here, per episode: the ratio of all their messages in it). M corrects for the earlier
 agents' changed *actions*, not for the contexts those changes would produce, and its variance
 grows with message length. Run: ``agentworld team train happo --help``.
+
+Two deliberate departures from HARL's HAPPO:
+
+- **Advantages are GRPO's, not a centralised critic's with GAE.** Each message gets its
+  episode's group-normalised team reward (``group_size`` episodes per problem), as in every
+  trainer here. The team reward arrives once, at the end of an episode, the text teams have no
+  global state to give a critic, and a value model beside each LM would cost as much as the
+  policy; sharing the baseline keeps the comparison between trainers about the update scheme
+  alone, at a matched rollout budget.
+- **log M is clamped to ±20** (M within about 2e-9 to 5e8) before it weights the surrogate;
+  HARL does not clamp it. Here log M sums the token log-ratios of every message the earlier
+  agents wrote in the episode, which for LM messages can pass the ~88 where ``exp`` overflows
+  float32 and turn the loss into inf or NaN. It is the bound every message ratio has here;
+  factors inside it are unchanged.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_roles, wrap
 from team_envs.symbolic.tasks import ChainTask
 
 __all__ = ["CompositionalTask", "env", "raw_env", "parallel_env"]
@@ -33,6 +33,8 @@ class CompositionalTask(ChainTask):
     where the last message (or, with ``credit="steps"``, every message) holds its total.
 
     Args:
+        n_agents: Team size, 2 to 8; by default 3, or with ``roles`` their number (another
+            number raises ``ValueError``).
         roles: One role per agent (``add``, ``sub`` or ``relay``); ``n_agents`` ``add`` by default.
         **kwargs: See :class:`SymbolicTask`.
     """
@@ -42,17 +44,16 @@ class CompositionalTask(ChainTask):
     def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
                  **kwargs: Any) -> None:
         if roles is not None:
-            roles = tuple(roles)
+            roles = check_roles(roles, n_agents)
             unknown = sorted(set(roles) - set(_OPS))
             if unknown:
                 raise ValueError(f"unknown compositional roles {unknown}; use {sorted(_OPS)}")
-            if n_agents is not None and n_agents != len(roles):
-                raise ValueError(f"n_agents={n_agents} but {len(roles)} roles were given")
+            n_agents = len(roles)
         self._given_roles = roles
-        super().__init__(n_agents=len(roles) if roles else (n_agents or 3), **kwargs)
+        super().__init__(n_agents=3 if n_agents is None else n_agents, **kwargs)
 
     def _roles(self, n_agents: int) -> tuple[str, ...]:
-        return self._given_roles or ("add",) * n_agents
+        return ("add",) * n_agents if self._given_roles is None else self._given_roles
 
     def private_nvec(self, agent: int) -> tuple[int, ...]:
         """A number per message position, except for ``relay`` agents."""

@@ -29,7 +29,7 @@ from agentworld_envs.protocol.text_space import (
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
-from team_envs.core import TeamEpisode, TeamTask, agent_name, check_team_size
+from team_envs.core import TeamEpisode, TeamTask, agent_name, check_roles, check_team_size
 
 __all__ = [
     "ROLE_PROMPTS",
@@ -96,7 +96,8 @@ class TextTeamTask(TeamTask):
     """Roles, handoff and spaces shared by the text team families.
 
     Args:
-        n_agents: Team size, 2 to 8 (ignored when ``roles`` is given).
+        n_agents: Team size, 2 to 8; by default 3, or with ``roles`` their number (another
+            number raises ``ValueError``).
         roles: One role name per agent; :func:`default_roles` by default.
         role_prompts: System prompts for roles, added to or replacing :data:`ROLE_PROMPTS`.
         handoff: ``"rotation"`` or ``"router"``.
@@ -108,12 +109,13 @@ class TextTeamTask(TeamTask):
     family: ClassVar[str]
     answer_format: ClassVar[str] = "ANSWER: <answer>"
 
-    def __init__(self, n_agents: int = 3, roles: Sequence[str] | None = None,
+    def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
                  role_prompts: Mapping[str, str] | None = None, handoff: str = "rotation",
                  rounds: int = 1, max_cycles: int = 3, max_message_chars: int = 4000) -> None:
-        self.roles = tuple(roles) if roles is not None else default_roles(
-            check_team_size(n_agents))
-        check_team_size(len(self.roles))
+        if roles is None:
+            self.roles = default_roles(check_team_size(3 if n_agents is None else n_agents))
+        else:
+            self.roles = check_roles(roles, n_agents)
         self.role_prompts = {**ROLE_PROMPTS, **(role_prompts or {})}
         missing = sorted(set(self.roles) - set(self.role_prompts))
         if missing:
@@ -203,19 +205,26 @@ class TextEpisode(TeamEpisode):
         return ""
 
     def observe(self, agent: int) -> dict[str, Any]:
-        """System prompt, the user message (problem, brief, transcript) and tools."""
+        """System prompt, the user message (problem, brief, transcript, whose turn it is) and
+        tools."""
         return {"system": self.task.system_prompt(agent), "text": self._user_text(agent),
                 "tools": self.tools(agent), "turn": self._messages}
 
     def _user_text(self, agent: int) -> str:
-        task = self.task
+        task, speaker = self.task, None if self.truncated else self.speaker
         parts = [self.problem.statement]
         if self.problem.briefs[agent]:
             parts.append(f"Only you can see this: {self.problem.briefs[agent]}")
         team = ", ".join(f"{agent_name(i)} ({role})" for i, role in enumerate(task.roles))
         lines = [f"[{entry['name']}] {entry['content']}" for entry in self.transcript]
         parts.append(f"Team: {team}.\nConversation so far:\n" + ("\n".join(lines) or "(nothing)"))
-        parts.append(f"You are {agent_name(agent)} ({task.roles[agent]}). It is your turn.")
+        if speaker == agent:
+            turn = "It is your turn."
+        elif speaker is None:
+            turn = "The conversation has ended."
+        else:
+            turn = f"It is {agent_name(speaker)}'s turn ({task.roles[speaker]})."
+        parts.append(f"You are {agent_name(agent)} ({task.roles[agent]}). {turn}")
         text = "\n\n".join(parts)
         return text if len(text) <= OBSERVATION_MAX_LENGTH else text[-OBSERVATION_MAX_LENGTH:]
 

@@ -63,9 +63,13 @@ class FloorTeamTask(TextTeamTask):
                  executor_turns: int | None = None, max_message_chars: int = 4000) -> None:
         super().__init__(roles=tuple(FLOOR_ROLES), role_prompts=FLOOR_ROLES,
                          max_message_chars=max_message_chars)
-        chosen = [tasks] if isinstance(tasks, str) else list(tasks or floor_tasks.TASK_IDS)
+        chosen = list(floor_tasks.TASK_IDS) if tasks is None else (
+            [tasks] if isinstance(tasks, str) else list(tasks))
+        if not chosen:
+            raise ValueError("tasks is empty: name at least one AgentFloor task id, or leave "
+                             "tasks out for all of them")
         unknown = sorted(set(chosen) - set(floor_tasks.TASK_IDS))
-        if unknown or not chosen:
+        if unknown:
             raise ValueError(f"unknown AgentFloor task ids {unknown}; "
                              f"use ids from {list(floor_tasks.TASK_IDS)}")
         if executor_turns is not None and (not isinstance(executor_turns, int)
@@ -74,7 +78,6 @@ class FloorTeamTask(TextTeamTask):
                              f"got {executor_turns!r}")
         self.tasks = tuple(chosen)
         self.executor_turns = executor_turns
-        self._envs: dict[str, gym.Env] = {}
 
     @property
     def max_messages(self) -> int:
@@ -91,12 +94,6 @@ class FloorTeamTask(TextTeamTask):
         budget = floor_tasks.load_task(task_id).max_steps - 1
         return budget if self.executor_turns is None else min(budget, self.executor_turns)
 
-    def floor_env(self, task_id: str) -> gym.Env:
-        """The (reused) floor env of a task."""
-        if task_id not in self._envs:
-            self._envs[task_id] = gym.make(floor_tasks.env_id(task_id))
-        return self._envs[task_id]
-
     def new_episode(self, rng: np.random.Generator,
                     options: dict[str, Any] | None = None) -> FloorTeamEpisode:
         """Reset a floor env on a task drawn from ``rng`` (or ``options["task_id"]``, one of
@@ -108,7 +105,9 @@ class FloorTeamTask(TextTeamTask):
                              f"{list(self.tasks)}, got {task_id!r}; pass tasks=[...] to "
                              f"include it")
         floor_options = {"variant": options["variant"]} if "variant" in options else None
-        env = self.floor_env(task_id)
+        # The episode's own floor env (a fraction of a millisecond to make): the task keeps no
+        # episode state, so that envs sharing it play independent episodes.
+        env = gym.make(floor_tasks.env_id(task_id))
         prompt, info = env.reset(seed=int(rng.integers(2**31 - 1)), options=floor_options)
         problem = Problem(prompt, ("",) * self.n_agents, None,
                           {"task_id": task_id, "variant": info["variant"]})

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
-__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs"]
+__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "LM_FIELDS", "SYMBOLIC_FIELDS"]
 
 A = TypeVar("A", bound="TeamArgs")
 
@@ -27,6 +27,14 @@ class ConfigError(FieldedError, ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
+
+
+LM_FIELDS = ("model", "models", "lora_rank", "temperature", "top_p", "top_k", "stop",
+             "max_new_tokens", "answer_prefix", "context_tokens", "score_batch_size", "dtype",
+             "generation", "gradient_checkpointing", "device")
+"""Settings of language-model policies (text teams): a symbolic team refuses them."""
+SYMBOLIC_FIELDS = ("hidden_size",)
+"""Settings of symbolic policies: a text team refuses them."""
 
 
 @dataclass
@@ -132,6 +140,16 @@ class TeamArgs:
 
     def __post_init__(self) -> None:
         self.validate()
+
+    def changed(self, names: tuple[str, ...]) -> list[str]:
+        """Those of the fields ``names`` set to other than their defaults."""
+        changed = []
+        for item in dataclasses.fields(self):
+            default = item.default if item.default_factory is dataclasses.MISSING else (
+                item.default_factory())
+            if item.name in names and getattr(self, item.name) != default:
+                changed.append(item.name)
+        return changed
 
     @property
     def rollout_episodes(self) -> int:

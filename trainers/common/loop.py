@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from trainers.common.args import ConfigError, TeamArgs
@@ -86,11 +87,18 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
 
     Raises:
         ConfigError: a fresh run whose budget does not hold one stage (it would train nothing
-            and report the untrained team as trained).
+            and report the untrained team as trained); ``resume`` with no checkpoint in
+            ``checkpoint_dir`` (a mistyped folder would otherwise start afresh unnoticed).
     """
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
-    if args.resume and has_checkpoint(args.checkpoint_dir):
+    if args.resume and not has_checkpoint(args.checkpoint_dir):
+        found = "holds no finished stage" if Path(args.checkpoint_dir).is_dir() else (
+            "does not exist")
+        raise ConfigError("resume", f"checkpoint_dir {args.checkpoint_dir!r} {found}: nothing "
+                                    f"to resume; check the folder, or leave resume off to "
+                                    f"start afresh")
+    if args.resume:
         state = load_checkpoint(args.checkpoint_dir, team, resume_settings(args))
         stage, history, run_dir = state["stage"], state["history"], state["run_dir"]
     elif stage_cost(0) > args.total_episodes:

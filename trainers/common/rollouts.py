@@ -6,7 +6,9 @@ be normalised within a group, and return a :class:`~trainers.common.batch.Rollou
 * :class:`SymbolicRollouts` plays whole batches with the symbolic task's own vectorised rules
   (:class:`team_envs.symbolic.SymbolicBatch`), the same rules the PettingZoo env plays.
 * :class:`TextRollouts` steps one ``pettingzoo.make("aec", ...)`` env per episode in lockstep
-  and batches the generation of all episodes waiting for the same agent.
+  and batches the generation of all episodes waiting for the same agent. The envs share one
+  task (built once: for ``team_envs/reasoning-v0`` the dataset and its held-out items), each
+  keeping only its own episode.
 """
 
 from __future__ import annotations
@@ -65,16 +67,22 @@ class TextRollouts:
     Args:
         env_id: The registered env id.
         env_kwargs: Its keyword arguments.
+        env: An env already made from them, to reuse (its task is the one every episode plays).
     """
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], env: Any = None) -> None:
         self.env_id = env_id
         self.env_kwargs = env_kwargs
-        self._envs: list[Any] = []
+        self._envs: list[Any] = [] if env is None else [env]
 
     def _envs_for(self, episodes: int) -> list[Any]:
-        while len(self._envs) < episodes:
+        """``episodes`` envs (kept for the next batch), all playing the first one's task."""
+        if not self._envs:
             self._envs.append(pettingzoo.make("aec", self.env_id, **self.env_kwargs))
+        first = self._envs[0]
+        while len(self._envs) < episodes:
+            self._envs.append(pettingzoo.make("aec", self.env_id, team_task=first.unwrapped.task,
+                                              render_mode=first.unwrapped.render_mode))
         return self._envs[:episodes]
 
     def held_out_items(self) -> int:

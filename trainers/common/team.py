@@ -19,7 +19,7 @@ from pettingzoo.env_registry.exceptions import PettingZooRegistryError
 
 import team_envs  # noqa: F401  (registers the team envs)
 from team_envs.symbolic.tasks import SymbolicTask
-from trainers.common.args import ConfigError, TeamArgs
+from trainers.common.args import LM_FIELDS, SYMBOLIC_FIELDS, ConfigError, TeamArgs
 from trainers.common.batch import RolloutBatch
 from trainers.common.rollouts import SymbolicRollouts, TextRollouts
 from trainers.common.updates import trainable
@@ -249,6 +249,17 @@ def _lm_factory(args: TeamArgs, n_agents: int) -> PolicyFactory:
     return build
 
 
+def _refuse_other_policy_settings(args: TeamArgs, symbolic: bool) -> None:
+    """A ``ConfigError`` for a setting of the other kind of policy (an LM setting on a symbolic
+    team, ``hidden_size`` on a text team), which would be ignored."""
+    foreign = args.changed(LM_FIELDS if symbolic else SYMBOLIC_FIELDS)
+    if foreign:
+        kind, policies = ("a symbolic team", "language-model") if symbolic else (
+            "a text team", "symbolic (MLP)")
+        raise ConfigError(foreign[0], f"{args.env_id} is {kind}; {', '.join(foreign)} "
+                                      f"set(s) {policies} policies only, so would be ignored")
+
+
 def _models(args: TeamArgs, env_id: str, n_agents: int) -> list[str]:
     """Each agent's model: ``models`` (one per agent) or ``model`` for all."""
     if args.models and args.model:
@@ -274,6 +285,7 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
     n_agents = len(env.possible_agents)
     task = env.unwrapped.task
     symbolic = isinstance(task, SymbolicTask)
+    _refuse_other_policy_settings(args, symbolic)
     threads = (1 if symbolic else 0) if args.torch_threads is None else args.torch_threads
     if threads:
         torch.set_num_threads(threads)
@@ -294,7 +306,7 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
                                                     else "") for agent in range(n_agents)]
         else:
             policies = [factory(agent, spec) for agent, spec in enumerate(specs)]
-        rollouts = TextRollouts(args.env_id, kwargs)
+        rollouts = TextRollouts(args.env_id, kwargs, env)
     optimizers: dict[int, torch.optim.Optimizer] = {}
     for policy in policies:
         if weights_key(policy) not in optimizers:
