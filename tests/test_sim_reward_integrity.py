@@ -1,6 +1,9 @@
-"""``action_matches`` pays for what was done: never for a rejected action, prose, or a message."""
+"""Rule rewards pay for what was done and said: ``action_matches`` never for a rejected action,
+prose, or a message; ``answer_matches`` never for an answer that also states a wrong one."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -8,6 +11,7 @@ import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.domains import DOMAINS, get_domain
 from agentworld_envs.domains.base import ToolDomain
 from agentworld_envs.registration import make
+from agentworld_envs.world.rewards import run_checks
 from agentworld_envs.world.scenario import Scenario
 from tests.helpers.witness import witness_backend
 
@@ -65,3 +69,19 @@ def test_prose_around_a_call_is_not_what_the_call_did() -> None:
     assert not infos[2]["invalid_action"]
     assert reward == 0.0, infos[-1]["reward_breakdown"]
 
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_hedge_over_the_candidate_answers_earns_nothing(seed: int) -> None:
+    env = make("mcp", scenarios="generated", mode="real")
+    env.reset(seed=seed)
+    scenario = env.unwrapped.scenario
+    answers = [a for a in scenario.candidate_actions if not a.lstrip().startswith("{")]
+    right = scenario.candidate_actions[scenario.solution[-1]]
+    for index in scenario.solution[:-1]:
+        env.step(scenario.candidate_actions[index])
+    snapshot = env.unwrapped.episode.log  # the episode so far, answered two ways below
+    checks = scenario.reward.checks
+    assert len(answers) > 1 and right in answers
+    assert run_checks(checks, replace(snapshot, answer=right))["answer_matches"]
+    assert not run_checks(checks, replace(snapshot, answer=" / ".join(answers)))["answer_matches"]

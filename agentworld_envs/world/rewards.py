@@ -129,7 +129,10 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     kind = check.check
     if kind == "answer_matches":
         expected = check.value or log.scenario.reference_answer or ""
-        return log.answer is not None and answer_matches(log.answer, expected, check.match)
+        answer = log.answer
+        return answer is not None and answer_matches(answer, expected, check.match) and not any(
+            answer_matches(answer, wrong, check.match)
+            and not answer_matches(expected, wrong, check.match) for wrong in check.excludes)
     if kind == "completed":
         return log.ending in COMPLETED
     if kind == "infeasible":

@@ -77,7 +77,9 @@ class Check(_Frozen):
     """One named rule of the verifier.
 
     ``answer_matches`` compares the agent's answer with ``value`` (default: the scenario's
-    reference answer) by ``match``; ``called_tool`` names a tool; ``action_matches`` and
+    reference answer) by ``match``, and fails an answer that also states one of ``excludes``
+    (known wrong answers: "47 or 52" hedges), unless the expected answer itself states it;
+    ``called_tool`` names a tool; ``action_matches`` and
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
     looks for text in the final observation; ``answer_observed`` asks that ``value`` (default:
     the reference answer) was shown in the initial state or an observation of the world
@@ -89,6 +91,8 @@ class Check(_Frozen):
     check: CheckName
     value: str | None = None
     match: Literal["contains", "exact", "number"] = "contains"
+    excludes: list[str] = []
+    """``answer_matches``: wrong answers that the agent's answer must not also state."""
 
     @pydantic.model_validator(mode="after")
     def _value_given(self) -> Check:

@@ -268,7 +268,8 @@ def mcp_server_scenario(seed: int) -> Scenario:
         tools=server.tools,
         world=f"MCP server {server.name} (v1.{rng.integers(0, 9)}), records:\n{records}",
         reference_answer=server.answer, controls=_perturbations(rng, names),
-        reward=RewardSpec(checks=[Check(check="answer_matches", match=server.match),
+        reward=RewardSpec(checks=[Check(check="answer_matches", match=server.match,
+                                        excludes=server.wrong_answers),
                                   Check(check="answer_observed", match=server.match)]),
         candidate_actions=candidates, solution=solution, fictional=True,
         mcp=McpServerRef(family=server.family, records=server.records))
