@@ -129,9 +129,11 @@ def test_the_record_controls_show_every_field_true_but_the_status(s2r) -> None:
     assert shown["sim-fixture"] == shown["sim-inverted"] == shown["sim-constant"]
 
 
-def _sim_reward(s2r, control: str, variant: str, decision: str) -> float:
+def _sim_reward(s2r, control: str, variant: str, decision: str,
+                decided_by: str = "shown") -> float:
     env = gym.make("AgentWorld/Floor-v0", backend=s2r.record_simulator(["C1"], control),
-                   real_counterpart=False, scenarios=[f"C1/{variant}"], max_steps=2)
+                   real_counterpart=False, scenarios=[f"C1/{variant}"], max_steps=2,
+                   decided_by=decided_by)
     env.reset(seed=0)
     record_id = load_task("C1").variant(variant).params["record_id"]
     env.step(LOOKUP_35.replace("CMP-35", record_id))
@@ -152,12 +154,26 @@ def test_the_simulated_submission_follows_what_the_simulator_showed(s2r, control
     assert _sim_reward(s2r, control, "i0v0", other) == 0.0
 
 
-def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r,
-                                                                         tmp_path: Path) -> None:
-    """One status for every record rewards one branch only: the trained policy takes that
-    branch on every held-out record, which is the blind bound, not a pass. The true records,
-    with the same short training, do pass: the split can be passed by reading."""
-    args = s2r.Args(out=tmp_path, batch=64)
+@pytest.mark.parametrize("control", ["sim-fixture", "sim-inverted", "sim-constant"])
+def test_a_scenario_decided_submission_follows_the_record_whatever_was_shown(
+        s2r, control: str) -> None:
+    """With ``decided_by="scenario"`` CMP-31 (active) pays the primary branch under every
+    simulator, so one that showed it inactive pays the branch its shown status does not call
+    for."""
+    assert _sim_reward(s2r, control, "i0v0", "assign_primary", "scenario") == 1.0
+    assert _sim_reward(s2r, control, "i0v0", "assign_fallback", "scenario") == 0.0
+
+
+@pytest.mark.parametrize("decided_by", ["shown", "scenario"])
+def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r, tmp_path: Path,
+                                                                         decided_by: str) -> None:
+    """One status for every record teaches no reading: decided by the shown status it rewards
+    one branch only, and the trained policy takes that branch on every held-out record (the
+    blind bound); decided by the scenario it rewards both branches behind the same status, so
+    what the policy learns follows words that carry no decision, and it scores near chance on
+    the held-out records. Neither is a pass. The true records, with the same short training,
+    do pass: the split can be passed by reading."""
+    args = s2r.Args(out=tmp_path, batch=64, decided_by=decided_by)
     task = s2r.make_task(args)
 
     def trained(arm: str, seed: int) -> dict[str, float]:
@@ -170,9 +186,32 @@ def test_a_readable_but_wrong_simulator_does_not_pass_the_held_out_split(s2r,
 
     for seed in range(2):
         outcomes = trained("sim-constant", seed)
-        assert s2r.balanced(task, outcomes) <= 0.5
-        assert not any(outcomes[v] for v in task.eval if task.decisions[v] == "assign_fallback")
+        assert s2r.balanced(task, outcomes) <= (0.5 if decided_by == "shown" else 0.65)
+        assert decided_by == "scenario" or not any(
+            outcomes[v] for v in task.eval if task.decisions[v] == "assign_fallback")
     assert s2r.balanced(task, trained("sim-fixture", 0)) > 0.75
+
+
+def test_an_inverted_simulator_fails_where_the_scenario_decides(s2r, tmp_path: Path) -> None:
+    """The control that can fail for a readable simulator: with submissions decided by the
+    scenario's records (the experiment's default), the inverted simulator pays the branch its
+    shown status does not call for, so its policy learns the inverted rule and scores below
+    the blind bound on the held-out real records, where the true records' simulator passes.
+    Decided by the shown status instead, the same simulator passes: there it cannot fail."""
+    def trained(arm: str, decided_by: str) -> float:
+        args = s2r.Args(out=tmp_path, batch=64, decided_by=decided_by)
+        task = s2r.make_task(args)
+        agent = s2r.LinearAgent(args, task, arm, seed=0, world_model="scripted")
+        for _ in range(args.updates):
+            agent.update(real=False)
+        score = s2r.balanced(task, s2r.evaluate(task, agent))
+        agent.close()
+        return score
+
+    assert s2r.Args().decided_by == "scenario"
+    assert trained("sim-inverted", "scenario") < 0.25
+    assert trained("sim-fixture", "scenario") > 0.75
+    assert trained("sim-inverted", "shown") > 0.75
 
 
 def test_world_model_takes_a_registered_name_or_a_json_spec(s2r, tmp_path: Path,
@@ -371,7 +410,7 @@ def test_the_inverted_control_pays_the_true_rule_on_every_training_record(s2r) -
     task = s2r.make_task(s2r.Args())
     env = gym.make("AgentWorld/Floor-v0", max_steps=2, real_counterpart=False,
                    backend=s2r.record_simulator(task.train_tasks, "sim-inverted"),
-                   scenarios=task.train)
+                   scenarios=task.train, decided_by="shown")
     swap = {"assign_primary": "assign_fallback", "assign_fallback": "assign_primary"}
     paid = Counter()
     for variant in task.train:

@@ -206,10 +206,11 @@ class Domain(abc.ABC):
         """A real counterpart of the episode, where one exists."""
         return None
 
-    def decide(self, scenario: Scenario, log: EpisodeLog, action: str) -> RealStep | None:
+    def decide(self, scenario: Scenario, log: EpisodeLog, action: str,
+               by: str = "shown") -> RealStep | None:
         """The outcome of a call to a decided tool in an episode with no real counterpart, by
-        the domain's own rule over the simulated episode (floor); None lets the world model
-        answer it."""
+        the domain's own rule over the simulated episode (floor; ``by`` as
+        ``SimConfig.decided_by``); None lets the world model answer it."""
         return None
 
     def verdict(self, scenario: Scenario, log: EpisodeLog) -> dict[str, Any] | None:

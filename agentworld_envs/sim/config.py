@@ -104,7 +104,15 @@ class SimConfig(pydantic.BaseModel):
         decided_tools: Tools whose outcome the real environment decides in every mode (the
             floor domain's ``submit_decision``): the agent sees the real answer, so acceptance
             never rests on the world model, which is not told the acceptance rule. With no real
-            counterpart the domain's rule decides them over the simulated episode (floor).
+            counterpart the domain's rule decides them over the simulated episode (floor), as
+            ``decided_by`` says.
+        decided_by: With no real counterpart, what a decided tool's outcome follows (floor):
+            ``shown``, the task's rule over the values the simulation showed (a simulator's
+            statuses are its world, so one that shows them inverted pays the inverted branch
+            and teaches the true rule on relabelled records), or ``scenario``, the scenario's
+            own expectation, from the records it holds (what the world model's notes hold):
+            a simulator must then show those records right, and one that shows a status
+            inverted pays the branch the shown status does not call for.
         real_counterpart: Build the scenario's real counterpart (the shadow AgentFloor env,
             the MCP twin) and play every action on it too, for fidelity, the other reward and
             the decided tools. False builds and touches nothing real: the episode and its
@@ -140,6 +148,7 @@ class SimConfig(pydantic.BaseModel):
     real_tools: list[str] = ["submit_decision"]
     decided_tools: list[str] = ["submit_decision"]
     real_counterpart: bool = True
+    decided_by: Literal["shown", "scenario"] = "shown"
     reveal_reference: bool = False
 
     @pydantic.model_validator(mode="after")

@@ -102,7 +102,8 @@ class Episode:
         fired = (fired_controls(self.controls, self.turn, interpretation.tools, self.rng)
                  if simulated else [])
         real = self.reality.step(action, fired) if self.reality is not None else None
-        decided = (self.domain.decide(self.scenario, self.log, interpretation.action_text)
+        decided = (self.domain.decide(self.scenario, self.log, interpretation.action_text,
+                                      self.config.decided_by)
                    if simulated and real is None
                    and set(interpretation.tools) & set(self.config.decided_tools) else None)
         request, controls = None, tuple(map(control_text, fired)) if fired else ()

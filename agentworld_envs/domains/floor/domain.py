@@ -16,7 +16,8 @@ view (:mod:`agentworld_envs.models.compact_view`).
 The world model sees the tools' database, never the rule that accepts a submission: whether a
 ``submit_decision`` is accepted is decided by the real env (``SimConfig.decided_tools``), and
 the agent sees the real answer. With ``real_counterpart=False`` no real env is built and the
-task's rule decides it over what the simulation showed (:mod:`.verdict`). Candidate
+task's rule decides it over what the simulation showed, or the scenario's own expectation
+decides it (``SimConfig.decided_by``, :mod:`.verdict`). Candidate
 actions are the task's gold steps among the distractors of
 :func:`floor_tasks.candidates.candidate_actions` (``wide=True``).
 """
@@ -155,12 +156,14 @@ class FloorDomain(ToolDomain):
         """A floor scenario names its AgentFloor task variant (A0 tasks offer no tools)."""
         _floor_ref(scenario)
 
-    def decide(self, scenario: Scenario, log: EpisodeLog, action: str) -> RealStep | None:
-        """A submission with no real env: the task's rule over what the simulation showed
-        (:func:`~agentworld_envs.domains.floor.verdict.decided_observation`); an accepted one
+    def decide(self, scenario: Scenario, log: EpisodeLog, action: str,
+               by: str = "shown") -> RealStep | None:
+        """A submission with no real env: the task's rule over what the simulation showed, or
+        the scenario's own expectation (``by``,
+        :func:`~agentworld_envs.domains.floor.verdict.decided_observation`); an accepted one
         ends the episode, as the real env's does."""
         decided = decided_observation(_floor_ref(scenario), log.actions, log.observations,
-                                      action)
+                                      action, by)
         if decided is None:
             return None
         observation, accepted = decided

@@ -14,10 +14,13 @@ failed call (``status`` ``error``, type ``unreadable_result``): the verifier nev
 it cannot read.
 
 In an episode with no real counterpart (``real_counterpart=False``) the submissions are decided
-here too (:func:`decided_observation`): by the task's rule applied to what the simulation showed.
-A branching task's rule is read off its instances (C1: status ``active`` gives
-``assign_primary``, ``inactive`` gives ``assign_fallback``), so a world model that shows the
-status inverted has the inverted decision accepted, and the agent learns what it was shown.
+here too (:func:`decided_observation`). By default (``by="shown"``) the task's rule is applied
+to what the simulation showed. A branching task's rule is read off its instances (C1: status
+``active`` gives ``assign_primary``, ``inactive`` gives ``assign_fallback``), so a world model
+that shows the status inverted has the inverted decision accepted, and the agent learns what it
+was shown. With ``by="scenario"`` the submission must meet the scenario's own expectation (the
+decision its records call for), so the same world model has the true decision accepted after
+showing the status that calls for the other one: the agent learns the inverted rule.
 """
 
 from __future__ import annotations
@@ -104,12 +107,15 @@ def _readable(tool: str | None, result: Any) -> bool:
 
 
 def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Sequence[str],
-                        action: str) -> tuple[str, bool] | None:
+                        action: str, by: str = "shown") -> tuple[str, bool] | None:
     """The envelopes of an action made only of ``submit_decision`` calls, in an episode that
     has no real counterpart, and whether one was accepted: accepted when the submission meets
-    the task's expectation with its decision given by the task's rule over the fields the
-    simulation showed before (see the module docstring). None for any other action, or a task
+    the task's expectation, with its decision given by the task's rule over the fields the
+    simulation showed before (``by="shown"``) or as the scenario's records call for
+    (``by="scenario"``; see the module docstring). None for any other action, or a task
     without literal expectations."""
+    if by not in ("shown", "scenario"):
+        raise ValueError(f"by must be 'shown' or 'scenario', not {by!r}")
     parsed = parse_action(action)
     task = load_task(ref.task_id)
     spec = task.submission
@@ -119,7 +125,7 @@ def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Seq
     variant = task.variant(ref.variant)
     expect = variant.filled(spec.expect)
     trace = _replayed(ref, actions, observations)
-    rule = decision_rule(task)
+    rule = decision_rule(task) if by == "shown" else None
     if rule is not None:
         key, field, table = rule
         record = next(v for k, v in expect.items() if k != key)

@@ -41,12 +41,13 @@ episodes (only the capped arms stop early, by design):
 
 A simulated episode touches nothing real (``real_counterpart=False``): no real env is built,
 and its reward, submissions included, is the simulated episode's alone. A floor submission
-is accepted by the task's rule over the status the simulator showed
-(:func:`agentworld_envs.domains.floor.verdict.decided_observation`), so a simulator that
-shows the status inverted pays the branch the shown status calls for: the true rule, on
-relabelled records. On a floor task the inverted control therefore cannot fail, and no
-readable simulator can: the control that could (shown status and simulated verdict
-disagreeing) is not an arm. An MCP control answers every call as
+is accepted when it makes the decision the scenario's records call for (``--decided-by
+scenario``, the default; :func:`agentworld_envs.domains.floor.verdict.decided_observation`),
+after the simulator has shown the status: so a simulator that shows the status inverted pays
+the branch its shown status does not call for, and its policy learns the inverted rule. With
+``--decided-by shown`` (the sixth run's design) the task's rule over the status the simulator
+showed decides instead: the inverted simulator then pays the true rule on relabelled records,
+and no readable simulator can fail. An MCP control answers every call as
 the server's twin would on its records as the control shows them
 (:mod:`trainers.experiments.sim_to_real.mcp_record_controls`); the simulated reward, as for
 every MCP arm, checks the scenario's true answer, shown in some observation. So an MCP

@@ -37,6 +37,13 @@ class Args:
     a training lookup of either gets its true record (from the real env, the rule-based
     record simulators, which serve every record of the fixture, and the world model, whose
     notes hold the fixture). The generated split (``--floor-records``) is held out."""
+    decided_by: str = "scenario"
+    """Floor: what a simulated submission's outcome follows (``SimConfig.decided_by``):
+    ``scenario``, the decision the scenario's records call for, so that a simulator must show
+    them right (one that shows a status inverted pays the branch that status does not call
+    for, and its policy fails on the real records); or ``shown``, the task's rule over the
+    status the simulator showed, under which no readable simulator can fail (the sixth run's
+    design, ``runs/s2r9_c1``)."""
     mcp_train: int = 8
     """MCP: the family's first ``mcp_train`` generated servers are trained on."""
     mcp_eval: int = 24

@@ -29,12 +29,10 @@ records, then two that are readable but wrong (one status for every record; the 
 status), every other field true. An MCP family's are
 :data:`~trainers.experiments.sim_to_real.mcp_record_controls.MCP_CONTROLS`.
 
-``sim-inverted`` cannot fail: the simulated floor reward applies the task's rule to the status
-the simulator shows, so it pays the branch the shown (inverted) status calls for, which is the
-true rule on relabelled records, and the rule is what scores on held-out records. Only a
-simulator that shows no readable variation (``sim-constant``, the placeholder) can fail on a
-floor task. A control that could fail for a readable simulator, one whose shown status and
-simulated verdict disagree, is not an arm."""
+Submissions decided by the scenario (``--decided-by scenario``), ``sim-inverted`` pays the
+branch its shown status does not call for and teaches the inverted rule: the readable but
+wrong control that can fail. Decided by the shown status (``--decided-by shown``), it pays the
+branch the shown status calls for, the true rule on relabelled records, and cannot fail."""
 
 
 def record_simulator(task_ids: list[str], control: str) -> dict[str, Any]:

@@ -158,7 +158,7 @@ class SimTrainer:
         self.envs = gym.make_vec(
             env_id(task.domain), num_envs=args.batch, backend=backend,
             max_steps=args.train_steps, sampling=EMBEDDED_SAMPLING, real_counterpart=False,
-            scenarios=[task.scenario(v) for v in task.train],
+            decided_by=args.decided_by, scenarios=[task.scenario(v) for v in task.train],
             record_path=record_path(args, backend), max_faults=args.max_faults)
         self.seed = seed
 

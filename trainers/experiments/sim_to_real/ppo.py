@@ -75,7 +75,7 @@ class PPOAgent:
             task.domain, max_steps=args.train_steps, backend=self.backend,
             sampling=EMBEDDED_SAMPLING, scenarios=[task.scenario(v) for v in task.train],
             record_path=record_path(args, self.backend), real_counterpart=False,
-            max_faults=args.max_faults)
+            decided_by=args.decided_by, max_faults=args.max_faults)
         self.simulators.append(simulated.sim)
         return self._wrap(InstructionFirst(TimeLimit(simulated, task.budget)))
 

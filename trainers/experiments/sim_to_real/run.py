@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     task = make_task(args)
     if args.agent not in AGENTS:
         raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
+    if args.decided_by not in ("scenario", "shown"):
+        raise SystemExit(f"unknown --decided-by {args.decided_by!r}; choose scenario or shown")
     floor = isinstance(task, FloorTask)
     arms = task_arms(task)
     args.arms = args.arms or list(arms)
