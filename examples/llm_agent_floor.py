@@ -26,6 +26,7 @@ from agentworld_envs.backends import (
     SamplingParams,
     make_backend,
 )
+from agentworld_envs.protocol.tool_results import tool_results_message
 from floor_tasks.harness.runner import SYSTEM_PROMPT
 
 
@@ -41,7 +42,7 @@ def play(backend: Backend, task_id: str, variant: str, sampling: SamplingParams)
         observation, reward, terminated, truncated, step_info = env.step(action)
         messages.append({"role": "assistant", "content": action})
         if observation:
-            messages.append({"role": "user", "content": f"Tool results:\n{observation}"})
+            messages.append(tool_results_message(observation))
         turns, done = turns + 1, terminated or truncated
     env.close()
     return {"task": task_id, "variant": variant, "turns": turns, "reward": reward,

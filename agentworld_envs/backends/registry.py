@@ -57,7 +57,9 @@ def register_backend(name: str, factory: str | Callable[..., Backend],
     A factory taking ``**kwargs`` may say where they go in a ``forwards_to`` attribute (a
     tuple of ``"module:attr"`` callables), so that a config's keys are checked against their
     keyword parameters too; where those cannot be imported, the config check fails with the
-    factory's ``install_hint`` attribute, before the command makes anything.
+    factory's ``install_hint`` attribute, before the command makes anything. A factory's
+    ``check_config`` attribute, called with a config's keys once they fit, raises for a config
+    that cannot work here (``replay``'s missing file), so that check fails as early.
     """
     _REGISTRY[name] = factory
     if sampling is None:
@@ -135,13 +137,16 @@ def _parsed(config: str | dict[str, Any]) -> tuple[str, Callable[..., Backend], 
 
 def check_backend_config(config: str | dict[str, Any]) -> None:
     """Check a backend config without building the backend (its heavy libraries stay
-    unloaded): a registered ``name``, only keys its backend takes, every key it needs.
+    unloaded): a registered ``name``, only keys its backend takes, every key it needs, and
+    whatever its factory's ``check_config`` checks (a ``replay`` file that exists).
 
     Raises:
         UnknownNameError: no backend is registered under the name (nearest ones named).
         BackendConfigError: an unknown key (the nearest known key named) or a missing one;
             :class:`BackendUnavailableError` (also an ``ImportError``) when the library the
             backend's keys go to is not installed.
+        FileNotFoundError: a file the backend reads is not there (``replay``'s ``path``);
+            the console script reports it as one line, exit status 2.
 
     Example:
         >>> try:
@@ -150,7 +155,11 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
         ...     print(str(exc).split(" (")[0])
         backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?
     """
-    _fit(*_parsed(config))
+    name, factory, options = _parsed(config)
+    _fit(name, factory, options)
+    check = getattr(factory, "check_config", None)
+    if check is not None:
+        check(**options)
 
 
 def budget_defaults(config: str | dict[str, Any] | Backend,
@@ -215,6 +224,7 @@ def parse_backend_arg(value: str) -> dict[str, Any]:
         BackendConfigError: the JSON is invalid, has no ``name``, or does not fit the backend
             (all are ``ValueError``); an :class:`UnknownNameError` when no backend is
             registered under the name.
+        FileNotFoundError: a file the backend reads is not there (``replay``'s ``path``).
     """
     if not value.lstrip().startswith("{"):
         config = {"name": value}

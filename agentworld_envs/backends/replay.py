@@ -393,12 +393,19 @@ class ReplayBackend(Backend):
     blocking = False
 
     def __init__(self, path: str | Path, model: str | dict[str, Any] = "") -> None:
-        if not Path(path).is_file():
-            raise FileNotFoundError(errno.ENOENT, "no recorded completions to replay", str(path))
+        self.check_config(path, model)
         self.cache = RequestCache(path)
         self.model = model
         self._key_model = self.cache.recorded_model(model)
         self._old_model = model if isinstance(model, str) else legacy_model_name(model)
+
+    @staticmethod
+    def check_config(path: str | Path, model: str | dict[str, Any] = "") -> None:
+        """Raise :class:`FileNotFoundError` when there is no file at ``path``; a command checks
+        a ``replay`` config with it (:func:`~agentworld_envs.backends.check_backend_config`)
+        before it makes anything."""
+        if not Path(path).is_file():
+            raise FileNotFoundError(errno.ENOENT, "no recorded completions to replay", str(path))
 
     def describe(self) -> dict[str, Any]:
         """The cache path and model name."""

@@ -207,13 +207,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.run import run_bench
 
     prompts = JudgePrompts.load(args.prompts)  # a bad prompt directory fails before any call
-    print(f"judge instructions: {prompts.source}")
     items = _items(args.items)
     systems = prompts.systems(item.domain for item in items)  # so does a missing domain's
     source = _source(args, items)
     judge_config = parse_backend_arg(args.judge)
     sampling = _sampling("--judge-temperature/--judge-max-tokens",
                          temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
+    print(f"judge instructions: {prompts.source}")  # after the checks: an error is all it prints
     with _journal(args, items, source, judge=_answering(judge_config),
                   judge_sampling=sampling.to_dict(), max_retries=args.max_retries,
                   prompts=[prompts.instructions, systems]) as journal:

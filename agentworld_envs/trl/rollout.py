@@ -31,7 +31,7 @@ from gymnasium.vector import VectorEnv
 from agentworld_envs.backends import Completion
 from agentworld_envs.backends.replies import text_tool_calls
 from agentworld_envs.distributed.slots import SlotEnv, VectorSlots
-from agentworld_envs.protocol.tool_results import call_answers
+from agentworld_envs.protocol.tool_results import call_answers, tool_results_message
 from agentworld_envs.trl.environment import EnvSession, import_trl
 
 __all__ = ["TurnRollout", "turn_environment_class", "vector_environment_class",
@@ -70,9 +70,10 @@ def feedback_messages(completion: Completion, session: EnvSession,
 
     A turn whose text held tool calls gets one ``tool`` message per call with its own envelope
     (:func:`~agentworld_envs.protocol.tool_results.call_answers`), then the env's notes about the
-    turn (calls it could not read) as a ``Tool results:`` user message; any other turn gets the
-    observation (if any) as a user message, ``Tool results:`` first for envs that report tool
-    results.
+    turn (calls it could not read) as a ``Tool results:`` user message
+    (:func:`~agentworld_envs.protocol.tool_results.tool_results_message`); any other turn gets
+    the observation (if any) as a user message, ``Tool results:`` first for envs that report
+    tool results.
     """
     envelopes = session.last_info.get("tool_results")
     if completion.tool_calls and envelopes is not None:
@@ -80,12 +81,11 @@ def feedback_messages(completion: Completion, session: EnvSession,
         contents, notes = call_answers(len(calls), envelopes)
         messages = [{"role": "tool", "name": call.name, "content": content}
                     for call, content in zip(calls, contents, strict=True)]
-        return messages + ([{"role": "user", "content": "Tool results:\n" + "\n".join(notes)}]
-                           if notes else [])
+        return messages + ([tool_results_message(*notes)] if notes else [])
     if not observation:
         return []
-    prefix = "Tool results:\n" if envelopes is not None else ""
-    return [{"role": "user", "content": f"{prefix}{observation}"}]
+    return [tool_results_message(observation) if envelopes is not None
+            else {"role": "user", "content": observation}]
 
 
 class _Template:

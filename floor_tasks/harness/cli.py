@@ -28,7 +28,11 @@ __all__ = ["add_commands", "backend_arg", "check_task_ids", "fraction", "positiv
 
 
 def backend_arg(value: str) -> dict[str, Any]:
-    """An argparse type: a backend given as a name (``oracle``) or as a JSON object."""
+    """An argparse type: a backend given as a name (``oracle``) or as a JSON object.
+
+    A file the backend reads that is not there (a ``replay`` path) stays a
+    ``FileNotFoundError``, which the console script reports as one line, exit status 2,
+    before the command makes anything."""
     try:
         return parse_backend_arg(value)
     except ValueError as exc:

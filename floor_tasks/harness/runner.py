@@ -21,7 +21,7 @@ import gymnasium as gym
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
 from agentworld_envs.backends.redaction import redact
-from agentworld_envs.protocol.tool_results import call_answers
+from agentworld_envs.protocol.tool_results import call_answers, tool_results_message
 from floor_tasks.harness.agents import AgentFn, as_backend
 from floor_tasks.harness.record import RunRecord, Trajectory
 from floor_tasks.task import load_task
@@ -117,7 +117,7 @@ class _Episode:
         if not completion.tool_calls:
             self.messages.append({"role": "assistant", "content": completion.text})
             if observation:
-                self.messages.append({"role": "user", "content": f"Tool results:\n{observation}"})
+                self.messages.append(tool_results_message(observation))
             return
         ids = [c.call_id or f"call_{self.turns}_{i}" for i, c in enumerate(completion.tool_calls)]
         self.messages.append({"role": "assistant", "content": completion.text, "tool_calls": [
@@ -128,7 +128,7 @@ class _Episode:
         for call_id, content in zip(ids, contents, strict=True):
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
         if notes:
-            self.messages.append({"role": "user", "content": "Tool results:\n" + "\n".join(notes)})
+            self.messages.append(tool_results_message(*notes))
 
     def record(self, backend: Backend, settings: RunSettings) -> RunRecord:
         """The run record of the finished episode (closes its env)."""
