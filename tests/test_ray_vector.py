@@ -23,6 +23,8 @@ import floor_tasks
 from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.distributed.layout import actor_blocks
+from agentworld_envs.distributed.vector_parts import overlay_info
+from agentworld_envs.sim.vector_info import batch_infos
 from tests.helpers.ray_cluster import ray_runtime  # noqa: F401 - the module's Ray runtime
 from tests.test_examples import quick_check, run_example
 from tests.test_vector_worker_errors import ENV_ID as CHOKING_ID
@@ -65,10 +67,29 @@ class DictProbe(BoxProbe):
         return {"a": int(self.np_random.integers(10)), "b": int(self.np_random.integers(10))}
 
 
-for _name, _probe in (("Box", BoxProbe), ("Dict", DictProbe)):
+class MixedInfoProbe(BoxProbe):
+    """:class:`BoxProbe` whose reset info has ``x``, a string or an int, in some sub-envs."""
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        observation, _ = super().reset(seed=seed)
+        return observation, {0: {"x": "a"}, 2: {"x": 1}}.get((seed or 0) % 4, {})
+
+
+class WideProbe(BoxProbe):
+    """:class:`BoxProbe` with observations too large for Ray to send inline (40,000 floats)."""
+
+    observation_space = spaces.Box(0, 1, (40_000,), np.float32)
+
+    def _observation(self) -> Any:
+        return self.np_random.random(self.observation_space.shape, dtype=np.float32)
+
+
+_PROBES = {"Box": BoxProbe, "Dict": DictProbe, "MixedInfo": MixedInfoProbe, "Wide": WideProbe}
+for _name, _probe in _PROBES.items():
     if f"RayProbe/{_name}-v0" not in gym.registry:
         gym.register(f"RayProbe/{_name}-v0", entry_point=_probe)
-BOX, DICT = ("tests.test_ray_vector:RayProbe/Box-v0", "tests.test_ray_vector:RayProbe/Dict-v0")
+BOX, DICT, MIXED_INFO, WIDE = (f"tests.test_ray_vector:RayProbe/{name}-v0" for name in _PROBES)
 """The probes' ids for actors, which import this module to register them."""
 
 
@@ -274,17 +295,22 @@ def test_a_killed_actor_truncates_its_sub_envs_only(env_id: str,
         expected = expected_env.step(actions(1))
         assert observations[:2] == expected[0][:2] and rewards[:2].tolist() == \
             expected[1][:2].tolist() and truncated[:2].tolist() == expected[3][:2].tolist()
-        assert truncated[2:].all() and not terminated[2:].any() and not rewards[2:].any()
-        assert info["_fault"].tolist() == [False, False, True, True]
-        assert "actor 1" in info["fault"][2]
+        lost = [False, False, True, True]
+        if env_id == FLOOR[0]:  # NEXT_STEP: sub-env 2 answered at step 0, its new episode due
+            assert before[2][2:].tolist() == [True, False]
+            lost[2] = False
+        assert truncated[2:].tolist() == lost[2:] and not terminated[2:].any() and \
+            not rewards[2:].any()
+        assert info["_fault"].tolist() == lost
+        assert "actor 1" in info["fault"][3]
         if env_id == MCP[0]:  # SAME_STEP: fresh episodes now, the last observation as final
             assert info["final_obs"][2:].tolist() == list(before[0][2:])
             assert info["_scenario_id"][2:].all() and observations[2:] != before[0][2:]
-        else:  # NEXT_STEP: the last observation now, fresh episodes at the next step
-            assert observations[2:] == before[0][2:]
+        else:  # NEXT_STEP: sub-env 2's new episode now; sub-env 3's last observation now, its
+            assert info["_variant"][2] and observations[3] == before[0][3]  # new one next
             restarted, expected = envs.step(actions(2)), expected_env.step(actions(2))
-            assert restarted[4]["_variant"][2:].all() and not restarted[1][2:].any()
-            assert restarted[0][:2] == expected[0][:2]
+            assert restarted[4]["_variant"][2:].tolist() == [False, True]
+            assert not restarted[1][2:].any() and restarted[0][:2] == expected[0][:2]
         observations, *_ = envs.step(actions(3))
         assert observations[:2] == expected_env.step(actions(3))[0][:2]  # never noticed
     finally:
@@ -553,3 +579,70 @@ def test_ray_is_imported_only_when_needed_and_missing_ray_says_how_to_install() 
 def test_ray_rollouts_example_runs(tmp_path: Any) -> None:
     output = run_example("ray_rollouts.py", *quick_check("ray_rollouts.py"), cwd=tmp_path)
     assert "group" in output
+
+
+def test_info_entries_outside_the_mask_are_the_in_process_blanks() -> None:
+    """Sub-env 0's ``x`` is a string, sub-env 2's (another actor's) an int: Gymnasium's object
+    array has None wherever ``_x`` is False, in the whole info and in an overlaid one."""
+    envs = RayVectorEnv(MIXED_INFO, 4, num_actors=2)
+    expected_env = gym.make_vec(MIXED_INFO.partition(":")[2], num_envs=4,
+                                vectorization_mode="sync")
+    try:
+        info, expected = envs.reset(seed=0)[1], expected_env.reset(seed=0)[1]
+        assert expected["x"].tolist() == ["a", None, 1, None]
+        assert_same(without_groups(info), expected)
+    finally:
+        envs.close()
+        expected_env.close()
+    base, top = batch_infos([{"x": "a"}], 3), batch_infos([None, {"x": 5}], 3)
+    assert_same(overlay_info(base, top, np.array([False, True, True])),
+                batch_infos([{"x": "a"}, {"x": 5}], 3))
+
+
+@pytest.mark.parametrize("fault", ["at_the_step", "at_a_masked_reset"])
+def test_a_fault_after_an_episode_ended_starts_its_next_one_without_a_second_end(
+        fault: str) -> None:
+    """NEXT_STEP: sub-env 2 answers and ends; then actor 1 dies. Sub-env 2's next step is its
+    new episode's start, as in one process (not a truncation of the ended episode), and the
+    step after plays that episode."""
+    with _floor_beside_sync(0) as (envs, expected_env):
+        ended = [LOOKUP, LOOKUP, FLOOR_ACTIONS[2], LOOKUP]
+        assert envs.step(ended)[2].tolist() == expected_env.step(ended)[2].tolist() == \
+            [False, False, True, False]
+        kill_and_wait(envs.actors[1])
+        if fault == "at_a_masked_reset":  # sub-env 3 reset anew: only sub-env 2 is left
+            envs.reset(seed=[None, None, None, 5],
+                       options={"reset_mask": np.array([False, False, False, True])})
+        _, rewards, terminated, truncated, info = envs.step([LOOKUP] * 4)
+        expected = expected_env.step([LOOKUP] * 4)
+        assert not (rewards[2] or terminated[2] or truncated[2]) and info["_variant"][2]
+        assert not expected[3][2] and expected[4]["_variant"][2]  # the same in one process
+        assert info.get("_fault", np.zeros(4, np.bool_)).tolist() == \
+            [False, False, False, fault == "at_the_step"]
+        _, _, _, truncated, info = envs.step([LOOKUP] * 4)
+        assert not truncated[2] and not info.get("_variant", np.zeros(4, np.bool_))[2]
+
+
+def test_final_observations_are_writable_as_in_process_however_large() -> None:
+    """``final_obs`` of a natural end and of a lost episode: the caller's own arrays, not
+    read-only views into Ray's object store (where results over its inline size arrive)."""
+    same_step = {"vector_kwargs": {"autoreset_mode": AutoresetMode.SAME_STEP}}
+    envs = RayVectorEnv(WIDE, 4, num_actors=2, **same_step)
+    expected_env = gym.make_vec(WIDE.partition(":")[2], num_envs=4, vectorization_mode="sync",
+                                **same_step)
+    try:
+        envs.reset(seed=0)
+        expected_env.reset(seed=0)
+        for _ in range(3):  # a WideProbe episode's length
+            *_, info = envs.step([0] * 4)
+            expected = expected_env.step([0] * 4)[4]
+        assert info["_final_obs"].all()
+        for got, want in zip(info["final_obs"], expected["final_obs"], strict=True):
+            assert np.array_equal(got, want) and got.flags.writeable
+        kill_and_wait(envs.actors[1])
+        *_, truncated, info = envs.step([0] * 4)
+        assert truncated.tolist() == [False, False, True, True]
+        assert all(info["final_obs"][i].flags.writeable for i in (2, 3))
+    finally:
+        envs.close()
+        expected_env.close()

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -89,7 +90,9 @@ class RayVectorEnv(VectorEnv):
     ``truncated`` with ``info["fault"]`` saying what happened (under ``SAME_STEP`` the step
     returns their new first observation, ``final_obs`` being the last one seen; under
     ``NEXT_STEP`` the next step does; with autoreset disabled they must be reset); the others
-    never notice. A masked reset that finds its actor restarted resets the actor's other
+    never notice. Under ``NEXT_STEP`` a sub-env whose episode ended at the step before loses
+    nothing: its step is its new episode's start (seeded from ``np_random``), as an autoreset
+    step, not a second end. A masked reset that finds its actor restarted resets the actor's other
     sub-envs too, and their next step reports the fault. A sub-env vectorised by Gymnasium
     whose own ``step`` raises is truncated alone
     (:class:`~agentworld_envs.distributed.fault_guard.FaultGuard`). An actor whose restarts are
@@ -150,6 +153,9 @@ class RayVectorEnv(VectorEnv):
         self._faults: dict[int, tuple[str, int | None]] = {}
         """Sub-env: (fault, seed). A masked reset found its actor restarted: the next step ends its
         lost episode, saying ``fault``, and starts one with ``seed``."""
+        self._due = np.zeros(num_envs, np.bool_)
+        """``NEXT_STEP``: the sub-envs whose episode ended at the last step, so their next step
+        starts a new one: a fault then loses no episode of theirs."""
         self._groups = np.arange(num_envs) // group_size
 
     def _await_actors(self, options: dict[str, Any], timeout_s: float) -> tuple[Any, ...]:
@@ -205,7 +211,7 @@ class RayVectorEnv(VectorEnv):
             items = list(iterate(self._part_spaces[k], observations))
             for j in done:
                 i = block.start + j
-                self._last[i], self._ready[i] = items[j], True
+                self._last[i], self._ready[i], self._due[i] = items[j], True, False
                 self._fresh.pop(i, None)
                 self._faults.pop(i, None)
         return self._observations(), self._info(infos)
@@ -228,7 +234,9 @@ class RayVectorEnv(VectorEnv):
         drawn = sub_env_seeds(draw_seed(self.np_random), len(block), self.group_size, None)
         self._get(k, self._reset_call(self.actors[k], drawn, {}))
         for j, i in enumerate(block):
-            if self._ready[i] and i not in self._fresh and i not in self._faults:
+            if self._due[i]:  # its new episode starts at its next step, with this seed
+                self._fresh.setdefault(i, drawn[j])
+            elif self._ready[i] and i not in self._faults:
                 self._faults[i] = (fault, drawn[j])
         return self._get(k, self._reset_call(self.actors[k], seeds, options))
 
@@ -259,6 +267,10 @@ class RayVectorEnv(VectorEnv):
         self._last = items
         if self.metadata["autoreset_mode"] is AutoresetMode.DISABLED:  # the caller resets them
             self._ready &= ~(terminated | truncated)
+        elif self.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP:
+            self._due = terminated | truncated
+        for i in np.flatnonzero(info.get("_final_obs", ())):  # not a view into Ray's object
+            info["final_obs"][i] = copy.deepcopy(info["final_obs"][i])  # store: read-only
         return self._observations(), rewards, terminated, truncated, info
 
     def _end_lost_episodes(self, faults: dict[int, tuple[str, int | None]], items: list[Any],
@@ -299,7 +311,8 @@ class RayVectorEnv(VectorEnv):
         observations, info = self._get(k, self._reset_call(self.actors[k], seeds, {}))
         for j, i in enumerate(block):
             self._fresh.pop(i, None)
-            self._faults[i] = (fault, seeds[j])
+            if not self._due[i]:  # else this step is its new episode's start, as autoreset has it
+                self._faults[i] = (fault, seeds[j])
         n = len(block)
         return observations, np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_), info
 

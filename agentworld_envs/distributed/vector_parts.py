@@ -50,7 +50,7 @@ def place_info(whole: dict[str, Any], part: dict[str, Any], start: int, num_envs
         else:
             if key not in whole:
                 whole[key] = _blank(value, num_envs)
-            whole[key][start:stop] = value
+            whole[key][start:stop][mask] = value[mask]  # the others keep the whole's blank
         if f"_{key}" not in whole:
             whole[f"_{key}"] = np.zeros(num_envs, dtype=np.bool_)
         whole[f"_{key}"][start:stop] = mask
@@ -67,7 +67,7 @@ def _take(out: dict[str, Any], info: dict[str, Any], rows: np.ndarray) -> None:
         else:
             if key not in out:
                 out[key] = _blank(value, len(rows))
-            out[key][rows] = value[rows]
+            out[key][rows & mask] = value[rows & mask]
         out.setdefault(f"_{key}", np.zeros(len(rows), dtype=np.bool_))[rows] = mask[rows]
 
 
