@@ -25,6 +25,7 @@ from agentworld_envs.trl import (  # noqa: E402
     solution_examples,
     turn_environment_class,
 )
+from agentworld_envs.trl.environment import ENDED  # noqa: E402
 from agentworld_envs.trl.tool_methods import tool_method  # noqa: E402
 from tests.helpers.scripted_envs import scripted_kwargs  # noqa: E402
 
@@ -88,6 +89,43 @@ def test_tool_methods_pass_calls_to_the_env_unchecked() -> None:
     observation = session.lookup_record(record_id=12)  # wrong type: the env says so
     assert json.loads(observation)["error"]["type"] == "schema_validation_error"
     assert session.env.unwrapped.trace.calls[-1]["malformed"] is True
+    session.env.close()
+
+
+def test_a_tool_argument_named_self_reaches_the_env() -> None:
+    """Before, Python refused it (``got multiple values for argument 'self'``), with no step:
+    TRL showed the model an error the harness never gives instead of the env's label."""
+    session = environment_class("AgentFloor/C3-v0")()
+    session.reset(variant="v0")
+    envelope = json.loads(session.lookup_record(self="P104"))
+    assert envelope["error"]["type"] == "schema_validation_error"
+    assert "self: Extra inputs are not permitted" in envelope["error"]["message"]
+    assert session.actions == ['{"name": "lookup_record", "arguments": {"self": "P104"}}']
+    session.env.close()
+
+
+DOWN = {"name": "scripted", "rules": [{"match": ".", "error": "GPU down"}]}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_backend_fault_in_a_tool_call_ends_the_episode_and_is_raised_by_the_reward() -> None:
+    """TRL's tool loop turns every exception of a tool into ``{"error": ...}`` for the model.
+    Before, a world-model fault (``on_fault="raise"``) was swallowed that way and the episode
+    scored 0.0 as if the agent had failed; the env could also be stepped again."""
+    from agentworld_envs.sim.model_client import WorldModelFault
+
+    session = environment_class("AgentWorld/Search-v0", backend=DOWN, on_fault="raise")()
+    session.reset(seed=0)
+    with pytest.raises(WorldModelFault, match="GPU down"):  # what TRL catches
+        session.web_search(queries=["x"])
+    assert session.done and isinstance(session.fault, WorldModelFault)
+    turns = session.env.unwrapped.episode.turn
+    assert session.web_search(queries=["y"]).endswith(ENDED)  # no second step on a fault
+    assert session.env.unwrapped.episode.turn == turns == 1
+    with pytest.raises(WorldModelFault, match="GPU down"):
+        environment_reward([[{"role": "assistant", "content": "An answer."}]], [session])
+    session.reset(seed=0)  # a new episode forgets the fault
+    assert session.fault is None and not session.done
     session.env.close()
 
 
@@ -288,3 +326,25 @@ def test_grpo_through_the_turn_level_rollout(tiny_model: Path, tmp_path: Path) -
     for env in trainer.environments:  # one env.step per assistant turn, as in the harness
         turns = [c["turn"] for c in env.env.unwrapped.trace.calls]
         assert turns == list(range(1, len(turns) + 1)) and env.done
+
+
+class ToolBackendDown(gym.Wrapper):
+    """A1 whose tools' backend is down: a tool call's step raises, a final answer is scored."""
+
+    def step(self, action: str) -> tuple:
+        if action.startswith('{"name"'):
+            raise ConnectionError("the tool backend is unreachable")
+        return self.env.step(action)
+
+
+gym.register("TrlTest/A1ToolsDown-v0", disable_env_checker=True,
+             entry_point=lambda: ToolBackendDown(gym.make("AgentFloor/A1-v0")))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_backend_fault_in_trls_tool_loop_stops_training(tiny_model: Path,
+                                                          tmp_path: Path) -> None:
+    """Before, TRL showed the model ``{"error": "the tool backend is unreachable"}``, scored
+    the episode and trained on it: the fault never reached the user."""
+    with pytest.raises(ConnectionError, match="the tool backend is unreachable"):
+        _train(tiny_model, environment_class("TrlTest/A1ToolsDown-v0"), tmp_path)

@@ -104,6 +104,24 @@ def test_candidates_reach_each_agent_and_pay_the_team() -> None:
     assert venv.action_masks().tolist() == [[True, True, True, False]] * 2
 
 
+@pytest.mark.parametrize(("actions", "said"), [
+    ([0, 0, 0, 9], "action index 9 is outside 0..3"),
+    ([0, 0], "one action per slot \\(4\\), got an array of shape \\(2,\\)"),
+], ids=["index past max_candidates", "too few actions"])
+def test_a_bad_action_raises_before_any_copy_steps(actions: list[int], said: str) -> None:
+    """Before, copy 0 had stepped (its rewards and observations lost) when copy 1's bad
+    action raised, and the copies' episodes went out of step."""
+    venv = ParameterSharingVecEnv(functools.partial(EchoTeam, rounds=3), num_copies=2,
+                                  max_candidates=4)
+    venv.seed(0)
+    venv.reset()
+    with pytest.raises(ValueError, match=said):
+        venv.step(np.array(actions))
+    assert [env.turn for env in venv.envs] == [0, 0]
+    venv.step(np.array([0, 0, 0, 0]))
+    assert [env.turn for env in venv.envs] == [1, 1]
+
+
 def test_same_seed_same_rollout() -> None:
     def rollout() -> list:
         venv = ParameterSharingVecEnv(EchoTeam, num_copies=2)

@@ -18,6 +18,11 @@ reach the env as the JSON text a model would write). A tool method called from P
 value JSON cannot carry (bytes, a set, an object, a cycle, an int past Python's 4300-digit
 limit) raises a ``TypeError`` or ``ValueError`` naming the tool and the argument; TRL hands
 such an error to the model as ``{"error": ...}``, with no step spent.
+
+Backend faults: TRL's tool loop hands *every* exception of a tool method to the model as a tool
+error, so an ``env.step`` that raises (a world model that failed under ``on_fault="raise"``, past
+``max_faults``, any env error) would be swallowed and its episode scored. The session ends at
+that step instead (no further step) and :func:`environment_reward` raises the env's exception.
 """
 
 from __future__ import annotations
@@ -75,10 +80,12 @@ class EnvSession:
         done: Whether the episode has ended.
         reward: The episode's reward (0.0 until it ends).
         last_info: The info of the last reset or step.
+        fault: The exception ``env.step`` raised in this episode (which ended it), or None.
     """
 
     env_id: ClassVar[str]
     make_kwargs: ClassVar[dict[str, Any]] = {}
+    fault: Exception | None = None
 
     def __init__(self) -> None:
         self.env = make_env(self.env_id, dict(self.make_kwargs))
@@ -101,14 +108,22 @@ class EnvSession:
         options.update({k: row[k] for k in _RESET_OPTION_KEYS if row.get(k) is not None})
         observation, info = self.env.reset(seed=row.get("seed"), options=options or None)
         self.actions, self.tools = [], list(info.get("tools") or [])
-        self.done, self.reward, self.last_info = False, 0.0, info
+        self.done, self.reward, self.last_info, self.fault = False, 0.0, info, None
         return observation
 
     def _step(self, action: str) -> str:
-        """Play one action as one ``env.step``; return the observation."""
+        """Play one action as one ``env.step``; return the observation.
+
+        Raises:
+            Exception: whatever ``env.step`` raised; the episode ends there (:attr:`fault`).
+        """
         if self.done:
             return ENDED
-        observation, reward, terminated, truncated, info = self.env.step(action)
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as exc:
+            self.done, self.fault = True, exc
+            raise
         self.actions.append(action)
         self.done, self.reward, self.last_info = terminated or truncated, float(reward), info
         if self.done:
@@ -251,6 +266,8 @@ def environment_reward(completions: list[Any], environments: list[EnvSession] | 
             environment is not an :class:`EnvSession`.
         ValueError: no environments (the trainer has no ``environment_factory``), or not one
             per completion.
+        Exception: the exception an env's ``env.step`` raised in TRL's tool loop (which showed
+            it to the model as a tool error), so that a backend fault stops training.
     """
     if environments is None:
         raise ValueError("environment_reward scores the envs of GRPOTrainer(environment_factory="
@@ -262,5 +279,7 @@ def environment_reward(completions: list[Any], environments: list[EnvSession] | 
         if not isinstance(session, EnvSession):
             raise TypeError(f"environment_reward scores EnvSession instances (environment_class,"
                             f" turn_environment_class); got {type(session).__name__}")
+        if session.fault is not None:
+            raise session.fault
     return [session._finish(_final_text(completion))
             for completion, session in zip(completions, environments, strict=True)]

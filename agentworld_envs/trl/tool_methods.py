@@ -91,7 +91,7 @@ def tool_method(schema: dict[str, Any], call: Callable[[Any, str, dict[str, Any]
         description = (f"{_one_line(description)} Pass the fields as the call's arguments: "
                        f"{_one_line(parameters['description'])}")
 
-    def method(self: Any, **arguments: Any) -> str:
+    def method(self: Any, /, **arguments: Any) -> str:  # "self" is an argument name too
         return call(self, name, arguments)
 
     method.__name__ = method.__qualname__ = name

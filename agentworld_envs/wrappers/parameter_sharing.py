@@ -190,19 +190,30 @@ class ParameterSharingVecEnv(VecEnv):
         return self._observations()
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Remember the actions of every slot for :meth:`step_wait`."""
-        self._actions = np.asarray(actions)
+        """Remember the actions of every slot for :meth:`step_wait`.
+
+        Raises:
+            ValueError: not one action per slot.
+        """
+        actions = np.asarray(actions)
+        if actions.shape[:1] != (self.num_envs,):
+            raise ValueError(f"expected one action per slot ({self.num_envs}), got an array of "
+                             f"shape {actions.shape}")
+        self._actions = actions
 
     def step_wait(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, list[dict]]:
-        """Step every copy with its agents' actions; reset the copies whose episode ended."""
+        """Step every copy with its agents' actions; reset the copies whose episode ended.
+
+        Every slot's action is read first, so a bad one (an index outside ``max_candidates``)
+        raises before any copy steps.
+        """
+        chosen = [self._agent_action(slot) for slot in range(self.num_envs)]
         rewards = np.zeros(self.num_envs, dtype=np.float32)
         dones = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for copy, env in enumerate(self.envs):
             slots = list(zip(self._slots(copy), self.agents, strict=True))
-            joint, padding = {}, {}
-            for slot, agent in slots:
-                joint[agent], padding[agent] = self._agent_action(slot)
+            joint = {agent: chosen[slot][0] for slot, agent in slots}
             observations, step_rewards, terms, truncs, step_infos = env.step(joint)
             ended = {agent for agent in self.agents if terms[agent] or truncs[agent]}
             if ended and ended != set(self.agents):
@@ -214,7 +225,7 @@ class ParameterSharingVecEnv(VecEnv):
                 infos[slot] = {**step_infos.get(agent, {}),
                                "TimeLimit.truncated": bool(truncs[agent] and not terms[agent])}
                 if self._text_actions:
-                    infos[slot]["padding_action"] = padding[agent]
+                    infos[slot]["padding_action"] = chosen[slot][1]
                 if ended:
                     infos[slot]["terminal_observation"] = self._encode(agent, observations[agent])
             reset_infos = None
