@@ -586,3 +586,95 @@ def test_a_session_closes_all_its_envs_when_one_fails_to(monkeypatch):
                 _ask(ws, {"type": "reset", "data": {"options": {"task": task}}})
         _wait(lambda: len(closed) == 2, "both envs closed")
     assert sorted(closed) == ["A1", "A2"]
+
+
+def test_a_lone_surrogate_the_env_returns_reaches_the_client_as_it_is(floor_all):
+    call = '{"name": "lookup_\\ud800", "arguments": {}}'  # Unicode text: an agent's JSON escape
+    lone = gym.make("AgentFloor/B3-v0")
+    lone.reset(seed=0, options={"variant": "v0"})
+    expected = lone.step(call)[0]
+    assert "\ud800" in expected  # the env read the escape: its answer holds a lone surrogate
+    with _ws(floor_all) as ws:
+        first = _ask(ws, {"type": "reset", "data": {
+            "seed": 0, "episode_id": "run-\udc00", "options": {"task": "B3", "variant": "v0"}}})
+        assert first["data"]["observation"]["metadata"]["episode_id"] == "run-\udc00"
+        reply = _ask(ws, {"type": "step", "data": {"message": call}})
+        assert reply["type"] == "observation", reply["data"]
+        assert reply["data"]["observation"]["text"] == expected
+        state = _ask(ws, {"type": "state"})["data"]
+        assert (state["episode_id"], state["step_count"]) == ("run-\udc00", 1)
+
+
+def test_a_client_leaving_mid_step_frees_its_session_at_once(monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    step = GymSession._step
+
+    def held(self, action, /):
+        if action.type == "call_tool":  # in the session's thread
+            started.set()
+            release.wait(HANG_GUARD_S)
+        return step(self, action)
+
+    monkeypatch.setattr(GymSession, "_step", held)
+    with _in_process("AgentFloor/B3-v0", max_sessions=1) as url:
+        try:
+            with _ws(url) as ws:
+                _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
+                ws.send(json.dumps({"type": "step", "data": {
+                    "type": "call_tool", "tool_name": "lookup_record",
+                    "arguments": {"record_id": "PKG-88"}}}))
+                assert started.wait(HANG_GUARD_S)
+            _wait(lambda: stats(url)["capacity"]["active_sessions"] == 0,
+                  "the session its client left freed while its step runs")
+            assert stats(url)["running"] == 1
+            with _ws(url) as other:
+                reply = _ask(other, {"type": "reset", "data": {"options": {"variant": "v0"}}})
+                assert reply["type"] == "observation", reply["data"]
+        finally:
+            release.set()
+        _wait(lambda: (stats(url)["running"], stats(url)["sessions_closed"]) == (0, 2),
+              "the left step ended and both sessions closed")
+
+
+def test_a_refused_reset_leaves_the_sessions_draws_as_they_were(floor_all):
+    def play(refused: dict | None) -> list[tuple[str, str]]:
+        with _ws(floor_all) as ws:
+            _ask(ws, {"type": "reset", "data": {"seed": 7}})
+            if refused is not None:
+                assert _ask(ws, {"type": "reset", "data": refused})["type"] == "error"
+            observations = [_ask(ws, {"type": "reset", "data": {}})["data"]["observation"]
+                            for _ in range(4)]
+        return [(o["metadata"]["env_id"], o["text"]) for o in observations]
+
+    played = play(None)
+    for refused in ({"seed": 99, "options": {"task": "Z9"}},  # a new seed, then a bad task
+                    {"options": {"task": "B3", "variant": "v99"}}):  # B3's first seed drawn
+        assert play(refused) == played, refused
+
+
+def test_a_malformed_scenario_object_is_the_clients_error(slow_search):
+    url, _ = slow_search
+    bad = {"options": {"scenario": {"id": 3}}}
+    http = httpx.post(f"{url}/reset", json=bad, timeout=600)
+    assert http.status_code == 400 and "Scenario" in http.json()["detail"]
+    with _ws(url) as ws:
+        reply = _ask(ws, {"type": "reset", "data": bad})
+        assert reply["data"]["code"] == "VALIDATION_ERROR", reply["data"]
+        assert {("id",), ("instruction",)} <= {tuple(e["loc"]) for e in reply["data"]["errors"]}
+        assert "sub-env" not in json.dumps(reply)
+        assert _ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+
+
+def test_an_action_with_fields_of_another_type_is_refused(floor_all):
+    with _ws(floor_all) as ws:
+        _ask(ws, {"type": "reset", "data": {"options": {"task": "B3", "variant": "v0"}}})
+        for action in ({"message": "I cannot do this task.", "tool_name": "lookup_record",
+                        "arguments": {"record_id": "PKG-88"}},
+                       {"type": "list_tools", "message": LOOKUP},
+                       {"type": "call_tool", "tool_name": "lookup_record", "message": LOOKUP}):
+            reply = _ask(ws, {"type": "step", "data": action})
+            assert reply["data"]["code"] == "VALIDATION_ERROR", action
+            assert '"message"' in reply["data"]["errors"][0]["msg"], reply["data"]
+        # a full dump of the action model is fine: another type's field at its default is none
+        reply = _ask(ws, {"type": "step", "data": TurnAction(message=LOOKUP).model_dump()})
+        assert reply["data"]["observation"]["metadata"]["info"]["turn"] == 1  # none played

@@ -10,11 +10,14 @@ OpenEnv's messages (``reset``, ``step``, ``state``, ``close``) and its replies a
 shapes, one message at a time, except that no frame a client sends ends its session. A binary
 frame, text that is not JSON or is past the parser's limits (nesting depth, a number of over
 4300 digits), or JSON that is not an object is answered with OpenEnv's ``INVALID_JSON`` error,
-and the session goes on. Two deviations: OpenEnv's MCP transport over ``/ws`` (the ``mcp``
-message and ``?session_id=`` to attach to an HTTP MCP session) is not served, as these envs
-have no MCP server (OpenEnv answers their tool calls "Environment does not support MCP"):
-``mcp`` is answered with an ``UNKNOWN_TYPE`` error naming the ``list_tools`` and
-``call_tool`` step actions, ``?session_id=`` with a ``SESSION_ERROR``.
+and the session goes on. The next frame is read while one is answered, so a client that leaves
+in the middle of a step frees its session at once (the step runs on to its end in the session's
+thread, and its envs close after it). A string of a reply that UTF-8 cannot carry (a lone
+surrogate) goes as its JSON escape. Two deviations: OpenEnv's MCP transport over ``/ws`` (the
+``mcp`` message and ``?session_id=`` to attach to an HTTP MCP session) is not served, as these
+envs have no MCP server (OpenEnv answers their tool calls "Environment does not support MCP"):
+``mcp`` is answered with an ``UNKNOWN_TYPE`` error naming the ``list_tools`` and ``call_tool``
+step actions, ``?session_id=`` with a ``SESSION_ERROR``.
 
 Idle sessions are closed by our own sweep rather than OpenEnv's reaper, because OpenEnv counts
 a session's activity only when a message is answered: its reaper would close a session in the
@@ -49,7 +52,8 @@ from openenv.core.env_server.types import (
     WSStateResponse,
     WSStepMessage,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 from starlette.types import Message
 
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
@@ -72,9 +76,19 @@ _JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None):
 """What a JSON value is called, by its Python type (numbers aside)."""
 
 
+def _reply(message: BaseModel) -> str:
+    """A reply frame's text. A lone surrogate, which UTF-8 cannot carry (an env that reads the
+    JSON escape ``\\ud800`` in an agent's tool call echoes one), is sent as that escape, so the
+    client reads back the very string the env returned."""
+    try:
+        return message.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(message.model_dump(mode="json"))
+
+
 def _error(code: WSErrorCode, message: str, **details: Any) -> str:
     """An error frame of OpenEnv's shape."""
-    return WSErrorResponse(data={"message": message, "code": code, **details}).model_dump_json()
+    return _reply(WSErrorResponse(data={"message": message, "code": code, **details}))
 
 
 def _idle(session: Environment | None, limit: float) -> bool:
@@ -106,6 +120,8 @@ class _Server(HTTPEnvServer):
         """One WebSocket session, from the connection until ``close`` or the client leaves."""
         await websocket.accept()
         session_id: str | None = None
+        receiving: asyncio.Future[Message] | None = None
+        answering: asyncio.Future[str | None] | None = None
         try:
             if websocket.query_params.get("session_id"):
                 await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, _NO_ATTACH))
@@ -121,8 +137,22 @@ class _Server(HTTPEnvServer):
                 await websocket.send_text(_error(WSErrorCode.FACTORY_ERROR, str(exc),
                                                  factory_name=exc.factory_name))
                 return
-            while (frame := await websocket.receive())["type"] != "websocket.disconnect":
-                reply = await self._answer(session_id, cast(GymSession, session), frame)
+            receiving = asyncio.ensure_future(websocket.receive())
+            while (frame := await receiving)["type"] != "websocket.disconnect":
+                # the next frame is read while this one is answered, so that a client leaving
+                # mid-step frees its session at once (the step ends in the session's thread)
+                receiving = asyncio.ensure_future(websocket.receive())
+                answering = asyncio.ensure_future(
+                    self._answer(session_id, cast(GymSession, session), frame))
+                try:
+                    await asyncio.wait((answering, receiving),
+                                       return_when=asyncio.FIRST_COMPLETED)
+                except asyncio.CancelledError:
+                    answering.cancel()
+                    raise
+                if not answering.done() and receiving.result()["type"] == "websocket.disconnect":
+                    break
+                reply = await answering
                 if reply is None:
                     break
                 await websocket.send_text(reply)
@@ -133,10 +163,14 @@ class _Server(HTTPEnvServer):
             with contextlib.suppress(Exception):
                 await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, str(exc)))
         finally:
+            if receiving is not None:
+                receiving.cancel()
             if session_id is not None:
                 await self._destroy_session(session_id)
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await websocket.close()
+            if answering is not None:
+                await answering  # a step its client left goes on to its end, then its envs close
 
     async def _answer(self, session_id: str, session: GymSession, frame: Message) -> str | None:
         """The reply to one frame (None for ``close``); whatever the frame, it never raises."""
@@ -157,18 +191,16 @@ class _Server(HTTPEnvServer):
                 data = WSResetMessage.model_validate(message).data
                 observation = await session.reset_async(**data)
                 self._update_session_activity(session_id)
-                return WSObservationResponse(
-                    data=serialize_observation(observation)).model_dump_json()
+                return _reply(WSObservationResponse(data=serialize_observation(observation)))
             if kind == "step":
                 action = deserialize_action(WSStepMessage.model_validate(message).data,
                                             self.action_cls)
                 observation = await session.step_async(action)
                 self._update_session_activity(session_id, increment_step=True)
-                return WSObservationResponse(
-                    data=serialize_observation(observation)).model_dump_json()
+                return _reply(WSObservationResponse(data=serialize_observation(observation)))
             if kind == "state":
                 WSStateMessage.model_validate(message)
-                return WSStateResponse(data=session.state.model_dump()).model_dump_json()
+                return _reply(WSStateResponse(data=session.state.model_dump()))
             if kind == "close":
                 WSCloseMessage.model_validate(message)
                 return None

@@ -39,6 +39,17 @@ class TurnAction(Action):
         if self.type == "call_tool" and not self.tool_name:
             raise PydanticCustomError("missing_tool_name", 'a "call_tool" action needs '
                                                            '"tool_name"')
+        # a field of another type would be dropped unread (as OpenEnv's own list_tools and
+        # call_tool actions refuse it); its default (null, {}) is no field
+        if self.type != "message" and self.message is not None:
+            raise PydanticCustomError("message_not_read", 'a "{type}" action takes no '
+                                      '"message" (a turn of text is a "message" action)',
+                                      {"type": self.type})
+        if self.type != "call_tool" and (self.tool_name is not None or self.arguments):
+            raise PydanticCustomError("tool_call_not_read", 'a "{type}" action takes no '
+                                      '"tool_name" or "arguments" (a tool call is a '
+                                      '"call_tool" action, or a message holding it)',
+                                      {"type": self.type})
         return self
 
 

@@ -10,6 +10,7 @@ error response for this session alone; an agent's text never raises (the env rea
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import threading
@@ -24,6 +25,7 @@ from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from agentworld_envs.errors import SubEnvError
 from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
 from agentworld_envs.serve.served_env import ServedEnv
@@ -120,7 +122,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
         A seed also seeds the session's own draws: the task of each later reset without
         ``task``, and the seed of a task's env at its first reset without one. A reset that
-        fails leaves the session's episode as it was.
+        fails leaves the session's episode and its draws as they were.
         """
         if unknown:
             raise ValueError(f"unknown reset argument(s) {sorted(unknown)}; reset takes seed, "
@@ -129,13 +131,18 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         episode_id = _episode_id(episode_id)
         options = self._options(options)
         with self._active():
-            if seed is not None:
-                self._rng, _ = seeding.np_random(seed)
-            env_id = self._pick(options.pop("task", None))
+            # the session's draws, on a copy that only a reset that succeeds keeps
+            rng = seeding.np_random(seed)[0] if seed is not None else copy.deepcopy(self._rng)
+            env_id = self._pick(options.pop("task", None), rng)
             env = self._env_for(env_id)
             if seed is None and env_id not in self._seeded:
-                seed = draw_seed(self._rng)
-            text, info = env.reset(seed=seed, options=options or None)
+                seed = draw_seed(rng)
+            try:
+                text, info = env.reset(seed=seed, options=options or None)
+            except SubEnvError as exc:
+                # made for a trip between processes; here the env's own error is at hand (a
+                # scenario object the domain refused: pydantic's ValidationError, the client's)
+                raise (exc.__cause__ or exc) from None
             self._seeded.add(env_id)
             if info.get("task_id") and self.served.make_kwargs.get("reveal_reference"):
                 from floor_tasks import solution
@@ -145,7 +152,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             tools = mcp_tools(info.get("tools") or [])
             observation = TurnObservation(text=text, tools=tools, done=False, reward=None,
                                           metadata=self._metadata(state, info, False, False))
-            self._env, self._state, self._episode_tools = env, state, tools
+            self._env, self._state, self._episode_tools, self._rng = env, state, tools, rng
             self._membership(True)
             return observation
 
@@ -286,14 +293,14 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                                  f"{type(value).__name__}")
         return dict(options)
 
-    def _pick(self, task: str | None) -> str:
+    def _pick(self, task: str | None, rng: np.random.Generator) -> str:
         ids = self.served.env_ids
         if task is not None:
             chosen = task if task in ids else f"AgentFloor/{task}-v0"
             if chosen not in ids:
                 raise ValueError(f"task {task!r} is not in {self.served.settings.env_id}")
             return chosen
-        return ids[int(self._rng.integers(len(ids)))] if len(ids) > 1 else ids[0]
+        return ids[int(rng.integers(len(ids)))] if len(ids) > 1 else ids[0]
 
     def _env_for(self, env_id: str) -> gym.Env:
         env = self._envs.get(env_id)
