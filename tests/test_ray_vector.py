@@ -384,6 +384,19 @@ def test_misuse_gets_clear_errors() -> None:
         RayVectorEnv(FLOOR[0], 2, num_actors=0)
 
 
+@pytest.mark.parametrize(("num_envs", "group_size", "num_actors"),
+                         [(6, 4, None), (4, 0, None), (0, 1, None), (4, 2, 3)])
+def test_bad_arguments_raise_before_ray_is_started(monkeypatch: pytest.MonkeyPatch,
+                                                   num_envs: int, group_size: int,
+                                                   num_actors: int | None) -> None:
+    def connect() -> None:
+        raise AssertionError("Ray was started before the arguments were checked")
+
+    monkeypatch.setattr("agentworld_envs.distributed.ray_vector_env.connect", connect)
+    with pytest.raises(ValueError, match="num_envs|num_actors"):
+        RayVectorEnv(FLOOR[0], num_envs, group_size=group_size, num_actors=num_actors)
+
+
 @contextlib.contextmanager
 def _floor_beside_sync(seed: int):
     """Four Floor sub-envs on two actors and the same in one SyncVectorEnv, both reset."""
@@ -576,9 +589,13 @@ def test_ray_is_imported_only_when_needed_and_missing_ray_says_how_to_install() 
     assert 'pip install "agentworld[ray]"' in done.stdout
 
 
-def test_ray_rollouts_example_runs(tmp_path: Any) -> None:
-    output = run_example("ray_rollouts.py", *quick_check("ray_rollouts.py"), cwd=tmp_path)
-    assert "group" in output
+@pytest.mark.parametrize("env_id", ["AgentWorld/MCP-v0", "AgentFloor/A1-v0"])
+def test_ray_rollouts_example_runs(env_id: str, tmp_path: Any) -> None:
+    """Its quick check, on each env family (AgentFloor envs take no backend and have no
+    candidate actions in their infos)."""
+    output = run_example("ray_rollouts.py", *quick_check("ray_rollouts.py"), "--env-id", env_id,
+                         cwd=tmp_path)
+    assert output.count("round 0 group ") == 2
 
 
 def test_info_entries_outside_the_mask_are_the_in_process_blanks() -> None:

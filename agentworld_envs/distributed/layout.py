@@ -16,18 +16,26 @@ import numpy as np
 
 from agentworld_envs.protocol.seeding import draw_seed
 
-__all__ = ["actor_blocks", "sub_env_seeds"]
+__all__ = ["actor_blocks", "check_layout", "sub_env_seeds"]
 
+
+def check_layout(num_envs: int, group_size: int, num_actors: int | None = None) -> int:
+    """The number of groups; ``ValueError`` unless ``num_envs`` is a positive multiple of
+    ``group_size`` and ``num_actors`` (where given) between 1 and the number of groups."""
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if group_size < 1 or num_envs % group_size:
+        raise ValueError(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
+    groups = num_envs // group_size
+    if num_actors is not None and not 1 <= num_actors <= groups:
+        raise ValueError(f"num_actors must be between 1 and the number of groups ({groups}), "
+                         f"got {num_actors}")
+    return groups
 
 
 def actor_blocks(num_envs: int, num_actors: int, group_size: int) -> list[range]:
     """Contiguous blocks of whole groups, as even as possible, the larger first."""
-    if group_size < 1 or num_envs % group_size:
-        raise ValueError(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
-    groups = num_envs // group_size
-    if not 1 <= num_actors <= groups:
-        raise ValueError(f"num_actors must be between 1 and the number of groups ({groups}), "
-                         f"got {num_actors}")
+    groups = check_layout(num_envs, group_size, num_actors)
     blocks, start = [], 0
     for k in range(num_actors):
         size = (groups // num_actors + (k < groups % num_actors)) * group_size

@@ -5,6 +5,8 @@ into 8 actors of 128; each actor runs ``gym.make_vec`` of its 128 (the env's own
 env where it has one, so one world-model call per actor per step). ``step`` sends every actor
 its actions at once and gathers the results; observations, rewards and infos are those of one
 in-process vector env of 1,024 given the same seeds and actions, whatever the number of actors.
+``call``, ``get_attr``, ``set_attr`` and ``render`` are ``SyncVectorEnv``'s, each actor answering
+for its block of sub-envs.
 
 Example:
     >>> from agentworld_envs.distributed import RayVectorEnv
@@ -25,8 +27,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from agentworld_envs.backends import Backend
+from agentworld_envs.distributed.actor_calls import ActorCalls
 from agentworld_envs.distributed.fault_guard import fault_text
-from agentworld_envs.distributed.layout import actor_blocks, sub_env_seeds
+from agentworld_envs.distributed.layout import actor_blocks, check_layout, sub_env_seeds
 from agentworld_envs.distributed.ray_runtime import connect
 from agentworld_envs.distributed.vector_parts import overlay_info, place_info, split_batch
 from agentworld_envs.distributed.worker import ActorRestarted, StepFailed, VectorWorker
@@ -62,7 +65,7 @@ def _actors_that_fit(resources: dict[str, float], options: dict[str, Any]) -> in
     return fit
 
 
-class RayVectorEnv(VectorEnv):
+class RayVectorEnv(ActorCalls, VectorEnv):
     """``num_envs`` sub-envs of ``env_id`` in ``num_actors`` Ray actors, stepped together.
 
     Runs on the connected Ray runtime (``ray.init(address=...)``), else starts a local one.
@@ -71,7 +74,13 @@ class RayVectorEnv(VectorEnv):
     is called, as the in-process vector env raises: ``step`` before ``reset`` (with autoreset
     disabled, also before resetting the episodes that ended: ``ResetNeeded``), a wrong number
     of actions or a ``reset_mask`` not of shape ``(num_envs,)`` (``ValueError``), either after
-    ``close()`` (``ClosedEnvironmentError``).
+    ``close()`` (``ClosedEnvironmentError``), as do bad arguments (``ValueError``, before Ray is
+    started).
+
+    **As ``SyncVectorEnv``.** ``call(name, ...)``, ``get_attr(name)``, ``set_attr(name,
+    values)`` and ``render()`` reach every sub-env through its actor's vector env and answer in
+    sub-env order (:class:`~agentworld_envs.distributed.actor_calls.ActorCalls`: how errors and
+    faults there are raised); ``render_mode`` and ``metadata`` are the actors' vector env's.
 
     **Seeds.** ``reset(seed=s)`` seeds sub-env i with ``s + i // group_size`` and ``np_random``
     with ``s``; a list of seeds seeds ``np_random`` from its integers. An option given as a
@@ -119,6 +128,7 @@ class RayVectorEnv(VectorEnv):
                  ready_timeout_s: float = READY_TIMEOUT_S, **env_kwargs: Any) -> None:
         self.actors: list[Any] = []
         _refuse_live_backends(env_kwargs)
+        check_layout(num_envs, group_size, num_actors)
         ray = connect()
         self._ray = ray
         self.env_id, self.num_envs, self.group_size = env_id, num_envs, group_size
@@ -131,7 +141,8 @@ class RayVectorEnv(VectorEnv):
         self.actors = [remote.remote(env_id, len(b), env_kwargs,
                                      [i % group_size for i in b]) for b in self.blocks]
         try:
-            observation_space, action_space, mode = self._await_actors(options, ready_timeout_s)
+            observation_space, action_space, metadata, render_mode = self._await_actors(
+                options, ready_timeout_s)
         except BaseException:
             self._kill(self.actors)
             self.actors = []
@@ -140,7 +151,7 @@ class RayVectorEnv(VectorEnv):
         self.observation_space = batch_space(observation_space, num_envs)
         self.action_space = batch_space(action_space, num_envs)
         self._part_spaces = [batch_space(observation_space, len(b)) for b in self.blocks]
-        self.metadata = {"render_modes": [], "autoreset_mode": mode}
+        self.metadata, self.render_mode = metadata, render_mode
         self._last = list(iterate(self.observation_space,
                                   create_empty_array(observation_space, num_envs)))
         """Each sub-env's last observation (blank until it is reset)."""

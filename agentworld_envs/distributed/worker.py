@@ -84,10 +84,21 @@ class VectorWorker:
         self.envs = self._make()
         self._started = False
 
-    def describe(self) -> tuple[gym.Space, gym.Space, AutoresetMode]:
-        """The single observation and action spaces, and the autoreset mode."""
-        return (self.envs.single_observation_space, self.envs.single_action_space,
-                self.envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+    def describe(self) -> tuple[gym.Space, gym.Space, dict[str, Any], str | None]:
+        """The single observation and action spaces, the metadata (its autoreset mode set) and
+        the render mode."""
+        metadata = dict(self.envs.metadata)
+        metadata.setdefault("autoreset_mode", AutoresetMode.NEXT_STEP)
+        return (self.envs.single_observation_space, self.envs.single_action_space, metadata,
+                self.envs.render_mode)
+
+    def forward(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                started: bool = False) -> Any:
+        """The vector env's ``call``, ``get_attr``, ``set_attr`` or ``render``; ``started``:
+        the driver has episodes here, which a restarted actor lost (:class:`ActorRestarted`)."""
+        if started and not self._started:
+            raise ActorRestarted("the actor was restarted and lost its episodes")
+        return getattr(self.envs, method)(*args, **kwargs)
 
     def reset(self, seeds: list[int | None], options: dict[str, Any]) -> tuple[Any, dict]:
         """``reset`` of the vector env, sub-env j seeded with ``seeds[j]``; a masked reset

@@ -14,6 +14,10 @@ A step that raises (``on_fault="raise"``, ``max_faults``) does so after those re
 sub-env is left on an ended episode; a :class:`~agentworld_envs.sim.model_client.WorldModelFault`
 holds every sub-env's result from before them (``results``: final observation, reward, info).
 
+``call``, ``get_attr`` and ``set_attr`` work as ``SyncVectorEnv``'s over sub-env views
+(:class:`SubEnv`: what the single env offers per episode), and ``render()`` gives each
+sub-env's transcript with ``render_mode="ansi"``.
+
 Example:
     >>> import gymnasium as gym, agentworld_envs
     >>> envs = gym.make_vec("AgentWorld/MCP-v0", num_envs=3, backend="scripted")
@@ -39,12 +43,15 @@ from agentworld_envs.protocol.text_space import (
     UnicodeText,
 )
 from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.sim.vector_info import batch_infos
 
-__all__ = ["AgentWorldVectorEnv"]
+__all__ = ["SHARED_ATTRIBUTES", "AgentWorldVectorEnv", "SubEnv", "sub_env_values"]
 
+SHARED_ATTRIBUTES = ("max_steps", "render_mode", "config", "sim")
+"""The vector env's attributes that every sub-env reads as its own (one value for all)."""
 
 _MODES = {"same_step": AutoresetMode.SAME_STEP, "disabled": AutoresetMode.DISABLED}
 
@@ -59,6 +66,42 @@ def _autoreset_mode(value: str | AutoresetMode) -> AutoresetMode:
     return mode
 
 
+def sub_env_values(values: Any, num_envs: int) -> list[Any]:
+    """``set_attr``'s values, one per sub-env, by ``SyncVectorEnv``'s rule: a list or tuple of
+    ``num_envs`` values (another length raises ``ValueError``), else one value for all."""
+    if not isinstance(values, list | tuple):
+        return [values] * num_envs
+    if len(values) != num_envs:
+        raise ValueError("Values must be a list or tuple with length equal to the number of "
+                         f"environments. Got `{len(values)}` values for {num_envs} environments.")
+    return list(values)
+
+
+class SubEnv:
+    """Sub-env ``index`` of an :class:`AgentWorldVectorEnv`, as ``call``, ``get_attr`` and
+    ``set_attr`` reach it: the single env's ``episode``, ``scenario``, ``candidate_actions()``
+    and ``render()`` (:class:`~agentworld_envs.sim.env.AgentWorldEnv`'s own, on the vector env's
+    episode), the vector env's :data:`SHARED_ATTRIBUTES`, and what ``set_attr`` stored on it."""
+
+    scenario = AgentWorldEnv.scenario
+    candidate_actions = AgentWorldEnv.candidate_actions
+    render = AgentWorldEnv.render
+
+    def __init__(self, envs: AgentWorldVectorEnv, index: int) -> None:
+        self._envs, self._index = envs, index
+
+    @property
+    def episode(self) -> Episode | None:
+        """The sub-env's current episode (None before its first reset)."""
+        return self._envs.episodes[self._index]
+
+    def __getattr__(self, name: str) -> Any:  # a name the view does not hold
+        if name in SHARED_ATTRIBUTES:
+            return getattr(self._envs, name)
+        raise AttributeError(f"sub-env {self.__dict__.get('_index')} of AgentWorldVectorEnv has "
+                             f"no attribute {name!r}")
+
+
 class AgentWorldVectorEnv(VectorEnv):
     """N episodes of one simulated domain, stepped together.
 
@@ -69,7 +112,7 @@ class AgentWorldVectorEnv(VectorEnv):
             ``max_episode_steps``, which a scenario may lower.
         max_episode_steps: Step budget per episode (``gym.make_vec`` passes the registered one).
         autoreset_mode: ``"same_step"`` (default) or ``"disabled"``.
-        render_mode: Unused; vector rendering is not supported.
+        render_mode: ``"ansi"``: ``render()`` gives each sub-env's transcript.
         sampling_streams: Each sub-env's sampling stream (default: all 0). Sub-envs reset with
             one seed play the same scenario; in different streams their world-model requests
             get different seeds, so a sampling world model answers them differently (a GRPO
@@ -87,15 +130,16 @@ class AgentWorldVectorEnv(VectorEnv):
             raise ValueError("num_envs must be >= 1")
         if sampling_streams is not None and len(sampling_streams) != num_envs:
             raise ValueError(f"expected {num_envs} sampling streams, got {len(sampling_streams)}")
-        if render_mode is not None:
-            raise ValueError("the vector env does not render; use the single env")
+        if render_mode is not None and render_mode not in AgentWorldEnv.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}")
         self.num_envs = num_envs
         self.config = SimConfig(domain=domain, **settings)
         self.sim = Simulator(self.config)
         self.max_steps = max_steps or max_episode_steps or self.sim.domain.max_steps
         self._exact_budget = max_steps is not None
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
-        self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = render_mode
+        self.metadata = {**AgentWorldEnv.metadata, "autoreset_mode": self.autoreset_mode}
         self.single_observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
         self.single_action_space = UnicodeText(ACTION_MAX_LENGTH)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -107,6 +151,7 @@ class AgentWorldVectorEnv(VectorEnv):
         self._grouped = sampling_streams is not None
         self._episodes: list[tuple[int, int]] = [(0, 0)] * num_envs
         """Grouped: each sub-env's last reset seed and the episodes started since without one."""
+        self.sub_envs = [SubEnv(self, i) for i in range(num_envs)]
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -183,6 +228,38 @@ class AgentWorldVectorEnv(VectorEnv):
             raise fault
         return (tuple(self._observations), rewards, terminated, truncated,
                 batch_infos(infos, self.num_envs))
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Each sub-env's attribute ``name`` (:class:`SubEnv`), called with the arguments if
+        callable, in sub-env order, as ``SyncVectorEnv.call``."""
+        results = []
+        for sub_env in self.sub_envs:
+            value = getattr(sub_env, name)
+            results.append(value(*args, **kwargs) if callable(value) else value)
+        return tuple(results)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Each sub-env's attribute ``name``, as ``SyncVectorEnv.get_attr`` (``call(name)``)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set each sub-env's attribute ``name``: one value for all, or a list or tuple of
+        ``num_envs`` values. A shared attribute (:data:`SHARED_ATTRIBUTES`) is set on the vector
+        env, so it takes one value only (``ValueError`` otherwise)."""
+        values = sub_env_values(values, self.num_envs)
+        if name in SHARED_ATTRIBUTES:
+            if any(value is not values[0] and value != values[0] for value in values):
+                raise ValueError(f"{name!r} is shared by every sub-env of AgentWorldVectorEnv: "
+                                 "give one value")
+            setattr(self, name, values[0])
+            return
+        for sub_env, value in zip(self.sub_envs, values, strict=True):
+            setattr(sub_env, name, value)
+
+    def render(self) -> tuple[str | None, ...]:
+        """Each sub-env's transcript so far (``ansi`` mode; else None each), as
+        ``SyncVectorEnv.render``."""
+        return self.call("render")
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the model clients."""
