@@ -72,10 +72,14 @@ def test_check_env_with_the_replay_backend(eid: str, tiny_lm_dir: Path, tmp_path
     cache = str(tmp_path / "calls.jsonl")
     hf = {"name": "hf", "model": str(tiny_lm_dir)}
     recording = gym.make(eid, backend=hf, sampling=SAMPLING, record_path=cache)
+    # check_env's first step plays action_space.sample() unseeded: both runs draw it alike,
+    # else a random action the world model is asked about was never recorded
+    recording.unwrapped.action_space.seed(0)
     check_env(recording.unwrapped, skip_render_check=True, skip_close_check=True)
     recording.close()
     replay = gym.make(eid, sampling=SAMPLING,
                       backend={"name": "replay", "path": cache, "model": str(tiny_lm_dir)})
+    replay.unwrapped.action_space.seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(replay.unwrapped)
