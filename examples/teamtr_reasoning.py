@@ -2,9 +2,13 @@
 of language models, at a matched rollout budget.
 
 The experiment is :mod:`trainers.experiments.teamtr_reasoning` (its methods, budget, held-out
-items and intervals); this script runs it (CPU, the embedded SmolLM2-135M-Instruct base)::
+items and intervals); this script runs it (CPU, the embedded SmolLM2-135M-Instruct base), as
+docs/teamtr_reasoning.md was run::
 
-    python examples/teamtr_reasoning.py --out docs/teamtr_reasoning_results.json
+    python examples/teamtr_reasoning.py --prompts-per-rollout 4 --group-size 4 \
+        --total-episodes 48 --max-new-tokens 16 --update-epochs 1 --held-out 32 \
+        --methods teamtr,stale_sequential,single_agent_grpo \
+        --out runs/teamtr_reasoning/results.json --resume
 """
 
 from trainers.experiments.teamtr_reasoning import main

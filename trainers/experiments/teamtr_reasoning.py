@@ -11,9 +11,14 @@ seeds and, once, the items, the same items for every drawn seed
 (:func:`~trainers.common.intervals.seed_item_interval`); the paired differences are taken per
 seed and item, so each draw takes the same seeds and items for both methods.
 
-Run (CPU, the embedded SmolLM2-135M-Instruct base)::
+Run (CPU, the embedded SmolLM2-135M-Instruct base) as docs/teamtr_reasoning.md was run (its
+committed results are docs/teamtr_reasoning_rerun_results.json; the defaults are the larger
+settings that were never run, about 29 minutes a stage)::
 
-    python examples/teamtr_reasoning.py --out docs/teamtr_reasoning_results.json
+    python examples/teamtr_reasoning.py --prompts-per-rollout 4 --group-size 4 \
+        --total-episodes 48 --max-new-tokens 16 --update-epochs 1 --held-out 32 \
+        --methods teamtr,stale_sequential,single_agent_grpo \
+        --out runs/teamtr_reasoning/results.json --resume
 
 Every number of docs/teamtr_reasoning.md comes out of the JSON this writes. ``--summarize``
 rebuilds that JSON's summary and interval from the per-seed, per-item runs it holds, training

@@ -60,8 +60,9 @@ class Args:
     """Linear agent: draw the real episodes (variants and reset seeds) of every arm from the
     seed alone, so that ``real-capped`` and ``real-capped+sim`` (and ``real``'s first
     updates) play the same real episodes and the comparison is paired. Off, each arm's draws
-    are seeded by the seed and the arm, and the capped arms play different real episodes:
-    every committed run was made so (unpaired)."""
+    are seeded by the seed and the arm, and the capped arms play different real episodes
+    (unpaired): C1's committed run (the seventh) was made with it, every other committed run
+    without it."""
     train_steps: int = 2
     """Step budget of a training episode."""
     learning_rate: float = 0.1
