@@ -87,8 +87,9 @@ class EnvSession:
     make_kwargs: ClassVar[dict[str, Any]] = {}
     fault: Exception | None = None
 
-    def __init__(self) -> None:
-        self.env = make_env(self.env_id, dict(self.make_kwargs))
+    def __init__(self, env: Any = None) -> None:
+        """Play ``env`` (a vector env's slot), else a new env of :attr:`env_id`."""
+        self.env = env if env is not None else make_env(self.env_id, dict(self.make_kwargs))
         self.actions: list[str] = []
         self.tools: list[dict[str, Any]] = []
         self.done, self.reward = True, 0.0

@@ -56,9 +56,7 @@ def vector_environment_class(envs: VectorEnv) -> type[EnvSession]:
     slots = VectorSlots(envs)
 
     def __init__(self: EnvSession) -> None:
-        self.env = slots.claim()
-        self.actions, self.tools, self.last_info = [], [], {}
-        self.done, self.reward = True, 0.0
+        EnvSession.__init__(self, slots.claim())
 
     return type(f"{type(envs).__name__}Session", (EnvSession,),
                 {"env_id": getattr(envs, "env_id", type(envs).__name__), "__init__": __init__})
