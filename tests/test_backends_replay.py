@@ -409,3 +409,19 @@ def test_a_replay_faults_only_the_requests_never_recorded(tmp_path: Path) -> Non
         outcomes = replay.complete_each([ask("a"), ask("never recorded"), ask("b")])
     assert [outcomes[0], outcomes[2]] == recorded
     assert isinstance(outcomes[1], BackendError) and "never recorded" in str(outcomes[1])
+
+
+def test_a_replay_naming_no_recorded_model_says_which_the_file_holds(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    with RecordingBackend(CountingBackend(), path) as recorder:
+        recorder.complete([ask("recorded")])
+    hint = ("; the file holds recordings for model(s) 'counter-1': "
+            'pass "model": "counter-1"; last user message')
+    for model in ("", "another-model"):
+        with ReplayBackend(path, model=model) as wrong_model:
+            answer, = wrong_model.complete_each([ask("recorded")])
+        assert isinstance(answer, BackendError) and f"(model {model!r}){hint}" in str(answer)
+    with ReplayBackend(path, model="counter-1") as right_model:  # a miss of the right model
+        answer, = right_model.complete_each([ask("never asked")])
+        assert right_model.complete([ask("recorded")])[0].text == "answer 0 to recorded"
+    assert isinstance(answer, BackendError) and "the file holds" not in str(answer)

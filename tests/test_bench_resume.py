@@ -18,6 +18,7 @@ from agentworld_envs.cli import main
 
 N = 6
 GARBLED = 1  # the judge's verdict on this item is never readable: failed after 3 attempts
+GARBLED_STATUS = 1  # which ends a finished run with status 1 (its records written)
 
 
 def verdict(score: int) -> str:
@@ -103,7 +104,7 @@ STOPS = {
 def test_a_stopped_run_resumes_asking_only_for_what_it_lacks_and_ends_as_an_unstopped_one(
         stop: str, items_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    assert bench(items_file, tmp_path / "whole") == 0
+    assert bench(items_file, tmp_path / "whole") == GARBLED_STATUS
     assert not (tmp_path / "whole" / JOURNAL).exists()  # a finished run leaves its records only
     capsys.readouterr()
 
@@ -121,7 +122,7 @@ def test_a_stopped_run_resumes_asking_only_for_what_it_lacks_and_ends_as_an_unst
     monkeypatch.setattr(backend, "fail", None)
     WorldModel.asked.clear()
     Judge.asked.clear()
-    assert bench(items_file, out, "--resume") == 0
+    assert bench(items_file, out, "--resume") == GARBLED_STATUS
     assert WorldModel.asked == [i for i in range(N) if i not in generated]
     unsettled = [i for i in range(N) if i not in settled]
     assert sorted(Judge.asked) == sorted(unsettled + [GARBLED] * 2)  # its 3 attempts
@@ -156,7 +157,7 @@ def test_a_cut_last_line_is_not_done_and_a_doubled_key_or_other_settings_are_ref
     assert WorldModel.asked == [] and journal.read_text() == doubled  # refused: nothing done
 
     journal.write_text(whole + json.dumps({"key": "floor/3", "output": "cut"})[:20])
-    assert bench(items_file, out, "--resume") == 0
+    assert bench(items_file, out, "--resume") == GARBLED_STATUS
     assert WorldModel.asked == [3, 4, 5]
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert [r["key"] for r in records] == keys(range(N)) and "cut" not in records[3]["output"]

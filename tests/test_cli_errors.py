@@ -232,7 +232,7 @@ def test_a_dead_judge_is_a_failure_naming_url(capsys: pytest.CaptureFixture[str]
 def test_bench_on_placeholders_says_so_and_why_items_failed(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["wm", "bench", "SAMPLE", "--backend", "scripted", "--judge", "scripted",
-                 "--max-retries", "1"]) == 0
+                 "--max-retries", "1", "--max-faults", "-1"]) == 1  # no verdict was read
     out = capsys.readouterr().out.splitlines()
     assert out[-3] == "Failed samples (excluded from every mean): judge output: no JSON object: 42"
     assert out[-2].startswith("note: the world model is the scripted placeholder, not a model")

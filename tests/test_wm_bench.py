@@ -393,3 +393,40 @@ def test_bad_flags_and_empty_items_are_one_line_before_any_call_and_write_nothin
     assert err.count("\n") == 1 and message in err, err
     assert CountingWorldModel.requests == [] and not (tmp_path / "out").exists()
 
+
+
+# --- unreadable verdicts are faults, as in `wm rl` -------------------------------------------
+
+NO_SCORES = '<final_evaluation>\n{"strengths": []}\n</final_evaluation>'
+
+
+@pytest.mark.parametrize("judged", ["all unreadable", "one scored"])
+def test_unreadable_verdicts_end_the_run_with_one_line_after_the_table(
+        judged: str, tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentworld_envs.cli import main
+
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps(item(ident=0).to_dict()) + "\n"
+                     + json.dumps(item(ident=1, turn=2).to_dict()) + "\n")
+    rules = [{"match": "act 2" if judged == "one scored" else "^$", "reply": verdict(SCORES)},
+             {"match": ".", "reply": NO_SCORES}]
+    judge = json.dumps({"name": "scripted", "rules": rules})
+    argv = ["wm", "bench", str(items), "--backend", "scripted", "--judge", judge,
+            "--max-retries", "1"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    unread = 2 if judged == "all unreadable" else 1
+    assert captured.err == (f"agentworld: error: {unread} of 2 judge verdicts failed "
+                            f"({unread}x judge output: no scores object); the table above "
+                            "leaves those samples out\n")
+    assert "Failed samples (excluded from every mean): judge output: no scores object: " \
+           f"{unread}" in captured.out  # the release's listing is kept
+    assert f"| {WEIGHTED_LABEL}" in captured.out.replace("**", "")
+
+    # past --max-faults: one line, and no table
+    assert main([*argv, "--max-faults", str(unread - 1)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"agentworld: error: {unread} of 2 judge verdicts failed "
+                            f"({unread}x judge output: no scores object); stopped after more "
+                            f"than {unread - 1} (--max-faults); no table is printed\n")
+    assert "Failed samples" not in captured.out and MACRO_LABEL not in captured.out

@@ -53,7 +53,9 @@ def default_world_model(domain: str) -> dict[str, Any]:
             f"{', '.join(sorted(DOMAIN_ADAPTERS))} ship a fine-tuned one); name one: "
             'backend={"name": "openai", "base_url": "http://127.0.0.1:8000/v1", '
             '"model": "<served model>"} for an OpenAI-compatible server (README, Set-up), '
-            'or backend="scripted" for the offline placeholder')
+            'or backend="scripted" for the offline placeholder (gym.make\'s backend; on the '
+            'command line the same value as --backend \'{"name": "openai", ...}\' or '
+            '--backend scripted)')
     return {"name": DEFAULT_WORLD_MODEL, "adapter": DOMAIN_ADAPTERS[domain]}
 
 

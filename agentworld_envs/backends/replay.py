@@ -238,6 +238,10 @@ class RequestCache:
                 f"{named}; pass model as a dict of the settings that tell them apart")
         return named[0] if named else model
 
+    def models(self) -> list[Any]:
+        """The models the lines recorded here name (lines of an older ``"v"`` may name none)."""
+        return list(self._models.values())
+
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
@@ -398,6 +402,7 @@ class ReplayBackend(Backend):
         self.model = model
         self._key_model = self.cache.recorded_model(model)
         self._old_model = model if isinstance(model, str) else legacy_model_name(model)
+        self._hint = _other_models(model, self.cache.models())
 
     @staticmethod
     def check_config(path: str | Path, model: str | dict[str, Any] = "") -> None:
@@ -429,12 +434,24 @@ class ReplayBackend(Backend):
         if completion is None:
             return BackendError(
                 f"no recorded completion in {self.cache.path} for request {key} "
-                f"(model {self.model!r}); last user message: {_last_user(request)!r}")
+                f"(model {self.model!r}){self._hint}; last user message: "
+                f"{_last_user(request)!r}")
         return completion
 
     def close(self) -> None:
         """Close the cache."""
         self.cache.close()
+
+
+def _other_models(model: str | dict[str, Any], recorded: list[Any]) -> str:
+    """Where ``model`` names none of the ``recorded`` models (and some are), the ones it could
+    name instead, for a replay miss's message; else ``""``."""
+    if not recorded or any(_names(model, m) for m in recorded):
+        return ""
+    names = sorted({m if isinstance(m, str) else legacy_model_name(m) for m in recorded})
+    which = f'pass "model": {json.dumps(names[0])}' if len(names) == 1 else \
+        'pass one of them as "model"'
+    return f"; the file holds recordings for model(s) {', '.join(map(repr, names))}: {which}"
 
 
 def _last_user(request: ChatRequest, limit: int = 200) -> str:

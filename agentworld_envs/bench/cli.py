@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +202,16 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unread(reasons: Iterable[str | None]) -> list[str]:
+    """Of the failure reasons of bench records (None: scored), those of unreadable verdicts: a
+    failed judge call (counted with the calls) or a missing generation is not one."""
+    from agentworld_envs.bench.judge import JUDGE_BACKEND_ERROR
+    from agentworld_envs.bench.run import NO_GENERATION
+
+    return [reason for reason in reasons if reason and reason not in (JUDGE_BACKEND_ERROR,
+                                                                      NO_GENERATION)]
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.judge import JUDGE_BACKEND_ERROR, JudgePrompts
     from agentworld_envs.bench.run import run_bench
@@ -232,9 +242,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if unjudged:  # a judge call that failed but was retried with success decides nothing
             watched.tally.check(f"{unjudged} item(s) got no verdict; {_no_table(args)}")
         journal.close(finished=True)
+    # unreadable verdicts are faults, as `wm rl` counts them; a verdict is final only after its
+    # attempts, so they are counted at the end (with those of a resumed run's journal)
+    unread = FaultTally(args.max_faults, "judge verdicts")
+    try:
+        unread.add(sum(bool(record["output"]) for record in result.records),
+                   _unread(record.get("reason") for record in result.records))
+    except TooManyFaultsError as error:
+        raise TooManyFaultsError(f"{error}; {_no_table(args)}") from None
     print(result.markdown())
     _print_failure_examples(result.records)
     _note_placeholders(args)
+    unread.check("the table above leaves those samples out" +
+                 (f" (records in {args.out})" if args.out else ""))
     return 0
 
 
@@ -309,7 +329,9 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                         help="failed model calls (world model, then judge) to go on after; one "
                              "more stops the run; -1: never stop. Any failed call ends the run "
-                             f"with status 1 and no table (default: {DEFAULT_MAX_FAULTS})")
+                             "with status 1 and no table. Unreadable judge verdicts, counted "
+                             "apart, end it with status 1 after the table, or past this number "
+                             f"with no table (default: {DEFAULT_MAX_FAULTS})")
 
 
 class _Renamed(argparse.Action):
