@@ -1,5 +1,5 @@
 """A domain without a default world model says how to name one, to gym.make and on the command
-line alike (here, not in the serve tests, for the file layout of the change that added it)."""
+line alike."""
 
 from __future__ import annotations
 
