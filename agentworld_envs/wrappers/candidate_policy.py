@@ -44,7 +44,19 @@ _MASKED = -1e9
 _CANDIDATE_PARTS = (CANDIDATES_KEY, MASK_KEY)
 
 
-class CandidateFeatures(BaseFeaturesExtractor):
+class _CandidateExtractor(BaseFeaturesExtractor):
+    """The layout both extractors share: ``rows`` candidates of ``length`` token ids, and
+    features ``[state (hidden_dim), rows * candidate (hidden_dim), mask (rows)]``."""
+
+    def __init__(self, observation_space: spaces.Dict, hidden_dim: int) -> None:
+        rows = int(observation_space[MASK_KEY].n)
+        super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
+        self.rows, self.hidden_dim = rows, hidden_dim
+        self.length = observation_space[CANDIDATES_KEY].shape[0] // rows
+        self.vocab = int(observation_space[CANDIDATES_KEY].high.max()) + 1
+
+
+class CandidateFeatures(_CandidateExtractor):
     """The state's vector, each candidate's vector and the padding mask, concatenated.
 
     Args:
@@ -58,17 +70,13 @@ class CandidateFeatures(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: spaces.Dict, embedding_dim: int = 8,
                  hidden_dim: int = 64) -> None:
-        table = observation_space[CANDIDATES_KEY]
-        rows = int(observation_space[MASK_KEY].n)
-        length = table.shape[0] // rows
-        super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
-        self.rows, self.length, self.hidden_dim = rows, length, hidden_dim
+        super().__init__(observation_space, hidden_dim)
         self.state = TokenEmbeddingExtractor(spaces.Dict({
             key: space for key, space in observation_space.spaces.items()
             if key not in _CANDIDATE_PARTS}), embedding_dim)
         self.state_net = nn.Sequential(nn.Linear(self.state.features_dim, hidden_dim), nn.ReLU())
-        self.tokens = nn.Embedding(int(table.high.max()) + 1, embedding_dim)
-        self.candidate_net = nn.Sequential(nn.Linear(length * embedding_dim, hidden_dim),
+        self.tokens = nn.Embedding(self.vocab, embedding_dim)
+        self.candidate_net = nn.Sequential(nn.Linear(self.length * embedding_dim, hidden_dim),
                                            nn.ReLU())
 
     def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -103,7 +111,7 @@ def occurs_in(codes: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
     return (torch.gather(ordered, 1, found) == flat).view(batch, rows, length)
 
 
-class CandidateOverlapFeatures(BaseFeaturesExtractor):
+class CandidateOverlapFeatures(_CandidateExtractor):
     """:class:`CandidateFeatures` that also see which parts of a candidate the state shows.
 
     Tool calls name what an observation shows (a record id, an answer's number), and a
@@ -124,12 +132,8 @@ class CandidateOverlapFeatures(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: spaces.Dict, embedding_dim: int = 8,
                  hidden_dim: int = 64, ngram: int = 3, channels: int = 32) -> None:
-        table = observation_space[CANDIDATES_KEY]
-        rows = int(observation_space[MASK_KEY].n)
-        length = table.shape[0] // rows
-        super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
-        self.rows, self.length, self.hidden_dim, self.ngram = rows, length, hidden_dim, ngram
-        self.vocab = int(table.high.max()) + 1
+        super().__init__(observation_space, hidden_dim)
+        self.ngram = ngram
         if ngram < 1 or ngram * math.log2(self.vocab) >= 63:
             raise ValueError(f"ngram must be at least 1 and its codes fit 63 bits: {ngram} "
                              f"tokens of a {self.vocab}-id vocabulary do not")
@@ -142,7 +146,7 @@ class CandidateOverlapFeatures(BaseFeaturesExtractor):
         self.state_net = nn.Sequential(
             nn.Linear(channels * len(self.texts) + other_dim, hidden_dim), nn.ReLU())
         self.candidate_net = nn.Sequential(
-            nn.Linear(length * (embedding_dim + len(self.texts)), hidden_dim), nn.ReLU())
+            nn.Linear(self.length * (embedding_dim + len(self.texts)), hidden_dim), nn.ReLU())
 
     def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
         """Encode the state and every candidate with its overlap flags."""
