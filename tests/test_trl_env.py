@@ -348,3 +348,17 @@ def test_a_backend_fault_in_trls_tool_loop_stops_training(tiny_model: Path,
     the episode and trained on it: the fault never reached the user."""
     with pytest.raises(ConnectionError, match="the tool backend is unreachable"):
         _train(tiny_model, environment_class("TrlTest/A1ToolsDown-v0"), tmp_path)
+
+
+def test_building_and_imprinting_a_tiny_model_leaves_the_callers_torch_draws_alone(
+        tmp_path: Path) -> None:
+    """Both are seeded by their own ``seed`` and restore the global generator after."""
+    import torch
+
+    examples = [{"messages": [{"role": "user", "content": "hi"}], "reply": "the record"}]
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    directory = build_tiny_chat_model(tmp_path, examples, seed=7)
+    imprint(directory, examples, steps=2, seed=7)
+    assert torch.equal(torch.rand(3), expected)

@@ -55,7 +55,7 @@ def build_tiny_chat_model(directory: str | Path, conversations: Iterable[dict[st
         hidden_size: Model width (4 attention heads, 2 key-value heads).
         num_layers: Decoder layers.
         vocab_size: Target BPE vocabulary size.
-        seed: Seeds the weights.
+        seed: Seeds the weights (the caller's global generator is left as it was).
 
     Returns:
         The directory, loadable with ``AutoTokenizer`` / ``AutoModelForCausalLM``.
@@ -89,8 +89,9 @@ def build_tiny_chat_model(directory: str | Path, conversations: Iterable[dict[st
         num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
         max_position_embeddings=4096, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
-    torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config)
+    with torch.random.fork_rng(devices=[]):  # seeds the weights, not the caller's draws
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(directory)
@@ -110,7 +111,8 @@ def imprint(directory: str | Path, examples: Sequence[dict[str, Any]], *,
             learned after the chat-templated messages (with the generation prompt).
         steps: Full-batch AdamW steps.
         lr: Learning rate.
-        seed: Seeds torch.
+        seed: Seeds torch's draws during the fit (the caller's global generator is left as it
+            was).
 
     Returns:
         The directory.
@@ -123,7 +125,6 @@ def imprint(directory: str | Path, examples: Sequence[dict[str, Any]], *,
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(directory)
     model = AutoModelForCausalLM.from_pretrained(directory)
     rows = []
@@ -144,10 +145,12 @@ def imprint(directory: str | Path, examples: Sequence[dict[str, Any]], *,
         mask[i, :n] = 1
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
-    for _ in range(steps):
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    with torch.random.fork_rng(devices=[]):  # seeds dropout, not the caller's draws
+        torch.manual_seed(seed)
+        for _ in range(steps):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
     model.save_pretrained(directory)
     return directory
