@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import threading
 from collections import OrderedDict
 
 from agentworld_envs.protocol.chat import Completion
@@ -22,23 +23,29 @@ __all__ = ["GreedyMemo"]
 
 class GreedyMemo:
     """The last ``size`` greedy answers by key, least recently used dropped first; answers go
-    in and come out as copies, so a caller's edits never reach another's. 0 keeps none."""
+    in and come out as copies, so a caller's edits never reach another's. 0 keeps none. Safe to
+    share between threads (a call that outlived a timeout may still be running)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._answers: OrderedDict[str, Completion] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> Completion | None:
         """A copy of the answer kept under ``key``, if any (which makes it the most recent)."""
-        if key not in self._answers:
-            return None
-        self._answers.move_to_end(key)
-        return copy.deepcopy(self._answers[key])
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is None:
+                return None
+            self._answers.move_to_end(key)
+        return copy.deepcopy(answer)
 
     def put(self, key: str, answer: Completion) -> None:
         """Keep a copy of ``answer`` under ``key``."""
         if not self.size:
             return
-        self._answers[key] = copy.deepcopy(answer)
-        while len(self._answers) > self.size:
-            self._answers.popitem(last=False)
+        answer = copy.deepcopy(answer)
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)

@@ -175,7 +175,8 @@ class OpenAIBackend(Backend):
         base_url: Server base URL including ``/v1``, or a list of replica URLs. Credentials in a
             URL (``http://user:pass@host/v1``) are sent as HTTP Basic auth and never shown.
         api_key_env: Environment variable holding the API key, read at request time; None or an
-            unset variable sends no key.
+            unset variable sends no key. A key no header can carry (with a line break read from
+            a file) fails its requests at once, not retried.
         timeout_s: Limit on each attempt as a whole: connecting, sending and receiving the
             entire reply, however slowly it trickles in. A model served on a CPU (``transformers
             serve --device cpu``) needs minutes for a long answer: give it 900 or more.
@@ -298,8 +299,8 @@ class OpenAIBackend(Backend):
         }
         if sampling.top_p is not None:
             payload["top_p"] = sampling.top_p
-        if sampling.top_k is not None:  # a top-level extra field, as vLLM and SGLang read it
-            payload["top_k"] = sampling.top_k
+        if sampling.top_k is not None:  # a top-level extra field, as vLLM and SGLang read it;
+            payload["top_k"] = sampling.top_k or -1  # their "all" (older vLLM, SGLang refuse 0)
         if sampling.seed is not None:
             payload["seed"] = sampling.seed
         if sampling.stop:
@@ -314,11 +315,33 @@ class OpenAIBackend(Backend):
         return first_error_or_completions(_run(lambda: self._batch([payload])))[0]
 
     def _secrets(self) -> tuple[dict[str, str], list[str]]:
+        """The request's headers and the credentials to mask.
+
+        Raises:
+            BackendError: the key holds what a header cannot carry (it is never shown).
+        """
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         headers = {"Content-Type": "application/json"}
         if key:
+            if not (key.isascii() and key.isprintable() and key == key.strip()):
+                raise BackendError(
+                    f"the API key in ${self.api_key_env} is not printable ASCII without spaces "
+                    "around it, so no HTTP header can carry it (a line break or carriage return "
+                    "read from a file?): set the variable to the key alone")
             headers["Authorization"] = f"Bearer {key}"
         return headers, [*self._url_secrets, *([key] if key else [])]
+
+    def _status_hint(self, status: int) -> str:
+        """How to fix a request refused with ``status``, where the status says; else ``""``."""
+        if status in (401, 403):
+            if not self.api_key_env:
+                return " (no API key was sent: api_key_env names the variable that holds it)"
+            state = "set" if os.environ.get(self.api_key_env) else "not set"
+            return f" (the API key is read from ${self.api_key_env}, which is {state} here)"
+        if status == 404:
+            return (f" (base_url must be the server's API root, such as "
+                    f"http://localhost:8000/v1, and the server must serve model {self.model!r})")
+        return ""
 
     async def _batch(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
         running = (asyncio.get_running_loop(), asyncio.current_task())
@@ -331,7 +354,10 @@ class OpenAIBackend(Backend):
                 self._running.discard(running)  # type: ignore[arg-type]
 
     async def _send_all(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
-        headers, secrets = self._secrets()
+        try:
+            headers, secrets = self._secrets()
+        except BackendError as exc:
+            return [exc] * len(payloads)
         limit = asyncio.Semaphore(self.concurrency)
         pool = httpx.Limits(max_connections=self.concurrency,
                             max_keepalive_connections=self.concurrency)
@@ -420,8 +446,8 @@ class OpenAIBackend(Backend):
                          f"timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
             except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit
                 error = f"undecodable reply ({exc})"
-            except httpx.HTTPError as exc:
-                error = f"connection error ({type(exc).__name__})"
+            except httpx.HTTPError as exc:  # refused, no such host, TLS, cut off...: say which
+                error = f"connection error ({type(exc).__name__}{f': {exc}' if str(exc) else ''})"
             else:
                 latency_s = time.perf_counter() - start
                 status = response.status_code
@@ -434,7 +460,8 @@ class OpenAIBackend(Backend):
                     return self._json(response, content, url, attempts, secrets), latency_s
                 error = f"HTTP {status}: {_snippet(response, content, secrets)}"
                 if status not in _RETRIED:
-                    raise self._failure(f"POST {url} failed (not retried): {error}",
+                    raise self._failure(f"POST {url} failed (not retried): {error}"
+                                        f"{self._status_hint(status)}",
                                         url, status, attempts, secrets,
                                         _reply_text(response, content, secrets))
                 hinted_wait = retry_after_s(response.headers.get("retry-after"))
@@ -545,7 +572,7 @@ def probe_tool_support(backend: OpenAIBackend, model: str | None = None) -> str:
     try:
         completion = backend._request(payload)
     except OpenAIRequestError as exc:
-        if exc.status in (400, 422) and "tool" in str(exc).lower():
+        if exc.status in (400, 422) and "tool" in exc.reply.lower():
             return "no_tools"
         raise
     if completion.raw["choices"][0]["message"].get("tool_calls"):

@@ -53,8 +53,9 @@ def redact(value: Any, secrets: Iterable[str | None] = ()) -> Any:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The secrets a URL's userinfo carries: the password as written and decoded, and the
-    HTTP Basic token made of it (what a server reflecting the ``Authorization`` header shows)."""
+    """The secrets a URL's userinfo carries: the password as written and decoded (without one,
+    the user name, which is then the key: ``https://KEY@host``), and the HTTP Basic token made
+    of them (what a server reflecting the ``Authorization`` header shows)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -63,4 +64,5 @@ def url_secrets(url: str) -> list[str]:
         return []
     user, password = unquote(parts.username or ""), unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-    return [s for s in {parts.password or "", password, token} if s]
+    key = [parts.password or "", password] if password else [parts.username or "", user]
+    return [s for s in {*key, token} if s]

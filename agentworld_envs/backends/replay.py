@@ -71,7 +71,8 @@ def _sampling(request: ChatRequest) -> dict[str, Any]:
 
 def _sha256(payload: dict[str, Any]) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # A lone surrogate (valid JSON, "\ud800") is hashed too, not a crash; other text as before.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cache_identity(described: dict[str, Any]) -> dict[str, Any]:
@@ -192,6 +193,8 @@ class RequestCache:
                 continue
             try:
                 entry = json.loads(line)
+                if not isinstance(entry, dict) or not isinstance(entry["completion"], dict):
+                    raise TypeError("not a cache entry")
                 self._versions.add(entry.get("v"))
                 self._note(entry.get("model"))
                 self._entries[entry["key"]] = entry["completion"]
@@ -261,17 +264,20 @@ class RequestCache:
         """Record a completion, with the model it was keyed with: one appended, fsynced
         line."""
         entry = completion_to_dict(completion)
-        line = json.dumps({"key": key, "completion": entry, "v": KEY_VERSION,
-                           **({"model": model} if model is not None else {})},
-                          ensure_ascii=False) + "\n"
+        record = {"key": key, "completion": entry, "v": KEY_VERSION,
+                  **({"model": model} if model is not None else {})}
+        try:
+            data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: written escaped, so it replays as it was
+            data = (json.dumps(record) + "\n").encode("ascii")
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             if self._needs_newline:  # end the cut-short line so this one stays readable
-                line = "\n" + line
+                data = b"\n" + data
                 self._needs_newline = False
-            os.write(self._fd, line.encode("utf-8"))
+            os.write(self._fd, data)
             os.fsync(self._fd)
             self._entries[key] = entry
             self._versions.add(KEY_VERSION)
