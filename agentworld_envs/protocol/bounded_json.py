@@ -30,6 +30,8 @@ MAX_DEPTH = 200
 MAX_INT_DIGITS = 300
 """Longest integer accepted, in digits: it still converts to a finite float."""
 _INT_LIMIT = 10 ** MAX_INT_DIGITS
+_OUT_OF_BOUNDS = MAX_DEPTH + 1
+"""The height :func:`_sound_parts` gives a value out of bounds."""
 _WINDOW = 256
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
 _BAD_NUMBER = f"a number is not finite or has more than {MAX_INT_DIGITS} digits"
@@ -234,18 +236,25 @@ def loads(text: str) -> Any:
 
 def _sound_parts(completed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The objects of ``completed`` (in closing order) that are in bounds and not held inside
-    another such object."""
-    sound = [obj for obj in completed if _problem(obj) is None]
+    another such object. One pass: an object closes after every object it holds, so its depth
+    (above :data:`MAX_DEPTH` when out of bounds) comes from theirs, read once."""
+    height: dict[int, int] = {}
     inner: set[int] = set()
-    for obj in sound:
-        stack: list[Any] = list(obj.values())
-        while stack:
-            item = stack.pop()
+    for obj in completed:
+        deep, held, stack = 0, [], [(value, 1) for value in obj.values()]
+        while stack and deep <= MAX_DEPTH:
+            item, level = stack.pop()
             if isinstance(item, dict):
-                inner.add(id(item))
-            elif isinstance(item, list):
-                stack.extend(item)
-    return [obj for obj in sound if id(obj) not in inner]
+                deep = max(deep, level + height[id(item)])
+                held.append(id(item))
+                continue
+            deep = max(deep, _OUT_OF_BOUNDS if _number_problem(item) else level)
+            if isinstance(item, list):
+                stack.extend((value, level + 1) for value in item)
+        height[id(obj)] = deep
+        if deep <= MAX_DEPTH:
+            inner.update(held)
+    return [obj for obj in completed if height[id(obj)] <= MAX_DEPTH and id(obj) not in inner]
 
 
 def find_objects(text: str) -> Iterator[dict[str, Any]]:

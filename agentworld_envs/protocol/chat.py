@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from agentworld_envs.protocol.thinking import strip_thinking
+from agentworld_envs.protocol.thinking import THINK_TAG, strip_thinking
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
 __all__ = ["PLACEHOLDER_RAW", "ChatRequest", "Completion", "Fault", "MessageLog",
@@ -189,10 +189,12 @@ class Completion:
         Calls read from the text (a text-format backend's, a callable agent's: the text, its
         reasoning removed, holds exactly these calls) are played as that text, so the env's
         parser also sees the calls that could not be read and logs them as malformed. Calls a
-        server returned as structured ``tool_calls`` are played as JSON. With no call, the text.
+        server returned as structured ``tool_calls`` are played as JSON. With no call, the text,
+        its reasoning removed where it has think tags: a call drafted only in the reasoning is
+        not played.
         """
         if not self.tool_calls:
-            return self.text
+            return strip_thinking(self.text) if THINK_TAG.search(self.text) else self.text
         written = strip_thinking(self.text)
         if parse_action(written).calls == self.tool_calls:
             return written

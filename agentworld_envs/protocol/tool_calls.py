@@ -85,9 +85,14 @@ def _json_snippet(value: Any) -> str:
         return _snippet(f"<{type(value).__name__} that cannot be shown>")
 
 
+def _brackets(text: str) -> int:
+    return text.count("[") + text.count("{")
+
+
 def _call_from_object(obj: Any, shallow: bool = False) -> ToolCall | ParseError | None:
     """Read one call object; None when ``obj`` is not shaped like a call at all. ``shallow``:
-    the text it came from has too few brackets for arguments nested too deeply."""
+    the text it came from has too few brackets for arguments nested too deeply (arguments
+    given as a JSON string are judged by their own brackets, which escapes may have hidden)."""
     if not isinstance(obj, dict):
         return None
     call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
@@ -103,6 +108,7 @@ def _call_from_object(obj: Any, shallow: bool = False) -> ToolCall | ParseError 
                           f"{MAX_NAME_LENGTH} allowed", _snippet(name))
     args = obj.get("arguments", obj.get("parameters"))
     if isinstance(args, str):
+        shallow = _brackets(args) <= MAX_ARGUMENT_DEPTH
         try:
             args = loads(args) if args.strip() else {}
         except JSONError as exc:
@@ -135,7 +141,7 @@ def _calls_from_json(payload: str, *, strict: bool) -> list[ToolCall | ParseErro
             return [ParseError(f"invalid JSON in tool call: {exc.msg}", _snippet(payload))]
         return None
     items = data if isinstance(data, list) else [data]
-    shallow = payload.count("[") + payload.count("{") <= MAX_ARGUMENT_DEPTH
+    shallow = _brackets(payload) <= MAX_ARGUMENT_DEPTH
     parsed = [_call_from_object(item, shallow) for item in items]
     if items and all(p is not None for p in parsed):
         return parsed  # type: ignore[return-value]

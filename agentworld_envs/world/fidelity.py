@@ -5,7 +5,8 @@ Four measures per step:
 * ``exact``: the two agree exactly: as JSON values when both are JSON (so key order and
   spacing do not matter), otherwise as text after trimming and normalising line ends.
 * ``structural``: JSON-structural agreement, the Jaccard overlap of the two documents' skeletons
-  (every ``(path, type)`` pair, list positions included).
+  (every ``(path, type)`` pair, list positions included; a path is the keys and positions
+  from the root, so ``{"a.b": 1}`` and ``{"a": {"b": 1}}`` share no leaf).
 * ``values``: the share of the real document's leaves (``(path, value)`` pairs) that the
   prediction reproduces.
 * ``calls``: the share of the real observation's call results (one per JSON line) whose
@@ -37,9 +38,9 @@ from typing import Any
 from agentworld_envs.protocol import bounded_json
 from agentworld_envs.world.parsing import clean_response_marker
 
-__all__ = ["Fidelity", "parse_json_observation", "skeleton", "step_fidelity", "summarise"]
+__all__ = ["Fidelity", "parse_json_observation", "step_fidelity", "summarise"]
 
-_FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```$", re.DOTALL)
+_FENCE_HEAD = re.compile(r"```(?:json)?(\s*)")
 _NOT_JSON = object()
 
 
@@ -79,9 +80,9 @@ def parse_json_observation(text: str) -> Any:
     Accepts one document, one fenced json block, or JSON Lines (returned as a list).
     """
     text = _normal_text(text)
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    head = _FENCE_HEAD.match(text)  # a fence: ```json or ```, blank to a newline, ``` at the end
+    if head and "\n" in head.group(1) and text.endswith("```") and len(text) - 3 >= head.end():
+        text = text[head.end():-3].strip()
     if not text:
         return _NOT_JSON
     try:
@@ -107,23 +108,24 @@ def _type_name(value: Any) -> str:
     return {str: "string", list: "array", dict: "object"}[type(value)]
 
 
-def _walk(value: Any, path: str = "$") -> Iterable[tuple[str, Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _walk(item, f"{path}[{index}]")
-
-
-def skeleton(value: Any) -> set[tuple[str, str]]:
-    """Every ``(path, type)`` pair of a JSON value, e.g. ``("$.result.id", "string")``."""
-    return {(path, _type_name(item)) for path, item in _walk(value)}
-
-
-def _leaves(value: Any) -> dict[str, Any]:
-    return {path: item for path, item in _walk(value) if not isinstance(item, dict | list)}
+def _shape(value: Any, paths: dict[tuple[int, Any], int]) -> tuple[set[tuple[int, str]],
+                                                                    dict[int, Any]]:
+    """A JSON value's skeleton (every ``(path, type)`` pair) and leaves (path to value), in one
+    walk. A path is an id: the root's is 0, a child's the one ``paths`` gives its parent's id
+    and its key or position (added when new), so documents walked with one ``paths`` share the
+    ids of their common paths, and a path costs one id however long its keys."""
+    shape: set[tuple[int, str]] = set()
+    leaves: dict[int, Any] = {}
+    stack: list[tuple[int, Any]] = [(0, value)]
+    while stack:
+        path, item = stack.pop()
+        shape.add((path, _type_name(item)))
+        if isinstance(item, dict | list):
+            stack.extend((paths.setdefault((path, key), len(paths) + 1), child) for key, child
+                         in (item.items() if isinstance(item, dict) else enumerate(item)))
+        else:
+            leaves[path] = item
+    return shape, leaves
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -139,9 +141,10 @@ def step_fidelity(predicted: str, real: str) -> Fidelity:
         return Fidelity(exact=_normal_text(predicted) == _normal_text(real), structural=missing,
                         values=missing, predicted_json=predicted_json, real_json=real_json,
                         calls=missing)
-    pred_shape, real_shape = skeleton(pred_value), skeleton(real_value)
+    paths: dict[tuple[int, Any], int] = {}
+    (pred_shape, pred_leaves), (real_shape, real_leaves) = (_shape(pred_value, paths),
+                                                            _shape(real_value, paths))
     structural = len(pred_shape & real_shape) / len(pred_shape | real_shape)
-    real_leaves, pred_leaves = _leaves(real_value), _leaves(pred_value)
     matched = sum(1 for path, item in real_leaves.items()
                   if path in pred_leaves and _same(pred_leaves[path], item))
     values = matched / len(real_leaves) if real_leaves else float(not pred_leaves)
