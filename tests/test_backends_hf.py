@@ -181,9 +181,8 @@ def padded(backend: HFBackend, requests: list[ChatRequest]) -> list[list[int]]:
         sampler = GumbelSampler(backend._torch, [
             generator(backend._torch, "cpu", r.sampling.seed) for r in requests],
             requests[0].sampling.temperature, 1.0)
-    rows, _ = backend._padded_generate([backend._prompt(r, {}) for r in requests], config,
-                                       sampler)
-    return rows
+    return backend._padded_generate(backend._token_ids([backend._prompt(r, {}) for r in requests]),
+                                    config, sampler)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])

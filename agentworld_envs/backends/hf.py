@@ -11,16 +11,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentworld_envs.backends.base import Backend
+from agentworld_envs.backends.base import Backend, BackendError
 from agentworld_envs.backends.bucketing import bucket_length, bucket_rows
 from agentworld_envs.backends.chat_template import chat_view, template_messages
 from agentworld_envs.backends.generation_config import generation_config, needs_generate
 from agentworld_envs.backends.greedy_memo import GreedyMemo
-from agentworld_envs.backends.hf_loading import import_hf, load_model
+from agentworld_envs.backends.hf_loading import context_length, import_hf, load_model
 from agentworld_envs.backends.hf_settings import check_settings
 from agentworld_envs.backends.replies import text_tool_calls
 from agentworld_envs.backends.sampling import GumbelSampler, copied, generator, picker
-from agentworld_envs.backends.stops import cut_at_end, cut_at_stop
+from agentworld_envs.backends.stops import cut_at_end, cut_at_stop, tokens_to_stop
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
 
 __all__ = ["HFBackend"]
@@ -77,7 +77,9 @@ class HFBackend(Backend):
 
     ``SamplingParams.extra`` may hold ``chat_template_kwargs`` (passed to the chat template);
     its other keys set ``GenerationConfig`` fields such as ``repetition_penalty`` or
-    ``min_new_tokens``. ``Completion.raw`` holds the generated token ids.
+    ``min_new_tokens``. ``Completion.raw`` holds the generated token ids, up to and including
+    the end token or the one that completes a stop string (``usage.output_tokens`` counts
+    them); the text leaves the stop string out.
     """
 
     name = "hf"
@@ -126,6 +128,7 @@ class HFBackend(Backend):
         self._torch = torch
         self._tokenizer, self._model, self._eos_ids = load_model(torch, transformers, model,
                                                                  device, dtype, adapter)
+        self._context = context_length(self._model)
         self._decoder: Any = _UNSET
         self._drafted: Any = None
 
@@ -174,13 +177,20 @@ class HFBackend(Backend):
         requests that read the same prompt (envs of a vector that play the same action in the
         same state) are generated once and answered alike, and with ``greedy_memo`` an answer
         is reused by later calls too.
+
+        Raises:
+            BackendError: a request's prompt and ``max_tokens`` exceed the model's context (its
+                ``max_position_embeddings``), as an OpenAI-compatible server refuses it;
+                nothing is generated then.
         """
+        prompts, ids = self._prompts(requests)
+        for request, row in zip(requests, ids, strict=True):
+            if error := self._too_long(len(row), request.sampling.max_tokens):
+                raise error
         groups: dict[str, list[int]] = {}
         first: dict[str, int] = {}
         copies: dict[int, int] = {}
         results: list[Completion | None] = [None] * len(requests)
-        prompts = [self._prompt(r, r.sampling.extra.get("chat_template_kwargs") or {})
-                   for r in requests]
         for i, request in enumerate(requests):
             settings = {k: v for k, v in request.sampling.to_dict().items() if k != "seed"}
             key = json.dumps(settings, sort_keys=True, default=str)
@@ -197,8 +207,7 @@ class HFBackend(Backend):
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
-                batch = self._generate([requests[i] for i in chunk],
-                                       [prompts[i] for i in chunk])
+                batch = self._generate([requests[i] for i in chunk], [ids[i] for i in chunk])
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
         for i, source in copies.items():
@@ -206,6 +215,32 @@ class HFBackend(Backend):
         for same, i in first.items():
             self._memo.put(same, results[i])
         return results  # type: ignore[return-value]
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """:meth:`complete`, a request that exceeds the model's context answered by its
+        :class:`BackendError` in its place, the others completed together."""
+        errors = [self._too_long(len(row), request.sampling.max_tokens)
+                  for request, row in zip(requests, self._prompts(requests)[1], strict=True)]
+        fitting = [request for request, error in zip(requests, errors, strict=True)
+                   if error is None]
+        completed = iter(super().complete_each(fitting) if fitting else [])
+        return [error or next(completed) for error in errors]
+
+    def _prompts(self, requests: Sequence[ChatRequest]) -> tuple[list[str], list[list[int]]]:
+        """The prompts the model reads, as text and as token ids."""
+        prompts = [self._prompt(r, r.sampling.extra.get("chat_template_kwargs") or {})
+                   for r in requests]
+        return prompts, self._token_ids(prompts)
+
+    def _too_long(self, prompt_tokens: int, max_tokens: int) -> BackendError | None:
+        """The error of a prompt of ``prompt_tokens`` that, with ``max_tokens``, exceeds the
+        model's context; None when it fits."""
+        if self._context is None or prompt_tokens + max_tokens <= self._context:
+            return None
+        return BackendError(f"the model's context is {self._context} tokens, but the request "
+                            f"asks for {prompt_tokens + max_tokens} ({prompt_tokens} in the "
+                            f"prompt, max_tokens={max_tokens}): shorten the prompt or lower "
+                            f"max_tokens")
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
         kwargs = dict(template_kwargs)
@@ -226,8 +261,9 @@ class HFBackend(Backend):
         return generation_config(self._model.generation_config, sampling,
                                  self._tokenizer.pad_token_id)
 
-    def _generate(self, requests: list[ChatRequest], prompts: list[str]) -> list[Completion]:
-        """Generate for requests that share sampling settings, given their rendered prompts."""
+    def _generate(self, requests: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
+        """Generate for requests that share sampling settings, given their prompts' token
+        ids."""
         torch = self._torch
         sampling = requests[0].sampling
         config = self._generation_config(sampling)
@@ -236,37 +272,35 @@ class HFBackend(Backend):
         start = time.perf_counter()
         drafts: list[Any] = [None] * len(requests)
         if self.cache == "static":
-            rows, lengths = self._static_generate(prompts, config, sampling, generators)
+            rows = self._static_generate(ids, config, sampling, generators)
         elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
-            ids = self._token_ids(prompts)
             hint_ids = [self._token_ids([r.draft_hint])[0] if r.draft_hint else []
                         for r in requests]
             rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
                                                   hint_ids)
-            lengths = [len(i) for i in ids]
         elif (len(requests) > 1 or self.prefix_cache) and self._ragged(config):
-            ids = self._token_ids(prompts)
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
                                         picker(self._sampler(sampling, generators), generators))
-            lengths = [len(i) for i in ids]
         else:
-            rows, lengths = self._padded_generate(prompts, config,
-                                                  self._sampler(sampling, generators))
+            rows = self._padded_generate(ids, config, self._sampler(sampling, generators))
         latency_s = time.perf_counter() - start
         completions = []
-        for new_ids, request, length, draft in zip(rows, requests, lengths, drafts, strict=True):
+        for new_ids, prompt, draft in zip(rows, ids, drafts, strict=True):
             new_ids, finish = cut_at_end(new_ids, self._eos_ids, sampling.max_tokens)
-            text = self._tokenizer.decode(new_ids, skip_special_tokens=True)
-            text, stopped = cut_at_stop(text, request.sampling.stop)
+            new_ids = tokens_to_stop(new_ids, sampling.stop, self._decode)
+            text, stopped = cut_at_stop(self._decode(new_ids), sampling.stop)
             completions.append(Completion(
                 text=text,
                 tool_calls=text_tool_calls(text),
                 finish_reason="stop" if stopped else finish,
-                usage=Usage(input_tokens=length, output_tokens=len(new_ids)),
+                usage=Usage(input_tokens=len(prompt), output_tokens=len(new_ids)),
                 latency_s=latency_s,
                 raw={"token_ids": new_ids, **({"draft": draft.to_dict()} if draft else {})},
             ))
         return completions
+
+    def _decode(self, ids: list[int]) -> str:
+        return self._tokenizer.decode(ids, skip_special_tokens=True)
 
     def _token_ids(self, texts: list[str]) -> list[list[int]]:
         return [self._tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -313,11 +347,11 @@ class HFBackend(Backend):
         return GumbelSampler(self._torch, generators, sampling.temperature,
                              1.0 if sampling.top_p is None else sampling.top_p, sampling.top_k)
 
-    def _static_generate(self, prompts: list[str], config: Any, sampling: SamplingParams,
-                         generators: list[Any]) -> tuple[list[list[int]], list[int]]:
-        """``generate`` on the static cache at bucket shapes (see ``cache``). The spare rows
-        repeat the first prompt and its generator's state, so they end when it does."""
-        ids = self._token_ids(prompts)
+    def _static_generate(self, ids: list[list[int]], config: Any, sampling: SamplingParams,
+                         generators: list[Any]) -> list[list[int]]:
+        """New token ids from ``generate`` on the static cache at bucket shapes (see
+        ``cache``). The spare rows repeat the first prompt and its generator's state, so they
+        end when it does."""
         spare = bucket_rows(len(ids), self.batch_size) - len(ids)
         length = bucket_length(max(len(row) for row in ids))
         config.cache_implementation = "static"
@@ -325,29 +359,25 @@ class HFBackend(Backend):
         inputs = self._tokenizer.pad({"input_ids": ids + [ids[0]] * spare},
                                      padding="max_length", max_length=length, return_tensors="pt")
         spares = [copied(self._torch, generators[0]) for _ in range(spare if generators else 0)]
-        rows, lengths = self._run_generate(inputs, config,
-                                           self._sampler(sampling, generators + spares))
-        return rows[: len(prompts)], lengths[: len(prompts)]
+        rows = self._run_generate(inputs, config, self._sampler(sampling, generators + spares))
+        return rows[: len(ids)]
 
-    def _padded_generate(self, prompts: list[str], config: Any,
-                         sampler: GumbelSampler | None) -> tuple[list[list[int]], list[int]]:
-        """New token ids and prompt lengths from ``generate`` on a left-padded batch."""
-        inputs = self._tokenizer(prompts, return_tensors="pt", padding=True,
-                                 add_special_tokens=False)
-        return self._run_generate(inputs, config, sampler)
+    def _padded_generate(self, ids: list[list[int]], config: Any,
+                         sampler: GumbelSampler | None) -> list[list[int]]:
+        """New token ids from ``generate`` on the prompts ``ids``, left-padded."""
+        return self._run_generate(self._tokenizer.pad({"input_ids": ids}, return_tensors="pt"),
+                                  config, sampler)
 
     def _run_generate(self, inputs: Any, config: Any,
-                      sampler: GumbelSampler | None) -> tuple[list[list[int]], list[int]]:
-        """New token ids and prompt lengths from ``generate`` on tokenized, left-padded
-        ``inputs``."""
+                      sampler: GumbelSampler | None) -> list[list[int]]:
+        """New token ids from ``generate`` on tokenized, left-padded ``inputs``."""
         inputs = inputs.to(self.device)
         with self._torch.inference_mode():
             output = self._model.generate(
                 **inputs, generation_config=config, logits_processor=[sampler] if sampler else []
             )
         prompt_len = inputs["input_ids"].shape[1]
-        return ([output[row, prompt_len:].tolist() for row in range(len(output))],
-                [int(n) for n in inputs["attention_mask"].sum(dim=1)])
+        return [output[row, prompt_len:].tolist() for row in range(len(output))]
 
 
 _UNSET = object()

@@ -1,7 +1,7 @@
 """Loading the ``hf`` backend's model: torch and transformers imported on demand (with the
 install hint when missing), the tokenizer set for left padding, a LoRA adapter merged into the
 weights, grouped key-value heads kept grouped in attention (:mod:`.grouped_attention`), the
-model's end tokens."""
+model's end tokens and context length."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any
 
 from agentworld_envs.backends.grouped_attention import group_attention_heads
 
-__all__ = ["import_hf", "load_model"]
+__all__ = ["context_length", "import_hf", "load_model"]
 
+_STRETCHED = ("linear", "dynamic", "yarn")
+"""Scaled rotary embeddings whose factor stretches the context past
+``max_position_embeddings``."""
 _HINT = 'the "hf" backend needs torch and transformers: pip install "agentworld[hf]"'
 
 
@@ -54,3 +57,20 @@ def _merged(model: Any, adapter: str) -> Any:
     except ImportError as exc:
         raise ImportError('loading an adapter needs peft: pip install "agentworld[hf]"') from exc
     return PeftModel.from_pretrained(model, adapter).merge_and_unload()
+
+
+def context_length(model: Any) -> int | None:
+    """Most tokens ``model`` reads, prompt and answer together: its config's
+    ``max_position_embeddings``, stretched by the factor of a linear, dynamic or YaRN scaled
+    rotary embedding as vLLM stretches it; None when its config names none."""
+    config = model.config
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    length = getattr(config, "max_position_embeddings", None)
+    if not isinstance(length, int) or length < 1:
+        return None
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None)
+    if (isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in _STRETCHED
+            and isinstance(rope.get("factor"), int | float)):
+        original = rope.get("original_max_position_embeddings", length)
+        length = max(length, int(original * rope["factor"]))
+    return length

@@ -1,19 +1,26 @@
 """Where an in-process answer ends: :func:`cut_at_end` keeps the new token ids up to the first
-end token and says why it finished, :func:`cut_at_stop` cuts the decoded text at the first stop
-string.
+end token and says why it finished, :func:`tokens_to_stop` keeps them up to the token that
+completes the first stop string, :func:`cut_at_stop` cuts the decoded text before it.
+
+The first stop string is the one a streamed answer completes first (the earliest end; of two
+that end together, the longer), as vLLM stops at the first it sees.
 
 Example:
     >>> cut_at_end([5, 2, 7], eos_ids={2}, max_tokens=8)
     ([5, 2], 'stop')
     >>> cut_at_stop("abc STOP def END", ["END", "STOP"])
     ('abc ', True)
+    >>> cut_at_stop("abcdef", ["abcdef", "cd"])  # "cd" is complete first
+    ('ab', True)
+    >>> tokens_to_stop([1, 2, 3, 4], ["bc"], lambda ids: "".join("abcd"[i - 1] for i in ids))
+    [1, 2, 3]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-__all__ = ["cut_at_end", "cut_at_stop"]
+__all__ = ["cut_at_end", "cut_at_stop", "tokens_to_stop"]
 
 
 def cut_at_end(new_ids: list[int], eos_ids: set[int], max_tokens: int) -> tuple[list[int], str]:
@@ -28,6 +35,23 @@ def cut_at_end(new_ids: list[int], eos_ids: set[int], max_tokens: int) -> tuple[
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    """Cut ``text`` at the first stop string; also say whether one was found."""
-    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return (text[: min(cuts)], True) if cuts else (text, False)
+    """``text`` before the first stop string (see the module docstring); also whether one was
+    found."""
+    found = [(at + len(s), at) for s in stop if s and (at := text.find(s)) >= 0]
+    return (text[: min(found)[1]], True) if found else (text, False)
+
+
+def tokens_to_stop(new_ids: list[int], stop: Sequence[str],
+                   decode: Callable[[list[int]], str]) -> list[int]:
+    """``new_ids`` up to and including the token whose text completes a stop string (all of
+    them when none does), found by bisection over the prefixes ``decode`` reads."""
+    def stopped(end: int) -> bool:
+        return cut_at_stop(decode(new_ids[:end]), stop)[1]
+
+    if not stop or not stopped(len(new_ids)):
+        return new_ids
+    low, high = 1, len(new_ids)
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if stopped(middle) else (middle + 1, high)
+    return new_ids[:low]

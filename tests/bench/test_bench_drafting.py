@@ -193,9 +193,9 @@ def test_prefill_from_kept_prefixes(benchmark: Any, backend: HFBackend, domain: 
     prompts: list[list[list[int]]] = []
     generate = backend._generate
 
-    def spy(requests: Any, texts: list[str]) -> Any:
-        prompts.append(backend._token_ids(texts))
-        return generate(requests, texts)
+    def spy(requests: Any, ids: list[list[int]]) -> Any:
+        prompts.append(ids)
+        return generate(requests, ids)
 
     backend._generate = spy  # type: ignore[method-assign]
     env = _env(domain, 16, backend)
