@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentworld_envs.backends.stops import cut_at_stop as text_before_stop
+from agentworld_envs.backends.stops import tokens_to_stop
 from trainers.common.batch import Samples
 from trainers.common.objectives import message_kl
 
@@ -87,24 +89,10 @@ def fit_context(prompt: list[int], budget: int) -> list[int]:
 def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
                 decode: Any) -> list[int]:
     """The generated ``tokens`` up to and including the first eos token or the token that
-    completes the first stop string; whatever follows (padding, overshoot) is dropped.
-
-    The message is decoded once, and only a message holding a stop string is searched (by
-    bisection over its prefixes) for the token that completes it.
-    """
+    completes the first stop string (:func:`~agentworld_envs.backends.stops.tokens_to_stop`);
+    whatever follows (padding, overshoot) is dropped."""
     tokens = tokens[:next((i + 1 for i, t in enumerate(tokens) if t in eos), len(tokens))]
-
-    def stopped(end: int) -> bool:
-        text = decode(tokens[:end])
-        return any(s in text for s in stop)
-
-    if not stop or not stopped(len(tokens)):
-        return tokens
-    low, high = 1, len(tokens)  # the shortest prefix holding a stop string
-    while low < high:
-        middle = (low + high) // 2
-        low, high = (low, middle) if stopped(middle) else (middle + 1, high)
-    return tokens[:low]
+    return tokens_to_stop(tokens, stop, decode)
 
 
 class MessageStops:
@@ -197,8 +185,10 @@ class CausalLMPolicy:
         base: Another LoRA policy on the same model whose base weights this one shares, adding
             its own ``adapter``; settings of the weights (model, dtype, checkpointing) are the
             base's.
-        engine: Generate through this vLLM engine (:class:`~trainers.policies.vllm_generation.
-            VLLMGeneration`) instead of transformers; scoring and updates stay here.
+        engine: Generate through this engine instead of transformers' ``generate``
+            (:class:`~trainers.policies.direct_decoding.DirectDecoding`, or vLLM's
+            :class:`~trainers.policies.vllm_generation.VLLMGeneration`); scoring and updates
+            stay here.
         response_prefix: Every message starts with this text, written after the prompt's
             assistant header (a prefill): its tokens end the prompt, and the message's text
             starts with it.
@@ -373,23 +363,28 @@ class CausalLMPolicy:
         the most likely token at each step instead, for evaluation).
 
         The draw comes from torch's RNG seeded by a number drawn from ``generator``, inside
-        ``fork_rng``, so the global RNG is untouched (with an ``engine``, vLLM's sampler seeded
-        by that number). ``response_ids`` are exactly the
-        generated tokens up to and including eos or the one completing a stop string.
+        ``fork_rng``, so the global RNG is untouched (with an ``engine``, its sampler seeded by
+        that number). ``response_ids`` are exactly the generated tokens up to and including eos
+        or the one completing a stop string.
         """
         prompts = [self.encode_prompt(obs) for obs in observations]
         seed = int(torch.randint(2**62, (1,), generator=generator))
-        rows, logprobs = ((self.engine.generate(self, prompts, greedy, seed), None)
-                          if self.engine is not None else self._generated(prompts, greedy, seed))
+        rows, logprobs = self._rows(prompts, greedy, seed)
         decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
         responses = [cut_at_stop(row, self._eos, self.stop, decode) for row in rows]
-        texts = [decode(r) for r in responses]
-        for stop in self.stop:
-            texts = [text.split(stop, 1)[0] for text in texts]
+        texts = [text_before_stop(decode(r), self.stop)[0] for r in responses]
         texts = [self.response_prefix + text for text in texts]
         kept = None if logprobs is None else [row[:len(r)] for row, r in zip(
             logprobs, responses, strict=True)]
         return TextMessages(prompts, responses, texts, self.source, kept)
+
+    def _rows(self, prompts: list[list[int]], greedy: bool,
+              seed: int) -> tuple[list[list[int]], list[list[float]] | None]:
+        """The generated ids of each prompt and, where kept, their log-probs: from the
+        ``engine`` when there is one, else from :meth:`_generated`."""
+        if self.engine is not None:
+            return self.engine.generate(self, prompts, greedy, seed)
+        return self._generated(prompts, greedy, seed)
 
     def _generated(self, prompts: list[list[int]], greedy: bool,
                    seed: int) -> tuple[list[list[int]], list[list[float]] | None]:
