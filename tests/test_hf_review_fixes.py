@@ -29,18 +29,31 @@ def short_context(tiny_lm_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     return HFBackend(str(folder))
 
 
-@pytest.mark.parametrize("sampling", [{"max_tokens": 8}, {"max_tokens": 8, "temperature": 1.0},
-                                      {"max_tokens": 60}])
-def test_a_request_past_the_models_context_is_refused_by_name(
-        short_context: HFBackend, sampling: dict) -> None:
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_an_answer_ends_where_the_models_context_does(short_context: HFBackend,
+                                                      temperature: float) -> None:
+    """No token is decoded past the context (generate would run on past the positions the
+    model knows): the answer is cut there and finishes with "length"."""
+    sampling = SamplingParams(max_tokens=200, temperature=temperature, seed=1,
+                              extra={"min_new_tokens": 200})
+    middle_prompt = [{"role": "user", "content": "search the weather in the city " * 3}]
+    short, middle = (ChatRequest(m, sampling=sampling) for m in (SHORT, middle_prompt))
+    answers = short_context.complete([short, middle])
+    for request, answer in zip((short, middle), answers, strict=True):
+        prompt = len(short_context._prompts([request])[1][0])
+        assert 0 < prompt < 64 and answer.usage.output_tokens == 64 - prompt
+        assert answer.finish_reason == "length"
+
+
+def test_a_prompt_that_fills_the_context_is_refused_by_name(short_context: HFBackend) -> None:
     fits = ChatRequest(SHORT, sampling=SamplingParams(max_tokens=8))
-    too_long = ChatRequest(LONG if sampling["max_tokens"] == 8 else SHORT,
-                           sampling=SamplingParams(**sampling))
-    with pytest.raises(BackendError, match=r"the model's context is 64 tokens, but the request "
-                                           r"asks for \d+ \(\d+ in the prompt, max_tokens="):
+    too_long = ChatRequest([{"role": "user", "content": "search the weather " * 40}],
+                           sampling=SamplingParams(max_tokens=8))
+    with pytest.raises(BackendError, match=r"the prompt has \d+ tokens and the model's context "
+                                           r"is 64: shorten the prompt"):
         short_context.complete([fits, too_long])
     answered, refused = short_context.complete_each([fits, too_long])
-    assert isinstance(refused, BackendError) and "context is 64 tokens" in str(refused)
+    assert isinstance(refused, BackendError) and "context is 64" in str(refused)
     assert answered.raw["token_ids"] == short_context.complete([fits])[0].raw["token_ids"]
 
 

@@ -6,6 +6,7 @@ torch and transformers are imported when a backend is built, never at package im
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -178,14 +179,16 @@ class HFBackend(Backend):
         same state) are generated once and answered alike, and with ``greedy_memo`` an answer
         is reused by later calls too.
 
+        An answer ends where the model's context does (its ``max_position_embeddings``):
+        ``max_tokens`` past it are not decoded, and such an answer finishes with ``"length"``.
+
         Raises:
-            BackendError: a request's prompt and ``max_tokens`` exceed the model's context (its
-                ``max_position_embeddings``), as an OpenAI-compatible server refuses it;
-                nothing is generated then.
+            BackendError: a request's prompt fills the model's context; nothing is generated
+                then.
         """
         prompts, ids = self._prompts(requests)
-        for request, row in zip(requests, ids, strict=True):
-            if error := self._too_long(len(row), request.sampling.max_tokens):
+        for row in ids:
+            if error := self._too_long(len(row)):
                 raise error
         groups: dict[str, list[int]] = {}
         first: dict[str, int] = {}
@@ -219,8 +222,7 @@ class HFBackend(Backend):
     def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
         """:meth:`complete`, a request that exceeds the model's context answered by its
         :class:`BackendError` in its place, the others completed together."""
-        errors = [self._too_long(len(row), request.sampling.max_tokens)
-                  for request, row in zip(requests, self._prompts(requests)[1], strict=True)]
+        errors = [self._too_long(len(row)) for row in self._prompts(requests)[1]]
         fitting = [request for request, error in zip(requests, errors, strict=True)
                    if error is None]
         completed = iter(super().complete_each(fitting) if fitting else [])
@@ -232,15 +234,17 @@ class HFBackend(Backend):
                    for r in requests]
         return prompts, self._token_ids(prompts)
 
-    def _too_long(self, prompt_tokens: int, max_tokens: int) -> BackendError | None:
-        """The error of a prompt of ``prompt_tokens`` that, with ``max_tokens``, exceeds the
-        model's context; None when it fits."""
-        if self._context is None or prompt_tokens + max_tokens <= self._context:
+    def _room(self, prompt_tokens: int) -> int:
+        """New tokens the model's context leaves after a prompt of ``prompt_tokens``."""
+        return self._context - prompt_tokens if self._context is not None else 1 << 62
+
+    def _too_long(self, prompt_tokens: int) -> BackendError | None:
+        """The error of a prompt that leaves no room in the model's context; None when it
+        does."""
+        if self._room(prompt_tokens) > 0:
             return None
-        return BackendError(f"the model's context is {self._context} tokens, but the request "
-                            f"asks for {prompt_tokens + max_tokens} ({prompt_tokens} in the "
-                            f"prompt, max_tokens={max_tokens}): shorten the prompt or lower "
-                            f"max_tokens")
+        return BackendError(f"the prompt has {prompt_tokens} tokens and the model's context "
+                            f"is {self._context}: shorten the prompt")
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
         kwargs = dict(template_kwargs)
@@ -266,6 +270,9 @@ class HFBackend(Backend):
         ids."""
         torch = self._torch
         sampling = requests[0].sampling
+        caps = [min(sampling.max_tokens, self._room(len(row))) for row in ids]
+        if max(caps) < sampling.max_tokens:  # the context ends every row first
+            sampling = dataclasses.replace(sampling, max_tokens=max(caps))
         config = self._generation_config(sampling)
         generators = ([generator(torch, self.device, r.sampling.seed) for r in requests]
                       if sampling.temperature > 0 else [])
@@ -285,8 +292,8 @@ class HFBackend(Backend):
             rows = self._padded_generate(ids, config, self._sampler(sampling, generators))
         latency_s = time.perf_counter() - start
         completions = []
-        for new_ids, prompt, draft in zip(rows, ids, drafts, strict=True):
-            new_ids, finish = cut_at_end(new_ids, self._eos_ids, sampling.max_tokens)
+        for new_ids, prompt, draft, cap in zip(rows, ids, drafts, caps, strict=True):
+            new_ids, finish = cut_at_end(new_ids[:cap], self._eos_ids, cap)
             new_ids = tokens_to_stop(new_ids, sampling.stop, self._decode)
             text, stopped = cut_at_stop(self._decode(new_ids), sampling.stop)
             completions.append(Completion(
