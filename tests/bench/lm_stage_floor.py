@@ -34,10 +34,10 @@ from trainers.policies.lm import CausalLMPolicy
 
 
 def _recorded_calls(team: Any) -> list[tuple[CausalLMPolicy, list[list[int]], int]]:
-    """Wraps ``_rows`` (``generate``'s or an engine's) so that calls made by ``team.collect``
-    (the stage's rollouts, not its evaluations) are kept with their prompts and decode steps."""
+    """Wraps ``_generated`` so that calls made by ``team.collect`` (the stage's rollouts, not
+    its evaluations) are kept with their prompts and decode steps."""
     calls: list[tuple[CausalLMPolicy, list[list[int]], int]] = []
-    generated, collect = CausalLMPolicy._rows, team.collect
+    generated, collect = CausalLMPolicy._generated, team.collect
     collecting = False
 
     def recording(self: CausalLMPolicy, prompts: list[list[int]], greedy: bool, seed: int):
@@ -54,7 +54,7 @@ def _recorded_calls(team: Any) -> list[tuple[CausalLMPolicy, list[list[int]], in
         finally:
             collecting = False
 
-    CausalLMPolicy._rows = recording
+    CausalLMPolicy._generated = recording
     team.collect = collect_recorded
     return calls
 

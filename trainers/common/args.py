@@ -82,11 +82,9 @@ class TeamArgs:
     accumulation, KL checks, monitors, Stage-0); 0 scores all at once"""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """text teams: weight dtype of the models"""
-    generation: Literal["transformers", "direct", "vllm"] = "transformers"
-    """text teams: transformers generates in-process; direct decodes in-process over the base's
-    own weights and each agent's adapter, without peft's and generate's overhead (Llama, Mistral
-    and Qwen2 models; faster on a CPU); vllm (a CUDA machine, pip install vllm) serves each base
-    once with the agents' LoRA adapters, re-saved after every update"""
+    generation: Literal["transformers", "vllm"] = "transformers"
+    """text teams: transformers generates in-process; vllm (a CUDA machine, pip install vllm)
+    serves each base once with the agents' LoRA adapters, re-saved after every update"""
     gradient_checkpointing: bool = False
     """text teams: recompute activations in the backward pass (less memory, more time)"""
     total_episodes: int = 40_000

@@ -216,12 +216,7 @@ def _lm_factory(args: TeamArgs, n_agents: int) -> PolicyFactory:
     engines: dict[str, Any] = {}
 
     def engine(model: str) -> Any:
-        """One vLLM engine per base model (``generation="vllm"``), the direct decoder
-        (``"direct"``), else None (transformers' ``generate``)."""
-        if args.generation == "direct":
-            from trainers.policies.direct_decoding import DirectDecoding
-
-            return DirectDecoding()
+        """One vLLM engine per base model (``generation="vllm"``), else None."""
         if args.generation != "vllm":
             return None
         if model not in engines:

@@ -185,10 +185,8 @@ class CausalLMPolicy:
         base: Another LoRA policy on the same model whose base weights this one shares, adding
             its own ``adapter``; settings of the weights (model, dtype, checkpointing) are the
             base's.
-        engine: Generate through this engine instead of transformers' ``generate``
-            (:class:`~trainers.policies.direct_decoding.DirectDecoding`, or vLLM's
-            :class:`~trainers.policies.vllm_generation.VLLMGeneration`); scoring and updates
-            stay here.
+        engine: Generate through this vLLM engine (:class:`~trainers.policies.vllm_generation.
+            VLLMGeneration`) instead of transformers; scoring and updates stay here.
         response_prefix: Every message starts with this text, written after the prompt's
             assistant header (a prefill): its tokens end the prompt, and the message's text
             starts with it.
@@ -363,13 +361,14 @@ class CausalLMPolicy:
         the most likely token at each step instead, for evaluation).
 
         The draw comes from torch's RNG seeded by a number drawn from ``generator``, inside
-        ``fork_rng``, so the global RNG is untouched (with an ``engine``, its sampler seeded by
-        that number). ``response_ids`` are exactly the generated tokens up to and including eos
-        or the one completing a stop string.
+        ``fork_rng``, so the global RNG is untouched (with an ``engine``, vLLM's sampler seeded
+        by that number). ``response_ids`` are exactly the
+        generated tokens up to and including eos or the one completing a stop string.
         """
         prompts = [self.encode_prompt(obs) for obs in observations]
         seed = int(torch.randint(2**62, (1,), generator=generator))
-        rows, logprobs = self._rows(prompts, greedy, seed)
+        rows, logprobs = ((self.engine.generate(self, prompts, greedy, seed), None)
+                          if self.engine is not None else self._generated(prompts, greedy, seed))
         decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
         responses = [cut_at_stop(row, self._eos, self.stop, decode) for row in rows]
         texts = [text_before_stop(decode(r), self.stop)[0] for r in responses]
@@ -377,14 +376,6 @@ class CausalLMPolicy:
         kept = None if logprobs is None else [row[:len(r)] for row, r in zip(
             logprobs, responses, strict=True)]
         return TextMessages(prompts, responses, texts, self.source, kept)
-
-    def _rows(self, prompts: list[list[int]], greedy: bool,
-              seed: int) -> tuple[list[list[int]], list[list[float]] | None]:
-        """The generated ids of each prompt and, where kept, their log-probs: from the
-        ``engine`` when there is one, else from :meth:`_generated`."""
-        if self.engine is not None:
-            return self.engine.generate(self, prompts, greedy, seed)
-        return self._generated(prompts, greedy, seed)
 
     def _generated(self, prompts: list[list[int]], greedy: bool,
                    seed: int) -> tuple[list[list[int]], list[list[float]] | None]:

@@ -83,10 +83,9 @@ class VLLMGeneration:
         return saved[2], saved[3]
 
     def generate(self, policy: Any, prompts: Sequence[list[int]], greedy: bool,
-                 seed: int) -> tuple[list[list[int]], None]:
+                 seed: int) -> list[list[int]]:
         """Generated token ids for each prompt with ``policy``'s adapter and sampling settings
-        (stop strings are left to the policy, which cuts the tokens itself), and no log-probs
-        (the policy scores its old ones). Prompt ``i`` is
+        (stop strings are left to the policy, which cuts the tokens itself). Prompt ``i`` is
         drawn with seed ``seed + i``: vLLM gives each request a generator of its own seed, so
         one seed for all would give a group's equal prompts equal messages."""
         engine = self.engine
@@ -103,4 +102,4 @@ class VLLMGeneration:
         outputs = engine.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
                                   params, lora_request=LoRARequest(policy.adapter, lora_id,
                                                                    str(folder)))
-        return [list(output.outputs[0].token_ids) for output in outputs], None
+        return [list(output.outputs[0].token_ids) for output in outputs]
