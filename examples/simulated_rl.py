@@ -38,6 +38,7 @@ import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, TooManyFaultsError
+from agentworld_envs.domains import DOMAINS
 from agentworld_envs.registration import env_id
 
 
@@ -88,7 +89,7 @@ def backend_config(args: argparse.Namespace) -> str | dict:
 def main(argv: list[str] | None = None) -> list[float]:
     """Train; returns the mean episode reward of each update."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--domain", default="search", help="mcp, search, terminal, swe, ...")
+    parser.add_argument("--domain", default="search", choices=sorted(DOMAINS))
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--updates", type=int, default=30, help="batches of num-envs episodes")
     parser.add_argument("--learning-rate", type=float, default=0.5)

@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from trainers.common.flags import parse_with_config
 
@@ -39,7 +40,7 @@ class Args:
     """Comma-separated AgentFloor task ids."""
     variants: str = "v0,i1"
     """Comma-separated variants per task (rows of the dataset)."""
-    adapter: str = "turns"
+    adapter: Literal["turns", "tools"] = "turns"
     """``turns`` (TurnRollout, our semantics) or ``tools`` (environment_factory tool loop)."""
 
 

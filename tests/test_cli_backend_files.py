@@ -11,6 +11,7 @@ import pytest
 
 from agentworld_envs.backends.registry import BackendConfigError, check_backend_config
 from agentworld_envs.cli import main
+from agentworld_envs.cli_errors import UsageError
 
 
 def _replay(path: Path) -> str:
@@ -59,3 +60,24 @@ def test_the_backend_check_refuses_a_missing_replay_file_after_its_keys(tmp_path
     recorded = tmp_path / "calls.jsonl"
     recorded.write_text("")
     check_backend_config({"name": "replay", "path": str(recorded), "model": "m"})
+
+
+def test_a_missing_local_model_folder_is_one_line_and_no_hub_attempt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``runs/wm`` with ``runs/`` here reads like ``org/name``: it is refused as a missing
+    folder before anything is made, not looked up on the hub."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    backend = json.dumps({"name": "hf", "model": "runs/wm"})
+    assert main(["wm", "fidelity", "SAMPLE", "--backend", backend]) == 2
+    out, err = capsys.readouterr()
+    assert err == ("agentworld: error: backend 'hf': model 'runs/wm' is no folder (runs/ is, "
+                   "so it is no hub name)\n")
+    assert out == ""
+    with pytest.raises(UsageError, match=r"backend 'hf': model 'runs/wm' is no folder \(runs/ "
+                                         r"is, so it is no hub name\)"):
+        check_backend_config({"name": "hf", "model": "runs/wm"})
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    check_backend_config({"name": "hf", "model": "HuggingFaceTB/SmolLM2-135M"})  # a hub name

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentworld_envs.backends.drafting import DRAFTS
 
-__all__ = ["CACHES", "DTYPES", "check_settings"]
+__all__ = ["CACHES", "DTYPES", "check_settings", "unreachable"]
 
 CACHES = ("dynamic", "static")
 """The values of :class:`~agentworld_envs.backends.hf.HFBackend`'s ``cache``."""
@@ -52,14 +52,14 @@ def check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any
          f"draft_corpus must be a file of answers (JSON lines) or None, not {draft_corpus!r}"),
     ) if bad]
     problems += [problem for name, value in (("model", model), ("adapter", adapter))
-                 if isinstance(value, str) and (problem := _unreachable(name, value))]
+                 if isinstance(value, str) and (problem := unreachable(name, value))]
     if adapter is not None and not isinstance(adapter, str):
         problems.append(f"adapter must be a folder or None, not {adapter!r}")
     if problems:
         raise ValueError("; ".join(problems))
 
 
-def _unreachable(name: str, value: str) -> str | None:
+def unreachable(name: str, value: str) -> str | None:
     """Why ``value`` cannot be loaded without a network attempt that must fail, if it cannot:
     a shipped adapter's name, a local-looking path that does not exist, or a hub name while
     the hub is off."""
@@ -73,6 +73,8 @@ def _unreachable(name: str, value: str) -> str | None:
                 f"with adapter={value!r}, which also sets its view")
     if value.startswith((".", "/", "~")) or value.count("/") > 1:
         return f"{name} {value!r} is no folder"
+    if "/" in value and Path(value).parent.is_dir():  # runs/wm with runs/ here: not org/name
+        return f"{name} {value!r} is no folder ({Path(value).parent}/ is, so it is no hub name)"
     if any(os.environ.get(flag, "").lower() in ("1", "true", "yes", "on")
            for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return f"{name} {value!r} is no folder, and the hub is off (HF_HUB_OFFLINE)"
