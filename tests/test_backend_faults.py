@@ -24,17 +24,10 @@ from agentworld_envs.backends.replies import REPAIRS_KEY, MalformedReplyError
 from agentworld_envs.protocol.tool_calls import ToolCall
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import run_episode
-from tests.helpers.server import FakeOpenAIServer, Reply, chat_response
+from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, fake_backend
 
 SECRET = "sk-reflected-0123456789abcdef"
 PASSWORD = "hunter2-pw"
-
-
-def backend_for(base_url: str, **kwargs: Any) -> OpenAIBackend:
-    options: dict[str, Any] = {"api_key_env": None, "backoff_s": 0.01, "timeout_s": 5.0,
-                               "max_retries": 0}
-    options.update(kwargs)
-    return OpenAIBackend(model="fake", base_url=base_url, **options)
 
 
 def ask(text: str = "hi") -> ChatRequest:
@@ -50,7 +43,7 @@ def writable(completion: Completion) -> str:
 
 def reply_with(body: dict[str, Any] | str) -> Completion | BackendError:
     with FakeOpenAIServer(lambda hit, req: Reply(200, body)) as server:
-        return backend_for(server.base_url).complete_each([ask()])[0]
+        return fake_backend(server.base_url).complete_each([ask()])[0]
 
 
 # --- whole-request deadlines -----------------------------------------------------------------
@@ -61,7 +54,7 @@ def test_a_trickling_reply_is_cut_off_by_the_whole_request_deadline() -> None:
     body = json.dumps(chat_response("x" * 200))
     trickle = Reply(200, body + " " * (400 - len(body)), chunk=1, pause_s=0.025)
     with FakeOpenAIServer(lambda hit, req: trickle) as server:
-        (outcome,) = backend_for(server.base_url, timeout_s=1.0).complete_each([ask()])
+        (outcome,) = fake_backend(server.base_url, timeout_s=1.0).complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError)
     assert "timeout after 1 s" in str(outcome) and outcome.attempts == 1
 
@@ -86,7 +79,7 @@ def test_retry_after_is_honoured(header: str) -> None:
     value = ("1" if header == "seconds"
              else email.utils.formatdate(time.time() + 2, usegmt=True))  # 1-2 s away
     with _patient(value, wait_s=0.8) as server:
-        backend = backend_for(server.base_url, max_retries=1, backoff_s=0.001)
+        backend = fake_backend(server.base_url, max_retries=1, backoff_s=0.001)
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, Completion) and outcome.text == "ok"
     assert server.hits == 2
@@ -107,7 +100,7 @@ def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(openai_compat.asyncio, "sleep", recorded)
     with FakeOpenAIServer(responder) as server:
-        backend = backend_for(server.base_url, max_retries=1, max_retry_after_s=0.05)
+        backend = fake_backend(server.base_url, max_retries=1, max_retry_after_s=0.05)
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, Completion) and outcome.text == "back"
     assert 0.05 in waits and max(waits) <= 0.05  # asked for a day, the backend waited its cap
@@ -124,7 +117,7 @@ def test_one_failed_request_in_a_batch_costs_only_its_own_completion() -> None:
 
     prompts = ["a", "b", "bad", "c", "d"]
     with FakeOpenAIServer(picky) as server:
-        backend = backend_for(server.base_url, concurrency=3)
+        backend = fake_backend(server.base_url, concurrency=3)
         outcomes = backend.complete_each([ask(p) for p in prompts])
         with pytest.raises(BackendError, match="400"):
             backend.complete([ask(p) for p in prompts])
@@ -141,7 +134,7 @@ def test_an_undecodable_reply_is_retried_then_costs_only_its_request() -> None:
         return Reply(200, chat_response("re: " + text))
 
     with FakeOpenAIServer(broken_gzip) as server:
-        outcomes = backend_for(server.base_url, max_retries=1).complete_each(
+        outcomes = fake_backend(server.base_url, max_retries=1).complete_each(
             [ask("a"), ask("bad"), ask("c")])
     assert [o.text for o in outcomes[::2]] == ["re: a", "re: c"]
     assert isinstance(outcomes[1], OpenAIRequestError) and outcomes[1].attempts == 2
@@ -160,7 +153,7 @@ def test_any_other_failure_of_a_request_costs_only_that_request(
     with FakeOpenAIServer(lambda hit, body: Reply(200, chat_response(
             body["messages"][-1]["content"]))) as server:
         url = server.base_url.replace("://", f"://alice:{PASSWORD}@")
-        outcomes = backend_for(url).complete_each([ask("a"), ask("boom"), ask("c")])
+        outcomes = fake_backend(url).complete_each([ask("a"), ask("boom"), ask("c")])
     assert [o.text for o in outcomes[::2]] == ["a", "c"]
     assert type(outcomes[1]) is BackendError and "LookupError: unexpected for ***" in str(
         outcomes[1])
@@ -174,7 +167,7 @@ def test_a_recording_keeps_the_completions_and_reports_the_failure(tmp_path) -> 
         return Reply(503 if bad else 200, "down" if bad else chat_response("ok"))
 
     with FakeOpenAIServer(picky) as server:
-        recording = RecordingBackend(backend_for(server.base_url), tmp_path / "cache.jsonl")
+        recording = RecordingBackend(fake_backend(server.base_url), tmp_path / "cache.jsonl")
         outcomes = recording.complete_each([ask("a"), ask("bad"), ask("b")])
         recording.close()
     assert [type(o).__name__ for o in outcomes] == ["Completion", "OpenAIRequestError",
@@ -189,7 +182,7 @@ def test_a_batch_sent_from_inside_a_running_event_loop() -> None:
         return backend.complete([ask("a"), ask("b")])
 
     with FakeOpenAIServer(lambda hit, req: Reply(200, chat_response("ok"))) as server:
-        completions = asyncio.run(inside_a_loop(backend_for(server.base_url)))
+        completions = asyncio.run(inside_a_loop(fake_backend(server.base_url)))
     assert [c.text for c in completions] == ["ok", "ok"]
 
 
@@ -262,7 +255,7 @@ def test_lone_surrogates_in_tool_arguments_are_replaced(arguments: str) -> None:
 
 def test_a_surrogate_in_the_request_is_sent_escaped_not_a_crash() -> None:
     with FakeOpenAIServer(lambda hit, req: Reply(200, chat_response("ok"))) as server:
-        (outcome,) = backend_for(server.base_url).complete_each([ask("agent text \ud800")])
+        (outcome,) = fake_backend(server.base_url).complete_each([ask("agent text \ud800")])
     assert outcome.text == "ok" and server.bodies[0]["messages"][0]["content"].endswith("\ud800")
 
 
@@ -283,7 +276,7 @@ def reflecting_server() -> FakeOpenAIServer:
 def test_a_key_reflected_in_a_reply_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTWORLD_FAULT_KEY", SECRET)
     with reflecting_server() as server:
-        (outcome,) = backend_for(server.base_url,
+        (outcome,) = fake_backend(server.base_url,
                                  api_key_env="AGENTWORLD_FAULT_KEY").complete_each([ask()])
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
     assert outcome.text == "your credentials: Bearer ***"
@@ -294,7 +287,7 @@ def test_a_key_reflected_in_a_reply_is_masked(monkeypatch: pytest.MonkeyPatch) -
 def test_credentials_in_the_base_url_are_sent_but_never_shown() -> None:
     with reflecting_server() as server:
         url = server.base_url.replace("://", f"://alice:{PASSWORD}@")
-        backend = backend_for(url)
+        backend = fake_backend(url)
         (outcome,) = backend.complete_each([ask()])
         description = json.dumps(backend.describe())
     token = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
@@ -307,7 +300,7 @@ def test_credentials_in_the_base_url_are_sent_but_never_shown() -> None:
 def test_credentials_in_the_base_url_stay_out_of_errors() -> None:
     with FakeOpenAIServer(lambda hit, req: Reply(500, f"bad {PASSWORD}")) as server:
         url = server.base_url.replace("://", f"://alice:{PASSWORD}@")
-        (outcome,) = backend_for(url).complete_each([ask()])
+        (outcome,) = fake_backend(url).complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError)
     assert PASSWORD not in str(outcome) and PASSWORD not in outcome.url
     assert "HTTP 500" in str(outcome)
@@ -352,9 +345,9 @@ def test_redact_takes_linear_time_on_the_fuzzers_long_words() -> None:
 def test_a_reply_over_max_reply_bytes_is_a_fault_not_retried() -> None:
     big = chat_response("x" * 5000)
     with FakeOpenAIServer(lambda hit, req: Reply(200, big)) as server:
-        (outcome,) = backend_for(server.base_url, max_retries=2,
+        (outcome,) = fake_backend(server.base_url, max_retries=2,
                                  max_reply_bytes=4000).complete_each([ask()])
-        (fits,) = backend_for(server.base_url, max_reply_bytes=len(json.dumps(big)) + 100
+        (fits,) = fake_backend(server.base_url, max_reply_bytes=len(json.dumps(big)) + 100
                               ).complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError) and outcome.status == 200
     assert "over max_reply_bytes (4000)" in str(outcome) and outcome.attempts == 1
@@ -364,7 +357,7 @@ def test_a_reply_over_max_reply_bytes_is_a_fault_not_retried() -> None:
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "big"])
 def test_max_reply_bytes_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_reply_bytes must be a positive integer"):
-        backend_for("http://127.0.0.1:9/v1", max_reply_bytes=bad)
+        fake_backend("http://127.0.0.1:9/v1", max_reply_bytes=bad)
 
 
 def test_harness_records_and_metadata_hold_no_credentials(tmp_path,

@@ -8,18 +8,11 @@ from typing import Any
 import pytest
 
 from agentworld_envs.backends import BackendError, ChatRequest
-from agentworld_envs.backends.openai_compat import OpenAIBackend, probe_tool_support
+from agentworld_envs.backends.openai_compat import probe_tool_support
 from agentworld_envs.protocol.chat import SamplingParams
-from tests.helpers.server import FakeOpenAIServer, Reply, chat_response
+from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, fake_backend
 
 KEY = "sk-review-0123456789"
-
-
-def backend_for(base_url: str, **kwargs: Any) -> OpenAIBackend:
-    options: dict[str, Any] = {"api_key_env": None, "backoff_s": 0.01, "timeout_s": 30.0,
-                               "max_retries": 0}
-    options.update(kwargs)
-    return OpenAIBackend(model="fake", base_url=base_url, **options)
 
 
 def ask(sampling: SamplingParams | None = None) -> ChatRequest:
@@ -36,7 +29,7 @@ def like_vllm(hit: int, body: dict[str, Any]) -> Reply:
 
 
 def test_top_k_zero_asks_a_vllm_or_sglang_server_for_every_token() -> None:
-    with FakeOpenAIServer(like_vllm) as server, backend_for(server.base_url) as backend:
+    with FakeOpenAIServer(like_vllm) as server, fake_backend(server.base_url) as backend:
         (completion,) = backend.complete([ask(SamplingParams(temperature=0.7, top_k=0))])
         backend.complete([ask(SamplingParams(temperature=0.7, top_k=20))])
     assert completion.text == "ok"
@@ -47,7 +40,7 @@ def test_a_connection_error_says_its_cause() -> None:
     """A TLS failure, a refused connection and an unknown host must not all read alike."""
     with FakeOpenAIServer(lambda hit, body: Reply(200, chat_response("ok"))) as server:
         url = server.base_url.replace("http://", "https://")
-        with backend_for(url) as backend, pytest.raises(BackendError) as info:
+        with fake_backend(url) as backend, pytest.raises(BackendError) as info:
             backend.complete([ask()])
     assert "connection error (ConnectError: " in str(info.value)
     assert "SSL" in str(info.value)
@@ -58,7 +51,7 @@ def test_a_key_no_header_can_carry_fails_at_once_naming_its_variable(
         monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     monkeypatch.setenv("AGENTWORLD_REVIEW_KEY", key)
     with FakeOpenAIServer(lambda hit, body: Reply(200, chat_response("ok"))) as server:
-        with backend_for(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY",
+        with fake_backend(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY",
                          max_retries=3) as backend:
             outcomes = backend.complete_each([ask(), ask()])
     assert server.hits == 0
@@ -73,11 +66,11 @@ def test_a_refused_key_says_which_variable_it_is_read_from(
     monkeypatch.delenv("AGENTWORLD_REVIEW_KEY", raising=False)
     refuse = Reply(401, {"error": {"message": "Incorrect API key provided"}})
     with FakeOpenAIServer(lambda hit, body: refuse) as server:
-        with backend_for(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY") as backend, \
+        with fake_backend(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY") as backend, \
                 pytest.raises(BackendError, match="HTTP 401") as info:
             backend.complete([ask()])
         monkeypatch.setenv("AGENTWORLD_REVIEW_KEY", KEY)
-        with backend_for(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY") as backend, \
+        with fake_backend(server.base_url, api_key_env="AGENTWORLD_REVIEW_KEY") as backend, \
                 pytest.raises(BackendError, match="HTTP 401") as set_info:
             backend.complete([ask()])
     assert "$AGENTWORLD_REVIEW_KEY, which is not set" in str(info.value)
@@ -88,7 +81,7 @@ def test_a_refused_key_says_which_variable_it_is_read_from(
 def test_a_404_says_what_base_url_and_model_must_be() -> None:
     missing = Reply(404, {"detail": "Not Found"})
     with FakeOpenAIServer(lambda hit, body: missing) as server:
-        with backend_for(server.base_url) as backend, \
+        with fake_backend(server.base_url) as backend, \
                 pytest.raises(BackendError, match="HTTP 404") as info:
             backend.complete([ask()])
     assert "base_url must be the server's API root" in str(info.value)
@@ -100,7 +93,7 @@ def test_the_tool_probe_reads_the_servers_reply_not_its_url() -> None:
     unknown = Reply(400, {"error": {"message": "The model `fake` does not exist."}})
     with FakeOpenAIServer(lambda hit, body: unknown) as server:
         url = server.base_url.replace("/v1", "/toolbox/v1")
-        with backend_for(url) as backend, pytest.raises(BackendError, match="does not exist"):
+        with fake_backend(url) as backend, pytest.raises(BackendError, match="does not exist"):
             probe_tool_support(backend)
 
 
@@ -113,7 +106,7 @@ def test_a_key_given_as_the_urls_user_name_is_never_shown() -> None:
 
     with FakeOpenAIServer(echo) as server:
         url = server.base_url.replace("http://", f"http://{KEY}@")
-        with backend_for(url) as backend:
+        with fake_backend(url) as backend:
             refused, answered = (backend.complete_each([ask()])[0],
                                  backend.complete_each([ask()])[0])
     assert server.headers[0]["authorization"].startswith("Basic ")

@@ -227,3 +227,13 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def fake_backend(base_url: str, **kwargs: Any) -> Any:
+    """An ``openai`` backend for a fake server: no key, no retries, short back-off."""
+    from agentworld_envs.backends.openai_compat import OpenAIBackend
+
+    options: dict[str, Any] = {"api_key_env": None, "backoff_s": 0.01, "timeout_s": 5.0,
+                               "max_retries": 0}
+    options.update(kwargs)
+    return OpenAIBackend(model="fake", base_url=base_url, **options)
