@@ -7,6 +7,7 @@ over the PettingZoo API for text teams.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -192,9 +193,13 @@ def _make_env(args: TeamArgs) -> tuple[Any, dict[str, Any]]:
         kwargs["n_agents"] = args.n_agents
     try:
         env = pettingzoo.make("aec", args.env_id, **kwargs)
-    except PettingZooRegistryError as exc:
-        raise ConfigError("env_id", f"{args.env_id!r} is not a registered team env: "
-                                    f"{exc}") from exc
+    except PettingZooRegistryError as exc:  # its message lists PettingZoo's whole registry
+        from team_envs import ENV_IDS
+
+        close = difflib.get_close_matches(args.env_id, ENV_IDS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError("env_id", f"{args.env_id!r} is not a registered team env ({hint}the "
+                                    f"team envs are {', '.join(ENV_IDS)})") from exc
     except (TypeError, ValueError) as exc:
         raise ConfigError("env_kwargs", f"{args.env_id} rejected {kwargs}: {exc}") from exc
     return env, kwargs
