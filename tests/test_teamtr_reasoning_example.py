@@ -89,3 +89,9 @@ def test_an_interrupted_experiment_resumes_with_no_run_lost_or_repeated(
     other_rank[argv.index("--lora-rank") + 1] = "4"
     with pytest.raises(ValueError, match="differ in lora_rank"):
         teamtr_reasoning.main([*other_rank, "--out", str(out), "--resume"])
+
+
+def test_summarizing_a_missing_results_file_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexist.json"
+    with pytest.raises(SystemExit, match=f"--summarize: no results file at {missing}"):
+        teamtr_reasoning.main(["--out", str(missing), "--summarize"])

@@ -183,6 +183,8 @@ def report(results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(Args, argv, prog="teamtr_reasoning.py")
     if args.summarize:
+        if not Path(args.out).is_file():
+            raise SystemExit(f"--summarize: no results file at {args.out}")
         results = resummarize(args.out)
         report(results)
         return results
