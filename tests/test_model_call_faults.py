@@ -166,3 +166,12 @@ def test_sim_fidelity_through_transformers_serve(tiny_server: tuple[str, str],
     err, _ = one_error_line(capsys)
     assert "3 of 3 model calls failed (3x backend_error: " in err
     assert 'timeout after 0.001 s' in err and '"timeout_s": 900' in err
+
+
+def test_reasons_that_differ_only_in_their_numbers_are_counted_as_one() -> None:
+    tally = faults_module.FaultTally(max_faults=-1, what="world-model calls")
+    tally.add(6, [f"the prompt has {n} tokens and the model's context is 64" for n in (70, 81)]
+              + ["timeout"])
+    assert tally.summary() == ("3 of 6 world-model calls failed (2x the prompt has 70 tokens and "
+                               "the model's context is 64, its numbers varying; 1 other "
+                               "reason(s))")

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = ["DEFAULT_MAX_FAULTS", "FaultTally", "TalliedBackend", "TooManyFaultsE
 
 DEFAULT_MAX_FAULTS = 3
 """Failed model calls an evaluation or training command goes on after; one more stops it."""
+_DIGITS = re.compile(r"\d+")
 _REASON_CHARS = 300
 
 
@@ -53,6 +55,9 @@ class FaultTally:
     calls: int = 0
     failed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    """Failed calls by reason, reasons that differ only in their numbers counted as one."""
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    """Each counted reason's texts (its first one shown), by the same key as ``reasons``."""
 
     @property
     def bounded(self) -> bool:
@@ -68,7 +73,12 @@ class FaultTally:
         failures = [str(reason)[:_REASON_CHARS] for reason in failures]
         self.calls += calls
         self.failed += len(failures)
-        self.reasons.update(failures)
+        for reason in failures:  # "the prompt has 371 tokens..." and "...412..." are one
+            key = _DIGITS.sub("#", reason)
+            self.reasons[key] += 1
+            texts = self.examples.setdefault(key, [])
+            if len(texts) < 2 and reason not in texts:
+                texts.append(reason)
         if self.bounded and self.max_faults < self.failed:
             raise TooManyFaultsError(f"{self.summary()}; stopped after more than "
                                      f"{self.max_faults} (--max-faults)")
@@ -77,7 +87,9 @@ class FaultTally:
         """``N of M <what> failed (K x <commonest reason>)``."""
         if not self.failed:
             return f"0 of {self.calls} {self.what} failed"
-        reason, count = self.reasons.most_common(1)[0]
+        key, count = self.reasons.most_common(1)[0]
+        texts = self.examples[key]
+        reason = texts[0] + (", its numbers varying" if len(texts) > 1 else "")
         others = f"; {len(self.reasons) - 1} other reason(s)" if len(self.reasons) > 1 else ""
         return f"{self.failed} of {self.calls} {self.what} failed ({count}x {reason}{others})"
 
