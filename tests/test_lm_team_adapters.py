@@ -15,6 +15,7 @@ from trainers.common.args import ConfigError
 from trainers.common.flags import parse_args
 from trainers.common.team import build_team
 from trainers.common.updates import UpdateSettings, policy_update
+from trainers.policies.lm import CausalLMPolicy
 
 pytest.importorskip("peft")
 
@@ -146,3 +147,15 @@ def test_a_shared_policy_prefills_the_answerers_messages_only(tiny_lm_dir: Path)
     batch = team.collect(2, 2)
     assert all(text.startswith("ANSWER:") for text in batch.samples[2].payload.texts)
     assert not any(t.startswith("ANSWER:") for t in batch.samples[0].payload.texts)
+
+
+def test_making_adapters_shows_no_deprecation_warning_from_peft(tiny_lm_dir: Path) -> None:
+    """peft reads transformers' deprecated ``is_gradient_checkpointing`` for every adapter;
+    that warning is not the user's to act on, so it is not shown."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        first = CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, adapter="agent_0")
+        CausalLMPolicy(str(tiny_lm_dir), lora_rank=4, adapter="agent_1", base=first)
+    assert not [w for w in shown if "is_gradient_checkpointing" in str(w.message)]

@@ -17,13 +17,15 @@ transformers (and peft, when ``lora_rank > 0``) are imported when a policy is bu
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +157,18 @@ def _contiguous_input(_: Any, args: tuple) -> tuple:
     return (args[0].contiguous(), *args[1:])
 
 
+@contextlib.contextmanager
+def _adapter_init(seed: int) -> Iterator[None]:
+    """Seed a new adapter's weights, leaving the global RNG as it was; peft's read of
+    transformers' deprecated ``is_gradient_checkpointing`` (a ``FutureWarning`` on every
+    adapter, not ours to act on) is not shown."""
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.* deprecated",
+                                category=FutureWarning)
+        torch.manual_seed(seed)
+        yield
+
+
 class CausalLMPolicy:
     """A transformers causal LM playing one agent (or several, when shared).
 
@@ -216,8 +230,7 @@ class CausalLMPolicy:
                 raise ValueError("a policy shares a base only as a LoRA adapter on the same model")
             self.tokenizer, self.module, self.device = base.tokenizer, base.module, base.device
             self.dtype, self.gradient_checkpointing = base.dtype, base.gradient_checkpointing
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+            with _adapter_init(seed):
                 self.module.add_adapter(adapter, self._lora_config(alpha))
         else:
             self._load(transformers, dtype, gradient_checkpointing, device, alpha, seed)
@@ -254,8 +267,7 @@ class CausalLMPolicy:
                 import peft
             except ImportError as exc:
                 raise ImportError(_PEFT_HINT) from exc
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+            with _adapter_init(seed):
                 network = peft.get_peft_model(network, self._lora_config(alpha),
                                               adapter_name=self.adapter)
         self.module = network.to(self.device).eval()
