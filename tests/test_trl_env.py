@@ -362,3 +362,47 @@ def test_building_and_imprinting_a_tiny_model_leaves_the_callers_torch_draws_alo
     directory = build_tiny_chat_model(tmp_path, examples, seed=7)
     imprint(directory, examples, steps=2, seed=7)
     assert torch.equal(torch.rand(3), expected)
+
+
+class _LookupForever:
+    """A stand-in for ``GRPOTrainer`` whose model always looks a record up (never answers),
+    with a context of ``context`` tokens; it records the sequences it was asked to extend."""
+
+    def __init__(self, tokenizer: Any, context: int, budget: int) -> None:
+        from types import SimpleNamespace
+
+        self.processing_class, self.chat_template_kwargs = tokenizer, {}
+        self.eos_token_ids = [tokenizer.eos_token_id]
+        self.model = SimpleNamespace(training=False,
+                                     config=SimpleNamespace(max_position_embeddings=context))
+        self.args, self.use_vllm = SimpleNamespace(vllm_max_model_length=None), False
+        self.max_completion_length, self.num_generations = budget, 2
+        self.reply = tokenizer('<tool_call>{"name": "lookup_record", "arguments": {"record_id": '
+                               '"R-1"}}</tool_call>', add_special_tokens=False)["input_ids"]
+        self.asked: list[int] = []
+
+    def _generate_single_turn(self, prompts: list, *_: Any) -> tuple[list, None]:
+        self.asked += [len(p) for p in prompts]
+        return [list(self.reply) for _ in prompts], None
+
+
+def test_the_turn_rollout_stops_an_episode_before_it_outgrows_the_context(
+        tiny_model: Path) -> None:
+    """An episode whose next turn would not fit the model's context is left unfinished (and
+    scores 0.0, as an episode TRL cut short), not decoded past the positions the model knows."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    rows = floor_rows(["A1"], ["v0"], system_prompt=SYSTEM) * 2
+    sessions = [turn_environment_class("AgentFloor/A1-v0", max_episode_steps=50)()
+                for _ in rows]
+    prompts = [[*row["prompt"][:-1], {"role": "user", "content": session.reset(**row)}]
+               for row, session in zip(rows, sessions, strict=True)]
+    trainer = _LookupForever(tokenizer, context=600, budget=64)
+    trainer.environments = sessions
+    out = TurnRollout()(prompts, trainer)
+    assert trainer.asked and max(trainer.asked) + 64 <= 600  # every turn fitted
+    assert len(trainer.asked) > 2  # more than one turn was played
+    assert not any(session.done for session in sessions)
+    texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in out["completion_ids"]]
+    assert environment_reward(texts, sessions) == [0.0, 0.0]

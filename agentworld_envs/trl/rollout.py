@@ -146,14 +146,29 @@ def _check_groups(sessions: list[EnvSession], num_generations: int) -> None:
                          f"group_size={num_generations} (num_generations)")
 
 
+def _context_tokens(trainer: Any) -> float:
+    """The longest sequence the trainer's model may read: its config's
+    ``max_position_embeddings`` (unbounded without one), or vLLM's ``vllm_max_model_length``
+    when that is set and smaller."""
+    config = getattr(trainer.model, "config", None)
+    limit = float(getattr(config, "max_position_embeddings", None) or float("inf"))
+    vllm_limit = getattr(trainer.args, "vllm_max_model_length", None)
+    if getattr(trainer, "use_vllm", False) and vllm_limit:
+        limit = min(limit, float(vllm_limit))
+    return limit
+
+
 class TurnRollout:
     """``rollout_func`` playing whole assistant turns through ``env.step``.
 
     Use with an ``environment_factory`` from :func:`turn_environment_class` (a single class or
     TRL's dict of classes), or :func:`vector_environment_class` for sub-envs in Ray actors, and
-    ``reward_funcs=[environment_reward]``. Episodes are played to
-    their end (final answer, submission or step budget), whatever their length; the training
-    sequence is then cut at ``max_completion_length`` tokens, so set it to cover a whole episode.
+    ``reward_funcs=[environment_reward]``. Episodes are played to their end (final answer,
+    submission or step budget), or until the next turn could not fit the model's context (its
+    ``max_position_embeddings``, or ``vllm_max_model_length`` with vLLM): such an episode is
+    left unfinished and scored as TRL scores one it cut short, rather than decoded past the
+    positions the model knows (``generate``) or refused (vLLM). The training sequence is then
+    cut at ``max_completion_length`` tokens, so set it to cover a whole episode.
 
     Each turn is generated through the trainer's own generation path (``generate``, or vLLM
     when ``use_vllm``), with its sampling settings; ``max_completion_length`` also caps a turn.
@@ -175,8 +190,10 @@ class TurnRollout:
         sampled_logprobs = False
         if trainer.model.training:  # evaluation may group rollouts otherwise
             _check_groups(sessions, trainer.num_generations)
+        room = _context_tokens(trainer) - trainer.max_completion_length  # a turn's own budget
         active = [i for i, session in enumerate(sessions) if not session.done]
-        while active:
+        while active := [i for i in active if len(prompt_ids[i]) + len(completion_ids[i])
+                         <= room]:
             new_ids, new_logprobs = trainer._generate_single_turn(
                 [prompt_ids[i] + completion_ids[i] for i in active], None, {}, 1)
             sampled_logprobs = new_logprobs is not None
