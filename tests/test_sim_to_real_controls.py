@@ -424,3 +424,26 @@ def test_the_inverted_control_pays_the_true_rule_on_every_training_record(s2r) -
             paid[name] += env.step(action)[1]
     env.close()
     assert paid == {"true": 0, "shown": len(task.train)} and len(task.train) == 20
+
+
+def test_a_run_says_once_that_it_reuses_recorded_answers_and_its_own_replays_are_quiet(
+        s2r, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Every arm and seed after the first reads the answers the first recorded: that is the
+    design, so no ``ReplayedWarning`` is shown for them; a file from an earlier run is said
+    once, at the start."""
+    import warnings
+
+    from agentworld_envs.backends.replay import ReplayedWarning
+    from trainers.experiments.sim_to_real import run as run_module
+
+    calls = tmp_path / "world_model_calls.jsonl"
+    monkeypatch.setattr(run_module, "record_path", lambda args, backend: str(calls))
+    argv = ["--out", str(tmp_path), "--arms", "sim", "--seeds", "2", "--updates", "1",
+            "--batch", "8", "--eval-every", "1", "--world-model", "scripted"]
+    for run in range(2):
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            s2r.main(argv)
+        assert not [w for w in shown if issubclass(w.category, ReplayedWarning)]
+        assert calls.stat().st_size > 0
+        assert ("reusing the world-model answers" in capsys.readouterr().out) == (run == 1)
