@@ -83,6 +83,10 @@ def convert_gguf(path: Path, out: Path) -> Path:
 
     The folder appears whole or not at all (written beside it, then renamed), so processes
     that convert at the same time (vector-env workers) never read a half-written model.
+
+    Raises:
+        ImportError: transformers or gguf is missing (with the install command).
+        OSError: ``out``'s folder cannot be written (checked before converting).
     """
     try:
         import torch
@@ -93,22 +97,27 @@ def convert_gguf(path: Path, out: Path) -> Path:
         import gguf  # noqa: F401 - transformers needs it to read the file
     except ImportError as exc:
         raise ImportError(f"reading {path.name} needs the gguf package; {_INSTALL_HINT}") from exc
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                 dtype=torch.float32)
-    model.hf_quantizer = None  # dequantised on load: the weights are plain float32 now
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:  # before the conversion, so that an unwritable cache fails at once
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    except OSError as exc:
+        raise OSError(f"cannot write the converted base under {out.parent} ({exc.strerror}): "
+                      f"set AGENTWORLD_CACHE to a writable folder") from exc
     try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                     dtype=torch.float32)
+        model.hf_quantizer = None  # dequantised on load: the weights are plain float32 now
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         try:
             staging.rename(out)
-        except OSError:
+        except OSError as exc:
             if not (out / "config.json").is_file():  # not another process's finished copy
-                raise
+                raise OSError(f"{out} is in the way and holds no converted model: remove it "
+                              f"and retry") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out

@@ -13,26 +13,33 @@ A LoRA agent's adapter folder is what ``peft.PeftModel.from_pretrained(base, fol
 vLLM's LoRA serving (``--lora-modules agent_0=folder``) load on the base model.
 
 A stage directory is complete before ``latest.json`` points at it, so a run killed at any moment
-resumes from its last finished stage. A shared policy is saved once, as ``shared.pt``.
+resumes from its last finished stage. A shared policy is saved once, as ``shared.pt``. Files
+are read back as plain data (``weights_only``); a damaged or foreign checkpoint is one
+``ConfigError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import pickle
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from agentworld_envs.atomic_write import write_text_atomic
 from trainers.common.args import ConfigError, TeamArgs
 from trainers.common.team import Team, make_optimizer
 
 __all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint", "resume_settings", "RESUMABLE"]
 
 _LATEST = "latest.json"
+_STAGE_DIR = re.compile(r"stage_\d{6}")
+_TRAINER_KEYS = ("state", "numpy_rng", "torch_rng", "episodes", "collections")
+_UNIT_KEYS = ("agents", "spec", "optimizer", "betas")
 RESUMABLE = ("total_episodes", "resume", "checkpoint_dir", "log_dir", "torch_threads")
 """Settings a resumed run may change (a longer budget, where files go, threads); any other
 setting that differs from the checkpoint's is refused."""
@@ -78,9 +85,7 @@ def save_checkpoint(directory: str | Path, team: Team, state: dict[str, Any]) ->
     torch.save({"state": state, "numpy_rng": team.rng.bit_generator.state,
                 "torch_rng": team.generator.get_state(), "episodes": team.episodes,
                 "collections": team.collections}, stage_dir / "trainer.pt")
-    pointer = root / (_LATEST + ".tmp")
-    pointer.write_text(json.dumps({"stage_dir": stage_dir.name}))
-    os.replace(pointer, root / _LATEST)
+    write_text_atomic(root / _LATEST, json.dumps({"stage_dir": stage_dir.name}))
     for old in root.glob("stage_*"):
         if old != stage_dir and old.is_dir():
             shutil.rmtree(old)
@@ -103,20 +108,63 @@ def has_checkpoint(directory: str | Path) -> bool:
     return (Path(directory) / _LATEST).is_file()
 
 
+def _unreadable(root: Path, problem: str) -> ConfigError:
+    return ConfigError("resume", f"checkpoint_dir {str(root)!r} holds no checkpoint this trainer "
+                                 f"can resume: {problem}")
+
+
+def _read(root: Path, path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A checkpoint file, as the dict with ``keys`` that :func:`save_checkpoint` wrote."""
+    name = path.relative_to(root)
+    if not path.is_file():
+        raise _unreadable(root, f"{name} is missing")
+    try:
+        saved = torch.load(path, weights_only=True)  # plain data: a foreign pickle runs nothing
+    except pickle.UnpicklingError as exc:
+        raise _unreadable(root, f"{name} holds more than tensors and plain data") from exc
+    except Exception as exc:  # torch's reader on a cut or foreign file (OSError, RuntimeError)
+        raise _unreadable(root, f"{name} is cut short or not a torch file") from exc
+    if not isinstance(saved, dict) or not set(keys) <= set(saved):
+        raise _unreadable(root, f"{name} is not one of its files")
+    return saved
+
+
+def _stage_dir(root: Path) -> Path:
+    """The folder ``latest.json`` names: one ``stage_N`` folder of ``root``."""
+    try:
+        name = json.loads((root / _LATEST).read_text(encoding="utf-8")).get("stage_dir")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        raise _unreadable(root, f"{_LATEST} cannot be read ({exc})") from exc
+    if not isinstance(name, str) or not _STAGE_DIR.fullmatch(name):
+        raise _unreadable(root, f"{_LATEST} names no stage folder ({name!r})")
+    if not (root / name).is_dir():
+        raise _unreadable(root, f"{_LATEST} names {name}, which is missing")
+    return root / name
+
+
 def load_checkpoint(directory: str | Path, team: Team,
                     settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load the latest checkpoint into ``team`` (rebuilding replaced agents); returns its state.
 
+    Every file is read before ``team`` changes.
+
     Raises:
         ConfigError: ``settings`` differ from those the checkpoint was written with (checked
-            before anything loads; checkpoints written before settings were kept are not checked).
+            before anything loads; checkpoints written before settings were kept are not
+            checked); a checkpoint that is damaged, incomplete or not one of ours.
     """
     root = Path(directory)
-    stage_dir = root / json.loads((root / _LATEST).read_text())["stage_dir"]
-    trainer = torch.load(stage_dir / "trainer.pt", weights_only=False)
+    stage_dir = _stage_dir(root)
+    trainer = _read(root, stage_dir / "trainer.pt", _TRAINER_KEYS)
     _check_settings(trainer["state"].get("settings"), settings)
+    units = []
     for name, agents in _units(team):
-        saved = torch.load(stage_dir / f"{name}.pt", weights_only=False)
+        saved = _read(root, stage_dir / f"{name}.pt", _UNIT_KEYS)
+        if "params" not in saved and not (stage_dir / name / "adapter_model.safetensors"
+                                          ).is_file():
+            raise _unreadable(root, f"{stage_dir.name}/{name} holds no adapter")
+        units.append((name, agents, saved))
+    for name, agents, saved in units:
         policy = team.policies[agents[0]]
         if policy.spec() != saved["spec"]:
             policy = team.factory(agents[0], saved["spec"])

@@ -88,7 +88,8 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
     Raises:
         ConfigError: a fresh run whose budget does not hold one stage (it would train nothing
             and report the untrained team as trained); ``resume`` with no checkpoint in
-            ``checkpoint_dir`` (a mistyped folder would otherwise start afresh unnoticed).
+            ``checkpoint_dir`` (a mistyped folder would otherwise start afresh unnoticed); a
+            fresh run whose ``checkpoint_dir`` holds a checkpoint (it would be replaced).
     """
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
@@ -98,9 +99,16 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
         raise ConfigError("resume", f"checkpoint_dir {args.checkpoint_dir!r} {found}: nothing "
                                     f"to resume; check the folder, or leave resume off to "
                                     f"start afresh")
+    if not args.resume and args.checkpoint_dir and has_checkpoint(args.checkpoint_dir):
+        raise ConfigError("checkpoint_dir", f"{args.checkpoint_dir!r} holds an earlier run's "
+                                            f"checkpoint, which a fresh run would replace: "
+                                            f"pass resume to continue it, or choose another "
+                                            f"folder")
     if args.resume:
         state = load_checkpoint(args.checkpoint_dir, team, resume_settings(args))
-        stage, history, run_dir = state["stage"], state["history"], state["run_dir"]
+        stage, history = state["stage"], state["history"]
+        if args.log_dir and state["run_dir"]:  # the same run, under this run's log_dir
+            run_dir = str(Path(args.log_dir) / Path(state["run_dir"]).name)
     elif stage_cost(0) > args.total_episodes:
         raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
                                             f"({stage_cost(0)} rollout episodes with these "
