@@ -35,22 +35,22 @@ ACTIONS: dict[str, dict[str, Any]] = {
 """Action types with their required and optional fields."""
 _DIRECTIONS = {"up", "down", "left", "right"}
 _STATUSES = {"complete", "infeasible"}
+_CHOICES = {"direction": _DIRECTIONS, "goal_status": _STATUSES}
 
 
 def _field_problem(name: str, value: Any) -> str | None:
     if name in ("index", "x", "y"):
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return None if ok else f"{name} must be a non-negative integer"
-    if name == "direction":
-        return None if value in _DIRECTIONS else f"direction must be one of {sorted(_DIRECTIONS)}"
-    if name == "goal_status":
-        return None if value in _STATUSES else f"goal_status must be one of {sorted(_STATUSES)}"
+    if name in _CHOICES:
+        ok = isinstance(value, str) and value in _CHOICES[name]
+        return None if ok else f"{name} must be one of {sorted(_CHOICES[name])}"
     return None if isinstance(value, str) else f"{name} must be a string"
 
 
 def _problem(action: dict[str, Any]) -> str | None:
     kind = action.get("action_type")
-    if kind not in ACTIONS:
+    if not isinstance(kind, str) or kind not in ACTIONS:
         return f"action_type must be one of {sorted(ACTIONS)}"
     spec = ACTIONS[kind]
     required, optional = spec.get("required", ()), spec.get("optional", ())

@@ -132,7 +132,8 @@ def decided_observation(ref: FloorRef, actions: Sequence[str], observations: Seq
         expect[key] = table.get(json.dumps(_shown(trace, record, field)))
     db = load_fixture(task.fixture)
     expected = type(spec)(expect=expect)
-    done = sum(len(parse_action(a).calls) for a in actions)
+    # numbered as the real env numbers its log: parse errors and the cap's error count too
+    done = len(trace.calls) + (len(parsed.calls) > MAX_CALLS_PER_TURN)
     envelopes = []
     for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_TURN], start=done + 1):
         unknown = rule is not None and expect[rule[0]] is None  # a value the rule lacks

@@ -12,10 +12,11 @@ changed or created (created ids take the next number: ``EVT-<highest + 1>``, ``C
 ``{"error": {"code": ..., "message": ...}}``: ``not_found`` names the missing id,
 ``invalid_arguments`` (a missing, unknown or wrongly typed argument, checked against the tool's
 schema, or a value the tool refuses) adds the ``field``, ``unknown_tool`` lists the available
-tools and ``invalid_request`` is an action that cannot be read; an action with an unknown tool
-or unreadable calls runs none of them. An action with several calls gets one line per call, in
-order. A final answer (no tool call) ends the real episode with an empty observation. Controls
-that fire on a turn apply to the calls of their tools, the first applicable one winning:
+tools and ``invalid_request`` is an action that cannot be read or holds more than
+:data:`MAX_CALLS` calls; such an action, or one with an unknown tool, runs none of its calls. An
+action with several calls gets one line per call, in order. A final answer (no tool call) ends
+the real episode with an empty observation. Controls that fire on a turn apply to the calls of
+their tools, the first applicable one winning:
 ``tool_error`` gives ``internal_error`` and ``rate_limit`` gives ``rate_limited`` with
 ``"retry_after_s": 30``, both changing nothing; ``empty_results`` makes a listing
 ``{"items": [], "count": 0}`` and a lookup ``not_found``; ``stale_data`` runs a read on the
@@ -50,8 +51,12 @@ from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 from agentworld_envs.world.reality import Reality, RealStep
 from agentworld_envs.world.scenario import Control, Scenario
 
-__all__ = ["RETRY_AFTER_S", "STALE_DAYS", "McpTwin", "stale"]
+__all__ = ["MAX_CALLS", "RETRY_AFTER_S", "STALE_DAYS", "McpTwin", "stale"]
 
+MAX_CALLS = 32
+"""Calls one action may hold (as AgentFloor's tools run per turn): each call's work and answer
+grow with the records, which writes add to, so without a bound an action's answer could grow
+with the square of its length."""
 RETRY_AFTER_S = 30
 """The retry-after hint of a ``rate_limit`` answer, in seconds."""
 STALE_DAYS = 7
@@ -287,6 +292,10 @@ class McpTwin(Reality):
             return RealStep(_line(_error("invalid_request", message)))
         if not parsed.calls:
             return RealStep("", terminated=True, ending=FINAL_ANSWER)
+        if len(parsed.calls) > MAX_CALLS:
+            return RealStep(_line(_error(
+                "invalid_request", f"the action holds {len(parsed.calls)} calls; at most "
+                                   f"{MAX_CALLS} are allowed")))
         unknown = [*dict.fromkeys(c.name for c in parsed.calls if c.name not in self.tools)]
         if unknown:
             names = ", ".join(f"'{n}'" for n in unknown)
