@@ -96,7 +96,7 @@ USAGE_ERRORS = {
                      ["invalid int value: 'abc'", "agentworld team train happo --help"]),
     "replay file": (["sim", "fidelity", "--backend", REPLAY_NOWHERE, "--tasks", "C3"],
                     [f"no such file or directory: {NOWHERE}.jsonl"]),
-    "team env": (["team", "train", "teamtr", "--env-id", "team_envs/relya-v0"],
+    "trainer team env": (["team", "train", "teamtr", "--env-id", "team_envs/relya-v0"],
                  ["did you mean 'team_envs/relay-v0'?", "team_envs/countdown-v0"]),
 }
 
