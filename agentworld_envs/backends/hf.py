@@ -232,9 +232,15 @@ class HFBackend(Backend):
         return results  # type: ignore[return-value]
 
     def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
-        """:meth:`complete`, a request that exceeds the model's context answered by its
-        :class:`BackendError` in its place, the others completed together."""
-        errors = [self._too_long(len(row)) for row in self._prompts(requests)[1]]
+        """:meth:`complete`, a request whose prompt fills the model's context answered by its
+        :class:`BackendError` in its place, the others completed together (their prompts are
+        rendered again only then)."""
+        try:
+            return list(self.complete(requests))
+        except _PromptFillsContext:
+            errors = [self._too_long(len(row)) for row in self._prompts(requests)[1]]
+        except BackendError as exc:
+            return [exc] * len(requests)
         fitting = [request for request, error in zip(requests, errors, strict=True)
                    if error is None]
         completed = iter(super().complete_each(fitting) if fitting else [])
@@ -255,7 +261,7 @@ class HFBackend(Backend):
         does."""
         if self._room(prompt_tokens) > 0:
             return None
-        return BackendError(f"the prompt has {prompt_tokens} tokens and the model's context "
+        return _PromptFillsContext(f"the prompt has {prompt_tokens} tokens and the model's context "
                             f"is {self._context}: shorten the prompt")
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
@@ -397,6 +403,10 @@ class HFBackend(Backend):
             )
         prompt_len = inputs["input_ids"].shape[1]
         return [output[row, prompt_len:].tolist() for row in range(len(output))]
+
+
+class _PromptFillsContext(BackendError):
+    """A request's prompt leaves no room in the model's context."""
 
 
 _UNSET = object()
