@@ -261,8 +261,8 @@ class HFBackend(Backend):
         does."""
         if self._room(prompt_tokens) > 0:
             return None
-        return _PromptFillsContext(f"the prompt has {prompt_tokens} tokens and the model's context "
-                            f"is {self._context}: shorten the prompt")
+        return _PromptFillsContext(f"the prompt has {prompt_tokens} tokens and the model's "
+                                   f"context is {self._context}: shorten the prompt")
 
     def _prompt(self, request: ChatRequest, template_kwargs: dict[str, Any]) -> str:
         kwargs = dict(template_kwargs)
