@@ -61,6 +61,10 @@ def record_simulator(task_ids: list[str], control: str) -> dict[str, Any]:
     return {"name": "scripted", "rules": rules}
 
 
+RECORDING = "world_model_calls.jsonl"
+"""The file in ``--out`` where the world model's answers are recorded."""
+
+
 def record_path(args: Args, backend: Any) -> str | None:
     """Where the world model's answers are recorded and served again: for ``--world-model``
     only (the placeholder and the rule-based controls are not recorded, so no simulator is
@@ -68,7 +72,7 @@ def record_path(args: Args, backend: Any) -> str | None:
     if isinstance(backend, McpRecordSimulator):
         return None
     name = backend.get("name") if isinstance(backend, dict) else backend
-    return None if name == "scripted" else str(args.out / "world_model_calls.jsonl")
+    return None if name == "scripted" else str(args.out / RECORDING)
 
 
 BLIND = "real-blind"

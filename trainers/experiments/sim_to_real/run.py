@@ -21,6 +21,7 @@ from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
     BLIND,
     CONTROLS,
+    RECORDING,
     record_path,
     sim_backend,
     task_arms,
@@ -105,6 +106,12 @@ def world_model_spec(text: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
+    with warnings.catch_warnings():  # every arm and seed after the first replays the first's
+        warnings.filterwarnings("ignore", category=ReplayedWarning)  # recording: said once
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     args = parse_args(Args, argv, prog="sim_to_real.py")
     if args.summarize is not None:
         for name, entry in resummarize_file(args.summarize).items():
@@ -134,51 +141,49 @@ def main(argv: list[str] | None = None) -> None:
     shown = {} if floor else {"real, training servers": shown_answers(task, task.train),
                               "real, held-out servers": shown_answers(task, task.eval)}
     simulators_shown: dict[str, Any] = {}  # by the simulator an arm trains in
-    calls = args.out / "world_model_calls.jsonl"
+    calls = args.out / RECORDING
     if calls.is_file() and calls.stat().st_size:
         print(f"{calls}: reusing the world-model answers recorded there (delete it to ask the "
               f"model afresh)", flush=True)
-    with warnings.catch_warnings():  # said above; every arm and seed after the first reads it
-        warnings.filterwarnings("ignore", category=ReplayedWarning)
-        for arm in args.arms:
-            runs = results[arm] = []
-            for seed in range(args.seeds):
-                try:
-                    runs.append(run_arm(args, task, arm, seed, world_model))
-                except TooManyFaultsError as error:
-                    raise SystemExit(f"{arm} seed {seed}: {error}") from error
-                failed = runs[-1]["failed_world_model_calls"]
-                print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)"
-                      + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
-                      flush=True)
-            finals = [run["final"] for run in runs]
-            summary[arm] = {
-                "balanced_success": round(float(np.mean(finals)), 4),
-                "ci95": interval(task, runs), "per_seed": finals,
-                "wilson95_items_per_seed": item_intervals(runs),
-                "held_out_items": len(task.eval), "seeds": len(runs),
-                "final_calls": final_calls(runs),
-                **{key: sum(run[key] for run in runs) for key in runs[0]
-                   if key.startswith(("real_", "simulated_", "failed_"))},
-                "seconds": round(sum(run["seconds"] for run in runs), 1)}
-            if (backend := sim_backend(arm, world_model, task)) is not None:
-                trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
-                if trained_in not in simulators_shown:
-                    measure = shown_statuses if floor else shown_answers
-                    simulators_shown[trained_in] = measure(task, task.train, backend,
-                                                           record_path(args, backend))
-                summary[arm]["shown_statuses" if floor else "shown_answers"] = \
-                    simulators_shown[trained_in]
-            print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
-                  f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
-            (args.out / "results.json").write_text(json.dumps(  # after every arm
-                {"args": {**asdict(args), "out": str(args.out)},
-                 "interval": INTERVAL_TEXT,
-                 "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
-                 **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
-                 "runs": results},
-                indent=2))
-            (args.out / "table.md").write_text(table(summary))
+    for arm in args.arms:
+        runs = results[arm] = []
+        for seed in range(args.seeds):
+            try:
+                runs.append(run_arm(args, task, arm, seed, world_model))
+            except TooManyFaultsError as error:
+                raise SystemExit(f"{arm} seed {seed}: {error}") from error
+            failed = runs[-1]["failed_world_model_calls"]
+            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)"
+                  + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
+                  flush=True)
+        finals = [run["final"] for run in runs]
+        summary[arm] = {
+            "balanced_success": round(float(np.mean(finals)), 4),
+            "ci95": interval(task, runs), "per_seed": finals,
+            "wilson95_items_per_seed": item_intervals(runs),
+            "held_out_items": len(task.eval), "seeds": len(runs),
+            "final_calls": final_calls(runs),
+            **{key: sum(run[key] for run in runs) for key in runs[0]
+               if key.startswith(("real_", "simulated_", "failed_"))},
+            "seconds": round(sum(run["seconds"] for run in runs), 1)}
+        if (backend := sim_backend(arm, world_model, task)) is not None:
+            trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
+            if trained_in not in simulators_shown:
+                measure = shown_statuses if floor else shown_answers
+                simulators_shown[trained_in] = measure(task, task.train, backend,
+                                                       record_path(args, backend))
+            summary[arm]["shown_statuses" if floor else "shown_answers"] = \
+                simulators_shown[trained_in]
+        print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
+              f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
+        (args.out / "results.json").write_text(json.dumps(  # after every arm
+            {"args": {**asdict(args), "out": str(args.out)},
+             "interval": INTERVAL_TEXT,
+             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
+             **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
+             "runs": results},
+            indent=2))
+        (args.out / "table.md").write_text(table(summary))
     plot(results, args.out / "curves.png", task.score)
 
 
