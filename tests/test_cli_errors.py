@@ -97,7 +97,8 @@ USAGE_ERRORS = {
     "replay file": (["sim", "fidelity", "--backend", REPLAY_NOWHERE, "--tasks", "C3"],
                     [f"no such file or directory: {NOWHERE}.jsonl"]),
     "trainer team env": (["team", "train", "teamtr", "--env-id", "team_envs/relya-v0"],
-                 ["did you mean 'team_envs/relay-v0'?", "team_envs/countdown-v0"]),
+                         ["unknown team env 'team_envs/relya-v0'; did you mean "
+                          "'team_envs/relay-v0' or ", "team_envs/countdown-v0"]),
 }
 
 

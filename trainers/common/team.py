@@ -7,7 +7,6 @@ over the PettingZoo API for text teams.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,8 @@ import pettingzoo
 import torch
 from pettingzoo.env_registry.exceptions import PettingZooRegistryError
 
-import team_envs  # noqa: F401  (registers the team envs)
+import team_envs  # registers the team envs
+from agentworld_envs.cli_errors import UnknownNameError
 from team_envs.symbolic.tasks import SymbolicTask
 from trainers.common.args import LM_FIELDS, SYMBOLIC_FIELDS, ConfigError, TeamArgs
 from trainers.common.batch import RolloutBatch
@@ -194,12 +194,8 @@ def _make_env(args: TeamArgs) -> tuple[Any, dict[str, Any]]:
     try:
         env = pettingzoo.make("aec", args.env_id, **kwargs)
     except PettingZooRegistryError as exc:  # its message lists PettingZoo's whole registry
-        from team_envs import ENV_IDS
-
-        close = difflib.get_close_matches(args.env_id, ENV_IDS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ConfigError("env_id", f"{args.env_id!r} is not a registered team env ({hint}the "
-                                    f"team envs are {', '.join(ENV_IDS)})") from exc
+        raise ConfigError("env_id", str(UnknownNameError("team env", args.env_id,
+                                                         team_envs.ENV_IDS))) from exc
     except (TypeError, ValueError) as exc:
         raise ConfigError("env_kwargs", f"{args.env_id} rejected {kwargs}: {exc}") from exc
     return env, kwargs
