@@ -74,15 +74,21 @@ def _normal_text(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().split("\n"))
 
 
+def _fence_body(text: str) -> str:
+    """``text`` without its fence, when it is one fenced block (```json or ```, blank to a
+    newline, ``` at the end), read in one pass; else ``text``."""
+    head = _FENCE_HEAD.match(text)
+    if head and "\n" in head.group(1) and text.endswith("```") and len(text) - 3 >= head.end():
+        return text[head.end():-3].strip()
+    return text
+
+
 def parse_json_observation(text: str) -> Any:
     """The observation as a JSON value, or the module's ``_NOT_JSON`` sentinel.
 
     Accepts one document, one fenced json block, or JSON Lines (returned as a list).
     """
-    text = _normal_text(text)
-    head = _FENCE_HEAD.match(text)  # a fence: ```json or ```, blank to a newline, ``` at the end
-    if head and "\n" in head.group(1) and text.endswith("```") and len(text) - 3 >= head.end():
-        text = text[head.end():-3].strip()
+    text = _fence_body(_normal_text(text))
     if not text:
         return _NOT_JSON
     try:
