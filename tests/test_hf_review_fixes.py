@@ -148,3 +148,14 @@ def test_a_models_own_sampling_settings_are_dropped() -> None:
     assert (config.temperature, config.top_p, config.top_k, config.min_p) == (None,) * 4
     # a greedy request's filters change nothing: generate applies them only when sampling
     assert generation_config(GenerationConfig(), SamplingParams(extra={"min_p": 0.1}), 0).min_p
+
+
+def test_a_temperature_below_vllms_epsilon_decodes_greedily(tiny_lm_dir: Path) -> None:
+    """As vLLM's: below 1e-5 the answer is the greedy one (at 1e-39 the logits divided by the
+    temperature overflowed, and sampling picked the lowest token ids)."""
+    backend = HFBackend(str(tiny_lm_dir))
+    greedy, cold = backend.complete([
+        ChatRequest(SHORT, sampling=SamplingParams(temperature=t, max_tokens=8, seed=3))
+        for t in (0.0, 1e-39)])
+    assert cold.raw["token_ids"] == greedy.raw["token_ids"]
+    assert cold.text == greedy.text

@@ -20,7 +20,13 @@ from agentworld_envs.backends.greedy_memo import GreedyMemo
 from agentworld_envs.backends.hf_loading import context_length, import_hf, load_model
 from agentworld_envs.backends.hf_settings import check_settings, unreachable
 from agentworld_envs.backends.replies import text_tool_calls
-from agentworld_envs.backends.sampling import GumbelSampler, copied, generator, picker
+from agentworld_envs.backends.sampling import (
+    GumbelSampler,
+    copied,
+    generator,
+    greedy_when_cold,
+    picker,
+)
 from agentworld_envs.backends.stops import cut_at_end, cut_at_stop, tokens_to_stop
 from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
@@ -191,6 +197,9 @@ class HFBackend(Backend):
         same state) are generated once and answered alike, and with ``greedy_memo`` an answer
         is reused by later calls too.
 
+        A temperature below :data:`~agentworld_envs.backends.sampling.GREEDY_BELOW` decodes
+        greedily, as vLLM's does.
+
         An answer ends where the model's context does (its ``max_position_embeddings``):
         ``max_tokens`` past it are not decoded, and such an answer finishes with ``"length"``.
 
@@ -198,6 +207,7 @@ class HFBackend(Backend):
             BackendError: a request's prompt fills the model's context; nothing is generated
                 then.
         """
+        requests = [greedy_when_cold(request) for request in requests]
         prompts, ids = self._prompts(requests)
         for row in ids:
             if error := self._too_long(len(row)):

@@ -8,9 +8,25 @@ through :func:`picker` in ragged decoding; :func:`generator` makes a request's g
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-__all__ = ["GumbelSampler", "copied", "generator", "picker"]
+from agentworld_envs.protocol.chat import ChatRequest
+
+__all__ = ["GREEDY_BELOW", "GumbelSampler", "copied", "generator", "greedy_when_cold", "picker"]
+
+GREEDY_BELOW = 1e-5
+"""Temperatures below this decode greedily, as vLLM's do (its ``_SAMPLING_EPS``): logits
+divided by such a temperature overflow, and sampling would then pick the lowest token id."""
+
+
+def greedy_when_cold(request: ChatRequest) -> ChatRequest:
+    """``request``, set to greedy decoding when its temperature is above 0 but below
+    :data:`GREEDY_BELOW`."""
+    sampling = request.sampling
+    if not 0 < sampling.temperature < GREEDY_BELOW:
+        return request
+    return dataclasses.replace(request, sampling=dataclasses.replace(sampling, temperature=0.0))
 
 
 class GumbelSampler:
