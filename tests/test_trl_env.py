@@ -261,6 +261,21 @@ def test_a_tool_named_like_a_session_attribute_is_refused(name: str) -> None:
         environment_class("TrlTest/OneTool-v0", tool=name)
 
 
+@pytest.mark.parametrize(("tasks", "variants", "error"), [
+    (["A11"], ["v0"], "unknown AgentFloor task 'A11'; did you mean 'A1' or 'A01'? (list them: "
+                      "agentworld floor list)"),
+    (["A1"], ["v99"], "task A1 has no variant 'v99'; it has ['v0', "),
+])
+def test_floor_rows_refuses_a_task_or_variant_that_does_not_exist(tasks: list[str],
+                                                                  variants: list[str],
+                                                                  error: str) -> None:
+    """Before any row is made (an unknown task failed inside gymnasium at the first env, a
+    variant only when the env was reset, after the model was built)."""
+    with pytest.raises(ValueError) as info:
+        floor_rows(tasks, variants)
+    assert str(info.value).startswith(error)
+
+
 def test_a_row_whose_options_are_not_a_dict_is_refused() -> None:
     session = environment_class("AgentFloor/A1-v0")()
     with pytest.raises(TypeError, match="a row's options must be a dict of reset options, not str"):

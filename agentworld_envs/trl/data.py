@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from agentworld_envs.cli_errors import UnknownNameError
 from agentworld_envs.trl.environment import EnvSession, environment_class
 
 __all__ = ["floor_rows", "solution_examples"]
@@ -17,7 +18,21 @@ def floor_rows(task_ids: Sequence[str], variants: Sequence[str] = ("v0",), *,
 
     The prompt holds the harness's system prompt and an empty user turn; the env's
     ``reset(**row)`` returns the task prompt, which TRL appends to that turn.
+
+    Raises:
+        UnknownNameError: (a ``ValueError``) a task id that is no AgentFloor task.
+        ValueError: a variant the task lacks, naming those it has.
     """
+    import floor_tasks
+
+    for task_id in task_ids:
+        try:
+            task = floor_tasks.load_task(task_id)
+        except KeyError:
+            raise UnknownNameError("AgentFloor task", task_id, floor_tasks.TASK_IDS,
+                                   listing="agentworld floor list") from None
+        for variant in variants:
+            task.variant(variant)
     if system_prompt is None:
         from floor_tasks.harness.runner import SYSTEM_PROMPT as system_prompt
     return [{"prompt": [{"role": "system", "content": system_prompt},
