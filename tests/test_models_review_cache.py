@@ -3,6 +3,8 @@ in vain."""
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,22 @@ def test_a_folder_in_the_way_is_named_with_what_to_do(gguf_file: Path, tmp_path:
         convert_gguf(gguf_file, out)
     assert sorted(out.parent.iterdir()) == [out]
     assert sorted(out.iterdir()) == [out / "partial"]
+
+
+def test_a_killed_conversions_staging_folder_is_removed_by_the_next(gguf_file: Path,
+                                                                    tmp_path: Path) -> None:
+    """A conversion killed with SIGKILL left its half-written model beside ``out`` (hundreds
+    of MB, hidden) for good. The next conversion removes it; a live converter's, another
+    host's and anything else beside ``out`` are left alone."""
+    out = tmp_path / "bases" / "base"
+    out.parent.mkdir(parents=True)
+    gone = 2**22 + 1  # above Linux's largest pid_max: no process has it
+    host = socket.gethostname()
+    dead = out.parent / f".base-{host}-{gone}-abc123"
+    kept = [out.parent / f".base-{host}-{os.getpid()}-live", out.parent / ".base-otherhost-1-x",
+            out.parent / "unrelated"]
+    for folder in (dead, *kept):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"\0" * 64)
+    assert convert_gguf(gguf_file, out) == out
+    assert sorted(out.parent.iterdir()) == sorted([out, *kept])

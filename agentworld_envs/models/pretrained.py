@@ -21,9 +21,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
+from glob import escape as glob_escape
 from pathlib import Path
 
 __all__ = ["BASES", "GGUFBase", "base_model_dir", "cache_dir", "convert_gguf", "resolve_model"]
@@ -78,11 +81,41 @@ def _digest(path: Path) -> str:
     return sha.hexdigest()[:16]
 
 
+def _staging_prefix(out: Path) -> str:
+    """The start of the names of ``out``'s staging folders written on this host; the writer's
+    process id follows."""
+    return f".{out.name}-{socket.gethostname()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # POSIX only: signal 0 checks, where Windows would terminate
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
+
+
+def _sweep_dead_staging(out: Path) -> None:
+    """Remove the staging folders of ``out`` whose converting process on this host is gone
+    (killed before it could clean up: each holds a half-written model of hundreds of MB).
+    Another host's, or a live process's, are left alone; nothing is swept off POSIX."""
+    if os.name != "posix":
+        return
+    prefix = _staging_prefix(out)
+    for folder in out.parent.glob(glob_escape(prefix) + "*"):
+        pid = re.match(r"(\d+)-", folder.name[len(prefix):])
+        if pid and not _alive(int(pid.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def convert_gguf(path: Path, out: Path) -> Path:
     """Dequantise a GGUF causal LM and its tokenizer into a safetensors folder ``out``.
 
     The folder appears whole or not at all (written beside it, then renamed), so processes
-    that convert at the same time (vector-env workers) never read a half-written model.
+    that convert at the same time (vector-env workers) never read a half-written model. What a
+    killed conversion left beside it is removed first.
 
     Raises:
         ImportError: transformers or gguf is missing (with the install command).
@@ -99,7 +132,9 @@ def convert_gguf(path: Path, out: Path) -> Path:
         raise ImportError(f"reading {path.name} needs the gguf package; {_INSTALL_HINT}") from exc
     try:  # before the conversion, so that an unwritable cache fails at once
         out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        _sweep_dead_staging(out)
+        staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out)}{os.getpid()}-",
+                                        dir=out.parent))
     except OSError as exc:
         raise OSError(f"cannot write the converted base under {out.parent} ({exc.strerror}): "
                       f"set AGENTWORLD_CACHE to a writable folder") from exc
