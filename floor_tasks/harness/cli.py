@@ -23,8 +23,8 @@ from agentworld_envs.cli_errors import (
 if TYPE_CHECKING:
     from floor_tasks.harness.record import RunRecord
 
-__all__ = ["add_commands", "backend_arg", "check_task_ids", "fraction", "positive_int",
-           "task_selector"]
+__all__ = ["add_commands", "backend_arg", "check_task_ids", "directory_arg", "fraction",
+           "positive_int", "task_selector"]
 
 
 def backend_arg(value: str) -> dict[str, Any]:
@@ -37,6 +37,16 @@ def backend_arg(value: str) -> dict[str, Any]:
         return parse_backend_arg(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def directory_arg(value: str) -> Path:
+    """An argparse type for ``--out``: a directory, made later if missing; a path that is, or
+    lies under, something other than a directory is refused."""
+    path = Path(value)
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{existing} exists and is not a directory")
+    return path
 
 
 positive_int = int_at_least(1)
@@ -244,14 +254,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_rescore(args: argparse.Namespace) -> int:
     from floor_tasks.harness.corpus import write_records
     from floor_tasks.harness.corpus_io import RUNS_FILE, runs_file
-    from floor_tasks.harness.rescore import rescore
+    from floor_tasks.harness.rescore import UnfinishedRunError, rescore
 
     records = _read_corpora([args.corpus])
     source = runs_file(args.corpus)
     out = args.out or source.parent / "rescored"
     if (out / RUNS_FILE).resolve() == source.resolve():
         raise UsageError(f"--out {out} is the corpus being re-scored; name another directory")
-    rescored, changed = rescore(records)
+    try:
+        rescored, changed = rescore(records)
+    except UnfinishedRunError as exc:
+        raise UsageError(f"{source}: cannot re-score {exc}; nothing was written") from None
     write_records(out, rescored)
     print(f"re-scored {len(rescored)} runs into {out}; {len(changed)} changed pass/fail")
     for run_id in changed:
@@ -260,8 +273,10 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, help="corpus directory (resumed if it exists)")
-    parser.add_argument("--report", type=Path, help="also write report.md and ladder.png here")
+    parser.add_argument("--out", type=directory_arg,
+                        help="corpus directory (resumed if it exists)")
+    parser.add_argument("--report", type=directory_arg,
+                        help="also write report.md and ladder.png here")
     parser.add_argument("--batch-size", type=positive_int, default=16,
                         help="episodes advanced together in one batched model call")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -299,7 +314,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     p = commands.add_parser("report", help="tier ladder, failures, cost and routing of corpora")
     p.add_argument("corpus", nargs="+", help="corpus directories or runs.jsonl files")
-    p.add_argument("--out", type=Path,
+    p.add_argument("--out", type=directory_arg,
                    help="report directory (default: report/ beside the first corpus's runs.jsonl)")
     p.add_argument("--sweep", type=Path, help="sweep config with prices and model sizes")
     p.set_defaults(handler=_cmd_report)
@@ -316,6 +331,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
     p.add_argument("corpus")
-    p.add_argument("--out", type=Path, help="corpus for the re-scored runs, its runs.jsonl "
-                   "replaced (default: rescored/ beside the corpus's runs.jsonl)")
+    p.add_argument("--out", type=directory_arg,
+                   help="corpus for the re-scored runs, its runs.jsonl replaced "
+                        "(default: rescored/ beside the corpus's runs.jsonl)")
     p.set_defaults(handler=_cmd_rescore)

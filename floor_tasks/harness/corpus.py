@@ -1,10 +1,12 @@
 """Write run corpora: ``runs.jsonl`` appended one record at a time, plus ``metadata.json``.
 
 Each record is written with a single ``write`` on a file opened for appending, then flushed
-and fsynced, so a crash (even SIGKILL) can cut at most the last line. Opening a corpus drops
-such a cut line (one without its newline); its run is not in :meth:`RunCorpus.done_ids`, so a
-resumed sweep reruns it: no record is lost and none is duplicated. Any other damage is refused
-with a :class:`~floor_tasks.harness.corpus_io.CorruptCorpusError` rather than appended to.
+and fsynced, so a crash (even SIGKILL) can cut at most the last line; a write that falls short
+(a full disk) is cut off again and raised. Opening a corpus drops such a cut line (one without
+its newline); its run is not in :meth:`RunCorpus.done_ids`, so a resumed sweep reruns it: no
+record is lost and none is duplicated. A cut last line of ``errors.jsonl`` is dropped too, so
+that the next error logged starts a line of its own. Any other damage is refused with a
+:class:`~floor_tasks.harness.corpus_io.CorruptCorpusError` rather than appended to.
 
 Lines are ASCII JSON (``ensure_ascii``): any ``str`` a model returns, a lone surrogate
 included, is written as a ``\\uXXXX`` escape and reads back as the same ``str``.
@@ -16,6 +18,7 @@ writer is refused at once with a :class:`CorpusLockedError`.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -29,6 +32,7 @@ from agentworld_envs.backends.redaction import redact
 from floor_tasks.harness.corpus_io import (
     RUNS_FILE,
     CorruptCorpusError,
+    parse_json,
     read_records,
     with_digest,
 )
@@ -42,6 +46,8 @@ ERRORS_FILE = "errors.jsonl"
 LOCK_FILE = ".lock"
 """Held (``flock``) by the corpus's writer; left in place, since removing it would let two
 writers lock two different files."""
+_CHUNK = 1 << 20
+"""Bytes read at a time when looking for a cut last line."""
 _METADATA_MAPS = ("arms", "fingerprints", "probes", "seeds")
 """The fields of ``metadata.json`` that are objects, merged from one sweep to the next."""
 
@@ -74,24 +80,22 @@ def writer_lock(directory: str | Path) -> Iterator[Path]:
 
 
 def _drop_cut_line(path: Path) -> None:
-    """Truncate ``path`` after its last newline (removing a partially written line)."""
-    if not path.exists() or path.stat().st_size == 0:
+    """Truncate ``path`` after its last newline (removing a partially written line), reading
+    back from its end one chunk at a time: linear time, constant memory."""
+    if not path.exists():
         return
     with path.open("rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - 1))
-        if fh.read(1) == b"\n":
-            return
-        data_start = max(0, size - (1 << 20))
-        while True:
-            fh.seek(data_start)
-            chunk = fh.read(size - data_start)
-            cut = chunk.rfind(b"\n")
-            if cut != -1 or data_start == 0:
-                fh.truncate(data_start + cut + 1 if cut != -1 else 0)
+        end = start = fh.seek(0, os.SEEK_END)
+        while start:
+            size = min(start, _CHUNK)
+            start -= size
+            fh.seek(start)
+            cut = fh.read(size).rfind(b"\n")
+            if cut != -1:
+                if start + cut + 1 < end:
+                    fh.truncate(start + cut + 1)
                 return
-            data_start = max(0, data_start - (1 << 20))
+        fh.truncate(0)
 
 
 def _json_text(obj: Any, **options: Any) -> str:
@@ -100,11 +104,19 @@ def _json_text(obj: Any, **options: Any) -> str:
 
 
 def _append_line(path: Path, obj: Any) -> None:
+    """Append ``obj`` as one line, whole or not at all: a short or failed write (a full disk)
+    is cut off again and raised, so a later line cannot join it."""
     line = (_json_text(obj) + "\n").encode("ascii")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
-        os.fsync(fd)
+        end = os.fstat(fd).st_size
+        try:
+            if (written := os.write(fd, line)) != len(line):
+                raise OSError(errno.ENOSPC, f"wrote {written} of {len(line)} bytes", str(path))
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, end)
+            raise
     finally:
         os.close(fd)
 
@@ -117,7 +129,8 @@ class RunCorpus:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.runs_path = self.dir / RUNS_FILE
-        _drop_cut_line(self.runs_path)
+        for path in (self.runs_path, self.dir / ERRORS_FILE):
+            _drop_cut_line(path)
         self._done = {r.run_id for r in self.records()}
 
     def records(self) -> list[RunRecord]:
@@ -157,16 +170,14 @@ def read_metadata(directory: str | Path) -> dict[str, Any]:
     """The ``metadata.json`` of a corpus, or ``{}`` when it has none yet.
 
     Raises:
-        CorruptCorpusError: when it is not a JSON object, or one of its fields
+        CorruptCorpusError: when it is not a JSON object (see
+            :func:`~floor_tasks.harness.corpus_io.parse_json`), or one of its fields
             ``arms``, ``fingerprints``, ``probes``, ``seeds`` is not an object.
     """
     path = Path(directory) / METADATA_FILE
     if not path.exists():
         return {}
-    try:
-        metadata = json.loads(path.read_bytes())
-    except ValueError as exc:  # not UTF-8 or not JSON
-        raise CorruptCorpusError(path, None, f"not JSON: {exc}") from None
+    metadata = parse_json(path.read_bytes(), path)
     if not isinstance(metadata, dict):
         raise CorruptCorpusError(path, None, "not a JSON object")
     for key in _METADATA_MAPS:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from floor_tasks.harness.record import RecordError, RunRecord
 from floor_tasks.task import Task, load_tasks
 
 __all__ = ["RUNS_FILE", "DIGEST_FIELD", "CorruptCorpusError", "NoDigestWarning",
-           "TruncatedLineWarning", "read_records", "runs_file", "with_digest"]
+           "TruncatedLineWarning", "parse_json", "read_records", "runs_file", "with_digest"]
 
 RUNS_FILE = "runs.jsonl"
 """The records file inside a corpus directory."""
@@ -83,7 +84,14 @@ def _tasks() -> dict[str, Task]:
     return {task.id: task for task in load_tasks()}
 
 
-def _parse_line(raw: bytes, file: Path, lineno: int) -> Any:
+def parse_json(raw: bytes, file: Path, lineno: int | None = None) -> Any:
+    """The JSON value of ``raw``: one line of ``file``, or the whole file when ``lineno`` is
+    None.
+
+    Raises:
+        CorruptCorpusError: when it is not UTF-8 or not JSON, nested too deeply for the
+            decoder, or holds an integer too long to convert.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -92,8 +100,13 @@ def _parse_line(raw: bytes, file: Path, lineno: int) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorruptCorpusError(file, lineno, f"invalid JSON: {exc.msg} "
-                                               f"(column {exc.colno})") from None
+        where = f"column {exc.colno}" if lineno else f"line {exc.lineno} column {exc.colno}"
+        raise CorruptCorpusError(file, lineno, f"invalid JSON: {exc.msg} ({where})") from None
+    except RecursionError:
+        raise CorruptCorpusError(file, lineno, "invalid JSON: nested too deeply") from None
+    except ValueError:  # an integer past Python's digit limit
+        raise CorruptCorpusError(file, lineno, "invalid JSON: an integer of more than "
+                                 f"{sys.get_int_max_str_digits()} digits") from None
 
 
 def _identity_problem(record: RunRecord) -> str | None:
@@ -150,7 +163,7 @@ def read_records(path: str | Path) -> list[RunRecord]:
             if not raw.strip():
                 continue
             try:
-                data = _parse_line(raw, file, lineno)
+                data = parse_json(raw, file, lineno)
             except CorruptCorpusError as exc:
                 if raw.endswith(b"\n"):
                     raise

@@ -108,7 +108,8 @@ class AgentFloor:
         repeats: int = 1,
         seed: int = 0,
     ) -> FloorResult:
-        """Run ``agent`` on each task × variant, ``repeats`` times (seeds ``seed + repeat``).
+        """Run ``agent`` on each task × variant, ``repeats`` times (seeds ``seed + repeat``),
+        one run after another on one backend, closed at the end.
 
         Args:
             agent: a callable ``agent(messages, tools) -> str`` or a backend config dict.
@@ -121,6 +122,7 @@ class AgentFloor:
             TypeError: when ``agent`` is neither callable nor a dict.
             ValueError: on unknown task ids or ``repeats < 1``.
         """
+        from floor_tasks.harness.agents import as_backend
         from floor_tasks.harness.runner import Job, run_jobs
 
         if not (callable(agent) or isinstance(agent, Mapping)):
@@ -130,12 +132,17 @@ class AgentFloor:
         tier_of = {t.id: t.tier for t in load_tasks()}
         task_ids = resolve_tasks(tasks, list(tier_of), tier_of)
         names = [variants] if isinstance(variants, str) else list(variants)
-        result = FloorResult([
-            next(run_jobs([Job(task_id, variant, repeat=repeat, seed=seed + repeat)], agent))
-            for task_id in task_ids
-            for variant in names
-            for repeat in range(repeats)
-        ])
+        backend = as_backend(agent)  # one backend (one model load) for every run
+        try:
+            result = FloorResult([
+                next(run_jobs([Job(task_id, variant, repeat=repeat, seed=seed + repeat)],
+                              backend))
+                for task_id in task_ids
+                for variant in names
+                for repeat in range(repeats)
+            ])
+        finally:
+            backend.close()
         if self._on_result is not None:
             self._on_result(result)
         return result

@@ -9,11 +9,21 @@ import gymnasium as gym
 
 from floor_tasks.harness.record import RunRecord, Verdict
 
-__all__ = ["rescore_record", "rescore"]
+__all__ = ["UnfinishedRunError", "rescore_record", "rescore"]
+
+
+class UnfinishedRunError(ValueError):
+    """A record whose actions, replayed, do not finish its episode; ``str()`` names the run."""
 
 
 def rescore_record(record: RunRecord) -> RunRecord:
-    """Replay a record's actions in a fresh env and return the record with a new verdict."""
+    """Replay a record's actions in a fresh env and return the record with a new verdict,
+    and with what the env made of the actions (call log, final answer, termination) from the
+    replay the verdict was read from.
+
+    Raises:
+        UnfinishedRunError: when the actions end before the episode does.
+    """
     budget = record.settings.max_steps
     env = gym.make(f"AgentFloor/{record.task_id}-v0",
                    **({"max_episode_steps": budget} if budget else {}))
@@ -23,10 +33,13 @@ def rescore_record(record: RunRecord) -> RunRecord:
         _, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
+    trace = env.unwrapped.trace
     env.close()
     if "verdict" not in info:
-        raise ValueError(f"run {record.run_id}: its actions do not finish the episode")
-    trajectory = record.trajectory.model_copy(update={"termination": info["termination"]})
+        raise UnfinishedRunError(f"run {record.run_id}: its actions do not finish the episode")
+    trajectory = record.trajectory.model_copy(update={
+        "termination": trace.termination, "call_log": trace.calls,
+        "final_text": trace.final_answer})
     return record.model_copy(update={
         "verdict": Verdict.model_validate(info["verdict"]), "passed": info["verdict"]["passed"],
         "trajectory": trajectory})

@@ -3,9 +3,9 @@
 A pass rate gets the Wilson score interval, which stays honest for small counts: 5/5 gives
 [56.6%, 100%], not the [100%, 100%] of a bootstrap that collapses at 0% and 100%. A difference
 of two rates gets Newcombe's hybrid score interval, built from the two Wilson intervals
-(Newcombe 1998, method 10 for independent arms; method 10 of the paired-data paper, with the
-phi correlation of the 2x2 table, for the same cases run by both arms). Both are closed-form,
-so they need no resampling and no random draws.
+(Newcombe 1998, method 10 for independent arms; method 10 of the paired-data paper, with its
+corrected phi correlation of the 2x2 table, for the same cases run by both arms). Both are
+closed-form, so they need no resampling and no random draws.
 """
 
 from __future__ import annotations
@@ -111,11 +111,16 @@ def pass_rate_ci(outcomes: Sequence[bool], *, confidence: float = 0.95) -> RateC
 
 
 def _phi(xa: np.ndarray, xb: np.ndarray) -> float:
-    """The phi correlation of paired outcomes; 0 when a margin of the 2x2 table is empty."""
+    """Newcombe's phi correlation of paired outcomes: a positive ``ad - bc`` is reduced by
+    ``n / 2`` (not below 0), so that a few concordant cases cannot make the interval collapse;
+    0 when a margin of the 2x2 table is empty."""
     both, only_a = int((xa & xb).sum()), int((xa & ~xb).sum())
     only_b, neither = int((~xa & xb).sum()), int((~xa & ~xb).sum())
     margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    return (both * neither - only_a * only_b) / math.sqrt(margins) if margins else 0.0
+    association = both * neither - only_a * only_b
+    if association > 0:
+        association = max(association - xa.size / 2, 0.0)
+    return association / math.sqrt(margins) if margins else 0.0
 
 
 def diff_ci(
