@@ -245,8 +245,8 @@ class Report:
         kinds = sorted({k for hist in self.terminations.values() for k in hist})
         rows = [[m, *(str(h[k]) for k in kinds)] for m, h in self.terminations.items()]
         return (
-            "## Terminations\n\nHow runs ended (`backend_error` runs count as failures above)."
-            "\n\n" + _table(["Model", *kinds], rows)
+            "## Terminations\n\nHow runs ended (a run a failed model call stopped has no record: "
+            "it is in the corpus's `errors.jsonl`, and a resumed sweep reruns it).\n\n" + _table(["Model", *kinds], rows)
         )
 
     def _usage_md(self) -> str:
