@@ -120,7 +120,7 @@ class AgentFloor:
 
         Raises:
             TypeError: when ``agent`` is neither callable nor a dict.
-            ValueError: on unknown task ids or ``repeats < 1``.
+            ValueError: on unknown task ids, ``repeats < 1`` or ``seed < 0``.
         """
         from floor_tasks.harness.agents import as_backend
         from floor_tasks.harness.runner import Job, run_jobs
@@ -129,6 +129,8 @@ class AgentFloor:
             raise TypeError(f"agent must be a callable or a backend config dict, got {agent!r}")
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
+        if seed < 0:
+            raise ValueError(f"seed must be >= 0, got {seed}")
         tier_of = {t.id: t.tier for t in load_tasks()}
         task_ids = resolve_tasks(tasks, list(tier_of), tier_of)
         names = [variants] if isinstance(variants, str) else list(variants)

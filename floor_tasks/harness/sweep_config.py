@@ -75,7 +75,7 @@ class InterventionFields(_Strict):
     thinking: bool | None = None
     """True/False sends ``chat_template_kwargs.enable_thinking``; None sends nothing."""
     max_tokens: PositiveInt | None = None
-    temperature: float = Field(0.0, ge=0.0)
+    temperature: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     seed: int = Field(0, ge=0)
     """Seeds the first repeat's env reset and sampling; repeat r gets ``seed + r``."""
     extra: dict[str, Any] = Field(default_factory=dict)
