@@ -88,6 +88,9 @@ class _Source:
 
 def _source(args: argparse.Namespace, items: list[Any]) -> _Source:
     """``--predictions`` read, or ``--backend`` and its sampling checked, before any call."""
+    if args.predictions and args.backend:
+        raise UsageError("give --backend (run the world model) or --predictions (reuse an "
+                         "earlier run's outputs), not both")
     if args.predictions:
         saved = _predictions(Path(args.predictions))
         missing = [item.key for item in items if item.key not in saved]
@@ -160,7 +163,8 @@ def _predictions(path: Path) -> dict[str, str | None]:
     """``key`` -> ``output`` of an earlier run's ``records.jsonl``.
 
     Raises:
-        BenchFormatError: naming ``file:line`` of a line that is not such a record.
+        BenchFormatError: naming ``file:line`` of a line that is not such a record, or that
+            repeats a key.
     """
     from agentworld_envs.bench.items import BenchFormatError, read_jsonl
 
@@ -170,16 +174,24 @@ def _predictions(path: Path) -> dict[str, str | None]:
                 and isinstance(record.get("output"), str | None)):
             raise BenchFormatError(f"{where}: a prediction needs a string key and an output "
                                    "(a string or null)")
+        if record["key"] in saved:
+            raise BenchFormatError(f"{where}: a second prediction for {record['key']}")
         saved[record["key"]] = record["output"]
     return saved
 
 
-def _write(out: str, result: Any) -> None:
-    """The run's files, each written whole or not at all."""
+def _write(out: str, result: Any, faulted: bool) -> None:
+    """The run's files, each written whole or not at all. After failed model calls
+    (``faulted``) only the records: a report would score or count the items left unanswered
+    as if they had been answered, so none is written, and an earlier run's is removed."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in result.records]
     write_text_atomic(folder / "records.jsonl", "".join(lines))
+    if faulted:
+        for name in ("report.json", "report.md"):
+            (folder / name).unlink(missing_ok=True)
+        return
     write_text_atomic(folder / "report.json", json.dumps(result.to_dict(), indent=2))
     write_text_atomic(folder / "report.md", result.markdown() + "\n")
 
@@ -194,7 +206,7 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
             outputs, faults = _outputs(args, items, source, journal)
         result = score_fidelity(items, outputs)
         if args.out:
-            _write(args.out, result)
+            _write(args.out, result, faulted=bool(faults.failed))
         faults.check(_no_table(args))
         journal.close(finished=True)
     print(result.markdown())
@@ -223,10 +235,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     judge_config = parse_backend_arg(args.judge)
     sampling = _sampling("--judge-temperature/--judge-max-tokens",
                          temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
-    print(f"judge instructions: {prompts.source}")  # after the checks: an error is all it prints
     with _journal(args, items, source, judge=_answering(judge_config),
                   judge_sampling=sampling.to_dict(), max_retries=args.max_retries,
                   prompts=[prompts.instructions, systems]) as journal:
+        # after every check (the journal's too), so that a refused run prints its error alone
+        print(f"judge instructions: {prompts.source}")
         with _resumable(args, journal):
             outputs, faults = _outputs(args, items, source, journal)
             # retries make the total unknown
@@ -235,10 +248,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 result = run_bench(items, outputs, watched, sampling, args.max_retries - 1,
                                    args.batch_size, prompts=prompts, rule_caps=args.rule_caps,
                                    done=journal.verdicts, on_verdict=journal.add_verdict)
-        if args.out:
-            _write(args.out, result)
-        faults.check(_no_table(args))
         unjudged = sum(record.get("reason") == JUDGE_BACKEND_ERROR for record in result.records)
+        if args.out:
+            _write(args.out, result, faulted=bool(faults.failed or unjudged))
+        faults.check(_no_table(args))
         if unjudged:  # a judge call that failed but was retried with success decides nothing
             watched.tally.check(f"{unjudged} item(s) got no verdict; {_no_table(args)}")
         journal.close(finished=True)

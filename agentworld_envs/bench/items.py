@@ -68,6 +68,12 @@ class BenchItem:
         return clean_response_marker(self.response[self.turn_idx - 1]).strip("\n")
 
     @property
+    def current(self) -> str:
+        """The evaluated turn's user text: ``current_prompt``, or ``prompt[turn_idx - 1]`` when
+        that is empty, as ``eval.py`` reads it for the world model and the judge."""
+        return self.current_prompt or self.prompt[self.turn_idx - 1]
+
+    @property
     def source(self) -> dict[str, Any]:
         """Where the transition came from (``meta["source"]``; empty for foreign items)."""
         return self.meta.get("source") or {}
@@ -84,7 +90,7 @@ class BenchItem:
         for user, observation in self.history():
             chat += [{"role": "user", "content": user},
                      {"role": "assistant", "content": observation}]
-        chat.append({"role": "user", "content": self.current_prompt})
+        chat.append({"role": "user", "content": self.current})
         return chat
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,7 +154,8 @@ def load_items(*paths: str | Path, domains: Sequence[str] | None = None) -> list
 
     Args:
         paths: Files, or directories whose ``*.jsonl`` files are read in name order.
-        domains: Keep only items of these domains (all when None).
+        domains: Keep only items of these domains (:attr:`BenchItem.domain`; all when
+            None).
 
     Raises:
         BenchFormatError: on an invalid line or a repeated ``<task>/<id>`` key.
@@ -160,7 +167,7 @@ def load_items(*paths: str | Path, domains: Sequence[str] | None = None) -> list
             item = item_from_dict(data, where)
             _expect(item.key not in seen, where, f"duplicate item {item.key}")
             seen.add(item.key)
-            if domains is None or item.task in domains:
+            if domains is None or item.domain in domains:
                 items.append(item)
     return items
 

@@ -142,7 +142,7 @@ def judge_user_message(item: BenchItem, output: str, instructions: str) -> str:
     """The judge's user message for one item and one raw world-model output."""
     history = "".join(f"{user}\n{observation}\n\n" for user, observation in item.history())
     context = f"# Context (Historical Interactions):\n\n{history}" if history else ""
-    parts = [context, f"# Current Turn:\n\n{item.current_prompt}",
+    parts = [context, f"# Current Turn:\n\n{item.current}",
              _fenced("World Model Output (Simulated)", parse_model_output(output)),
              _fenced("Ground Truth (Real Output)", item.response[item.turn_idx - 1]),
              instructions]

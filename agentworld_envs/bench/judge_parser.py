@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentworld_envs.backends.redaction import map_strings
 from agentworld_envs.protocol import bounded_json
 from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.world.parsing import last_tagged_block
@@ -46,6 +47,7 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SINGLE_QUOTED_KEY = re.compile(r"'([^'\n]*)'\s*:")
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
 _SCORES_OBJECT = re.compile(r'"scores"\s*:\s*\{[^{}]*\}')
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class JudgeParseError(ValueError):
@@ -138,6 +140,13 @@ def _dimension(value: Any) -> int:
     return min(max(score, 1), 5) if score > 0 else score
 
 
+def _notes(value: Any) -> Any:
+    """Strengths or weaknesses, a string as a list of one; a lone surrogate that an escape
+    decoded to (``"\\ud800"``: no text, so no record could hold it) becomes U+FFFD."""
+    value = map_strings(value, lambda text: _SURROGATE.sub("\ufffd", text))
+    return [value] if isinstance(value, str) else value
+
+
 def parse_judge_output(text: str) -> JudgeVerdict:
     """Read one judge reply with the release's tolerances (see the module docstring).
 
@@ -157,7 +166,5 @@ def parse_judge_output(text: str) -> JudgeVerdict:
         raise JudgeParseError("judge output: no scores object")
     read = {name: _dimension(scores.get(name)) for name in DIMENSIONS}
     given = [s for s in read.values() if s > 0]
-    strengths, weaknesses = (data.get(k, []) for k in ("strengths", "weaknesses"))
     return JudgeVerdict(read, sum(given) / len(given) if given else 0.0,
-                        [strengths] if isinstance(strengths, str) else strengths,
-                        [weaknesses] if isinstance(weaknesses, str) else weaknesses)
+                        _notes(data.get("strengths", [])), _notes(data.get("weaknesses", [])))

@@ -54,6 +54,8 @@ def instructions_from_task_configs(path: Path) -> str:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits, on absurd nesting
+        raise ValueError(f"cannot read {str(path)!r}: nested too deeply to parse") from None
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == TEMPLATE_NAME

@@ -15,8 +15,9 @@ Example:
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +33,10 @@ def normalise(score: float) -> float:
 
 
 def _mean(values: Iterable[float]) -> float:
+    """The mean of the values that are not ``nan``, rounded once, as ``statistics.mean``
+    (which ``eval.py`` uses) rounds it; ``nan`` when there are none."""
     kept = [v for v in values if not math.isnan(v)]
-    return sum(kept) / len(kept) if kept else math.nan
+    return statistics.mean(kept) if kept else math.nan
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class DomainReport:
     failed: dict[str, int] = field(default_factory=dict)
     failure_reasons: dict[str, int] = field(default_factory=dict)
     """How many samples failed for each reason (no generation, an unreadable verdict...)."""
+    unscored: int = 0
+    """Scored samples without the first metric (a judge total of 0: no dimension above 0):
+    counted in ``n``, but left out of that metric's means."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data; ``nan`` becomes None."""
@@ -58,7 +64,7 @@ class DomainReport:
             return {k: None if math.isnan(v) else round(v, 4) for k, v in values.items()}
 
         return {"metrics": list(self.metrics), "counts": self.counts, "failed": self.failed,
-                "failure_reasons": self.failure_reasons,
+                "failure_reasons": self.failure_reasons, "unscored": self.unscored,
                 "domains": {d: clean(v) for d, v in self.domains.items()},
                 "overall_macro": clean(self.macro), "overall_weighted": clean(self.weighted)}
 
@@ -79,26 +85,38 @@ class DomainReport:
         if self.failure_reasons:
             lines.append("\nFailed samples (excluded from every mean): " + "; ".join(
                 f"{reason}: {count}" for reason, count in self.failure_reasons.items()))
+        if self.unscored:
+            first = self.metrics[0]
+            lines.append(f"\nScored with no {first} above 0 (counted in n, left out of the {first} "
+                         f"means): {self.unscored}")
         return "\n".join(lines)
 
 
 def domain_report(rows: Sequence[tuple[str, dict[str, float]]], metrics: Sequence[str],
-                  failed: Sequence[tuple[str, str]] = ()) -> DomainReport:
+                  failed: Sequence[tuple[str, str]] = (),
+                  scale: Callable[[float], float] | None = None) -> DomainReport:
     """Aggregate per-sample metrics.
 
     Args:
         rows: ``(domain, {metric: value})`` per scored sample.
         metrics: The metrics to report, in column order.
         failed: ``(domain, reason)`` per failed sample (excluded from every mean, but counted).
+        scale: Applied to each domain's and the sample-weighted mean (as ``eval.py`` normalises
+            the mean, not each sample), before the macro mean of the domains.
     """
+    def mean(values: Iterable[float]) -> float:
+        value = _mean(values)
+        return value if scale is None or math.isnan(value) else scale(value)
+
     by_domain: dict[str, list[dict[str, float]]] = {domain: [] for domain, _ in failed}
     for domain, values in rows:
         by_domain.setdefault(domain, []).append(values)
-    domains = {d: {m: _mean(v.get(m, math.nan) for v in samples) for m in metrics}
+    domains = {d: {m: mean(v.get(m, math.nan) for v in samples) for m in metrics}
                for d, samples in sorted(by_domain.items())}
     macro = {m: _mean(values[m] for values in domains.values()) for m in metrics}  # nan skipped
-    weighted = {m: _mean(v.get(m, math.nan) for _, v in rows) for m in metrics}
+    weighted = {m: mean(v.get(m, math.nan) for _, v in rows) for m in metrics}
     counts = {d: len(samples) for d, samples in sorted(by_domain.items())}
+    unscored = sum(math.isnan(v.get(metrics[0], math.nan)) for _, v in rows)
     return DomainReport(tuple(metrics), domains, counts, macro, weighted,
                         dict(Counter(domain for domain, _ in failed)),
-                        dict(Counter(reason for _, reason in failed).most_common()))
+                        dict(Counter(reason for _, reason in failed).most_common()), unscored)

@@ -166,7 +166,7 @@ def run_bench(items: Sequence[BenchItem], outputs: Sequence[str | None], judge: 
             records.append(record)
             continue
         verdict = result.verdict
-        rows.append((item.domain, _normalised(verdict.total, verdict.scores)))
+        rows.append((item.domain, _row(verdict.total, verdict.scores)))
         record.update(failed=False, prediction=clean_response_marker(parse_model_output(output)),
                       scores=verdict.scores, total=verdict.total, attempts=result.attempts,
                       strengths=verdict.strengths, weaknesses=verdict.weaknesses)
@@ -175,19 +175,19 @@ def run_bench(items: Sequence[BenchItem], outputs: Sequence[str | None], judge: 
             scores, cap, fired = apply_rules(
                 {d: float(s) for d, s in verdict.scores.items()}, diagnostics, require_tags)
             total = _capped_total(scores, cap)
-            capped_rows.append((item.domain, _normalised(total, scores)))
+            capped_rows.append((item.domain, _row(total, scores)))
             record.update(capped_scores=scores, capped_total=total, rules=fired,
                           diagnostics=diagnostics.to_dict())
         records.append(record)
-    report = domain_report(rows, JUDGE_METRICS, failed)
-    capped = domain_report(capped_rows, JUDGE_METRICS, failed) if rule_caps else None
+    report = domain_report(rows, JUDGE_METRICS, failed, normalise)
+    capped = domain_report(capped_rows, JUDGE_METRICS, failed, normalise) if rule_caps else None
     return BenchResult(records, report, capped)
 
 
-def _normalised(total: float, scores: dict[str, float]) -> dict[str, float]:
-    """A sample's row on 0-100; a 0 (not given) is ``nan``, so that every mean leaves it out."""
+def _row(total: float, scores: dict[str, float]) -> dict[str, float]:
+    """A sample's 1-5 row; a 0 (not given) is ``nan``, so that every mean leaves it out."""
     values = {"total": total, **scores}
-    return {k: math.nan if v == 0 or math.isnan(v) else normalise(v) for k, v in values.items()}
+    return {k: math.nan if v == 0 else float(v) for k, v in values.items()}
 
 
 def _capped_total(scores: dict[str, float], cap: float | None) -> float:
