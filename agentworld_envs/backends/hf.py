@@ -18,7 +18,7 @@ from agentworld_envs.backends.chat_template import chat_view, template_messages
 from agentworld_envs.backends.generation_config import generation_config, needs_generate
 from agentworld_envs.backends.greedy_memo import GreedyMemo
 from agentworld_envs.backends.hf_loading import context_length, import_hf, load_model
-from agentworld_envs.backends.hf_settings import check_settings, unreachable
+from agentworld_envs.backends.hf_settings import check_settings
 from agentworld_envs.backends.replies import text_tool_calls
 from agentworld_envs.backends.sampling import (
     GumbelSampler,
@@ -28,7 +28,6 @@ from agentworld_envs.backends.sampling import (
     picker,
 )
 from agentworld_envs.backends.stops import cut_at_end, cut_at_stop, tokens_to_stop
-from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
 
 __all__ = ["HFBackend"]
@@ -147,15 +146,13 @@ class HFBackend(Backend):
                              self.cache, self.draft, self.prefix_cache, self.draft_corpus))
 
     @staticmethod
-    def check_config(model: Any = None, adapter: Any = None, **_: Any) -> None:
-        """Raise :class:`~agentworld_envs.cli_errors.UsageError` for a ``model`` or
-        ``adapter`` that cannot load without a network attempt that must fail (a folder that is
-        not there, a hub name while the hub is off); a command checks an ``hf`` config with it
-        (:func:`~agentworld_envs.backends.check_backend_config`) before it makes anything. The
-        other settings are checked when the backend is made."""
-        for name, value in (("model", model), ("adapter", adapter)):
-            if isinstance(value, str) and (problem := unreachable(name, value)):
-                raise UsageError(f"backend 'hf': {problem}")
+    def check_config(**settings: Any) -> None:
+        """Raise ``ValueError`` naming every bad setting (:func:`check_settings`: a model or
+        adapter that cannot load without a network attempt that must fail included); a
+        command checks an ``hf`` config with it, every setting given
+        (:func:`~agentworld_envs.backends.check_backend_config`), before it makes anything.
+        The device is checked when the backend is made."""
+        check_settings(**settings)
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata (``cache`` only when static: a default run's are as

@@ -24,8 +24,9 @@ def _is_count(value: Any, least: int) -> bool:
 
 def check_settings(model: Any, dtype: Any, batch_size: Any, enable_thinking: Any,
                    adapter: Any, view: Any, greedy_memo: Any, cache: Any, draft: Any,
-                   prefix_cache: Any, draft_corpus: Any) -> None:
+                   prefix_cache: Any, draft_corpus: Any, **_: Any) -> None:
     """Refuse a bad setting before anything loads; the message names the allowed values.
+    Other keys (``device``) are not checked here.
 
     Raises:
         ValueError: naming every bad setting.

@@ -217,17 +217,9 @@ class OpenAIBackend(Backend):
         replica_cooldown_s: float = 30.0,
         max_reply_bytes: int = 64 << 20,
     ) -> None:
+        self.check_config(base_url, timeout_s, max_retries, max_retry_after_s, concurrency,
+                          max_reply_bytes)
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
-        if not urls:
-            raise ValueError("base_url must name at least one server")
-        for url in urls:
-            _check_url(url)
-        if concurrency < 1 or max_retries < 0:
-            raise ValueError("concurrency must be >= 1 and max_retries >= 0")
-        if not timeout_s > 0 or max_retry_after_s < 0:
-            raise ValueError("timeout_s must be > 0 and max_retry_after_s >= 0")
-        if not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
-            raise ValueError(f"max_reply_bytes must be a positive integer, not {max_reply_bytes!r}")
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -288,6 +280,30 @@ class OpenAIBackend(Backend):
             return []
         payloads = [self._payload(request, self.model) for request in requests]
         return _run(lambda: self._batch(payloads))
+
+    @staticmethod
+    def check_config(base_url: Any, timeout_s: Any, max_retries: Any, max_retry_after_s: Any,
+                     concurrency: Any, max_reply_bytes: Any, **_: Any) -> None:
+        """Raise ``ValueError`` for a setting no request can be sent with; a command checks an
+        ``openai`` config with it (:func:`~agentworld_envs.backends.check_backend_config`)
+        before it makes anything."""
+        urls = [base_url] if isinstance(base_url, str) else base_url
+        if not isinstance(urls, list | tuple) or not urls:
+            raise ValueError("base_url must name at least one server")
+        for url in urls:
+            _check_url(url)
+        problems = [f"{name} must be {rule}, not {value!r}" for name, value, fits, rule in (
+            ("timeout_s", timeout_s, _at_least(timeout_s, 0, float) and timeout_s != 0,
+             "a number > 0"),
+            ("max_retries", max_retries, _at_least(max_retries, 0, int), "an integer >= 0"),
+            ("max_retry_after_s", max_retry_after_s, _at_least(max_retry_after_s, 0, float),
+             "a number >= 0"),
+            ("concurrency", concurrency, _at_least(concurrency, 1, int), "an integer >= 1"),
+            ("max_reply_bytes", max_reply_bytes, _at_least(max_reply_bytes, 1, int),
+             "a positive integer"),
+        ) if not fits]
+        if problems:
+            raise ValueError("; ".join(problems))
 
     def _payload(self, request: ChatRequest, model: str) -> dict[str, Any]:
         sampling = request.sampling
@@ -504,6 +520,13 @@ class OpenAIBackend(Backend):
                 f"{_snippet(response, content, secrets)}",
                 url, response.status_code, attempts, secrets)
         return data
+
+
+def _at_least(value: Any, least: float, kind: type) -> bool:
+    """Whether ``value`` is a number of ``kind`` (an int counts as a float; a bool as
+    neither) of at least ``least``."""
+    kinds = (int, float) if kind is float else (int,)
+    return isinstance(value, kinds) and not isinstance(value, bool) and value >= least
 
 
 def _check_url(url: object) -> None:

@@ -58,8 +58,9 @@ def register_backend(name: str, factory: str | Callable[..., Backend],
     tuple of ``"module:attr"`` callables), so that a config's keys are checked against their
     keyword parameters too; where those cannot be imported, the config check fails with the
     factory's ``install_hint`` attribute, before the command makes anything. A factory's
-    ``check_config`` attribute, called with a config's keys once they fit, raises for a config
-    that cannot work here (``replay``'s missing file), so that check fails as early.
+    ``check_config`` attribute, called with a config's keys once they fit and the factory's
+    defaults for the others, raises for a config that cannot work here (``replay``'s missing
+    file, a value the backend refuses), so that check fails as early.
     """
     _REGISTRY[name] = factory
     if sampling is None:
@@ -138,11 +139,13 @@ def _parsed(config: str | dict[str, Any]) -> tuple[str, Callable[..., Backend], 
 def check_backend_config(config: str | dict[str, Any]) -> None:
     """Check a backend config without building the backend (its heavy libraries stay
     unloaded): a registered ``name``, only keys its backend takes, every key it needs, and
-    whatever its factory's ``check_config`` checks (a ``replay`` file that exists).
+    whatever its factory's ``check_config`` checks (a ``replay`` file that exists, the values
+    of ``openai``'s and ``hf``'s settings).
 
     Raises:
         UnknownNameError: no backend is registered under the name (nearest ones named).
-        BackendConfigError: an unknown key (the nearest known key named) or a missing one;
+        BackendConfigError: an unknown key (the nearest known key named), a missing one, or a
+            value the backend refuses (its ``check_config``'s ``ValueError``);
             :class:`BackendUnavailableError` (also an ``ImportError``) when the library the
             backend's keys go to is not installed.
         FileNotFoundError: a file the backend reads is not there (``replay``'s ``path``);
@@ -158,8 +161,16 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
     name, factory, options = _parsed(config)
     _fit(name, factory, options)
     check = getattr(factory, "check_config", None)
-    if check is not None:
-        check(**options)
+    if check is None:
+        return
+    defaults = {p.name: p.default for p in inspect.signature(factory).parameters.values()
+                if p.default is not inspect.Parameter.empty}
+    try:
+        check(**{**defaults, **options})
+    except UsageError:
+        raise
+    except ValueError as exc:  # a value the backend refuses (``timeout_s: -1``)
+        raise BackendConfigError(f"backend {name!r}: {exc}") from None
 
 
 def budget_defaults(config: str | dict[str, Any] | Backend,
