@@ -30,6 +30,7 @@ mid-episode goes on with that episode.
 from __future__ import annotations
 
 import abc
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -96,6 +97,8 @@ def check_roles(roles: Sequence[str], n_agents: int | None = None) -> tuple[str,
     if isinstance(roles, str):
         raise ValueError(f"roles must be a list of role names, not the string {roles!r}")
     roles = tuple(roles)
+    if not all(isinstance(role, str) for role in roles):
+        raise ValueError(f"roles must be role names (strings), got {list(roles)!r}")
     if n_agents is not None and check_team_size(n_agents) != len(roles):
         raise ValueError(f"n_agents={n_agents!r} but {len(roles)} roles were given; give one "
                          f"role per agent, or leave n_agents out")
@@ -312,12 +315,14 @@ class SharedContextEnv(AECEnv):
 
     def render(self) -> str | None:
         """The shared context as text in ``ansi`` mode, printed in ``human`` mode (returning
-        None, as PettingZoo's ``render_test`` expects); None without a mode or an episode."""
+        None, as PettingZoo's ``render_test`` expects; characters the terminal cannot show,
+        such as lone surrogates, are printed as escapes); None without a mode or an episode."""
         if self.render_mode is None or self.episode is None:
             return None
         text = self.episode.render()
         if self.render_mode == "human":
-            print(text)
+            encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+            print(text.encode(encoding, "backslashreplace").decode(encoding))
             return None
         return text
 

@@ -19,18 +19,34 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["ArithmeticChainTask", "env", "raw_env", "parallel_env"]
 
 _OPS = {"+": ("add", lambda a, b: a + b), "-": ("subtract", lambda a, b: a - b),
         "*": ("multiply by", lambda a, b: a * b)}
-_INTEGER = re.compile(r"-?\d[\d,]*")
+# The first number: a sign (ASCII or U+2212 minus), digits (in groups of three if commas are
+# used) and decimals, never part of a longer number such as 17.5.3, 1,7 or 17/2.
+_NUMBER = re.compile(r"(?<!\d)(?<!\d[.,/])([-\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"
+                     r"(?![.,/]?\d)")
 _LIMIT = 10_000
 _MAX_DIGITS = 64
 """Longer numbers are wrong answers, not read (int() refuses thousands of digits; values have
 at most 21, operands being int64)."""
+
+
+def _read_integer(answer: str) -> int | None:
+    """The answer's first number if it is an integer (``17.0`` is, ``17.5`` is not) of at
+    most ``_MAX_DIGITS`` digits; None otherwise."""
+    found = _NUMBER.search(answer)
+    if not found:
+        return None
+    sign, whole, decimals = found.groups()
+    digits = whole.replace(",", "").lstrip("0") or "0"
+    if (decimals or "").strip("0") or len(digits) > _MAX_DIGITS:
+        return None
+    return -int(digits) if sign else int(digits)
 
 
 class ArithmeticChainTask(ReasoningTask):
@@ -49,12 +65,8 @@ class ArithmeticChainTask(ReasoningTask):
     def __init__(self, steps: int | None = None, max_operand: int = 9, split: bool = True,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.steps = self.n_agents if steps is None else steps
-        if not isinstance(self.steps, int) or not 1 <= self.steps <= 32:
-            raise ValueError(f"steps must be an integer from 1 to 32, got {steps!r}")
-        if not isinstance(max_operand, int) or max_operand < 2:
-            raise ValueError(f"max_operand must be an integer >= 2, got {max_operand!r}")
-        self.max_operand = max_operand
+        self.steps = check_int("steps", self.n_agents if steps is None else steps, 1, 32)
+        self.max_operand = check_int("max_operand", max_operand, 2)
         self.split = split
 
     def generate(self, rng: np.random.Generator) -> Problem:
@@ -81,13 +93,8 @@ class ArithmeticChainTask(ReasoningTask):
         return Problem(statement, tuple(briefs), value, {"start": start, "steps": steps})
 
     def check(self, problem: Problem, answer: str) -> tuple[float, dict[str, Any]]:
-        """1 when the answer's first integer is the final value."""
-        found, given = _INTEGER.search(answer), None
-        if found:
-            text = found.group().replace(",", "")
-            digits = text.lstrip("-").lstrip("0") or "0"
-            if len(digits) <= _MAX_DIGITS:
-                given = -int(digits) if text.startswith("-") else int(digits)
+        """1 when the answer's first number is the final value."""
+        given = _read_integer(answer)
         return float(given == problem.answer), {"expected": problem.answer, "given": given}
 
 

@@ -29,7 +29,14 @@ from agentworld_envs.protocol.text_space import (
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
-from team_envs.core import TeamEpisode, TeamTask, agent_name, check_roles, check_team_size
+from team_envs.core import (
+    TeamEpisode,
+    TeamTask,
+    agent_name,
+    check_int,
+    check_roles,
+    check_team_size,
+)
 
 __all__ = [
     "ROLE_PROMPTS",
@@ -116,20 +123,20 @@ class TextTeamTask(TeamTask):
             self.roles = default_roles(check_team_size(3 if n_agents is None else n_agents))
         else:
             self.roles = check_roles(roles, n_agents)
+        if role_prompts is not None and not (isinstance(role_prompts, Mapping) and all(
+                isinstance(prompt, str) for prompt in role_prompts.values())):
+            raise ValueError(f"role_prompts must map role names to prompt texts, got "
+                             f"{role_prompts!r}")
         self.role_prompts = {**ROLE_PROMPTS, **(role_prompts or {})}
         missing = sorted(set(self.roles) - set(self.role_prompts))
         if missing:
             raise ValueError(f"roles {missing} have no prompt; pass role_prompts")
         if handoff not in _HANDOFFS:
             raise ValueError(f"handoff must be one of {_HANDOFFS}, got {handoff!r}")
-        for name, value in (("rounds", rounds), ("max_cycles", max_cycles),
-                            ("max_message_chars", max_message_chars)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         self.handoff = handoff
-        self.rounds = rounds
-        self.max_cycles = max_cycles
-        self.max_message_chars = max_message_chars
+        self.rounds = check_int("rounds", rounds, 1)
+        self.max_cycles = check_int("max_cycles", max_cycles, 1)
+        self.max_message_chars = check_int("max_message_chars", max_message_chars, 1)
 
     def message_limit(self, problem: Problem) -> int:
         """How many characters of a message on ``problem`` are kept."""

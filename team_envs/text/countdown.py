@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["CountdownTask", "evaluate_expression", "env", "raw_env", "parallel_env"]
@@ -25,6 +25,8 @@ __all__ = ["CountdownTask", "evaluate_expression", "env", "raw_env", "parallel_e
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv}
 _MAX_EXPRESSION = 200
+_OPERATOR_SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-"})
+"""Typeset operators read as Python's."""
 _ATTEMPTS = 64
 
 
@@ -39,7 +41,7 @@ def _combine(a: Fraction, b: Fraction, op: str) -> Fraction | None:
 
 
 def evaluate_expression(expression: str) -> tuple[Fraction | None, list[int], str]:
-    """Evaluate an arithmetic expression of integers with + - * / and parentheses.
+    """Evaluate an arithmetic expression of integers with + - * / (or × ÷ −) and parentheses.
 
     Returns:
         The exact value (None if it cannot be read or divides by zero), the integers it uses and
@@ -48,7 +50,7 @@ def evaluate_expression(expression: str) -> tuple[Fraction | None, list[int], st
     if len(expression) > _MAX_EXPRESSION:
         return None, [], "expression too long"
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = ast.parse(expression.translate(_OPERATOR_SIGNS).strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, [], "not an arithmetic expression"
     used: list[int] = []
@@ -85,12 +87,8 @@ class CountdownTask(ReasoningTask):
     def __init__(self, numbers: int = 4, max_number: int = 10, split: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not isinstance(numbers, int) or not 2 <= numbers <= 6:
-            raise ValueError(f"numbers must be an integer from 2 to 6, got {numbers!r}")
-        if not isinstance(max_number, int) or not 2 <= max_number <= 100:
-            raise ValueError(f"max_number must be an integer from 2 to 100, got {max_number!r}")
-        self.numbers = numbers
-        self.max_number = max_number
+        self.numbers = check_int("numbers", numbers, 2, 6)
+        self.max_number = check_int("max_number", max_number, 2, 100)
         self.split = split
 
     def _expression(self, rng: np.random.Generator, numbers: list[int]) -> tuple[Fraction, str]:
@@ -135,8 +133,9 @@ class CountdownTask(ReasoningTask):
                        {"numbers": numbers, "solution": solution})
 
     def check(self, problem: Problem, answer: str) -> tuple[float, dict[str, Any]]:
-        """1 when the expression uses only the given numbers and equals the target."""
-        expression = answer.split("=")[0]
+        """1 when the expression (before any ``=``; a closing full stop is not part of it) uses
+        only the given numbers and equals the target."""
+        expression = answer.partition("=")[0].strip().removesuffix(".")
         value, used, error = evaluate_expression(expression)
         overused = Counter(used) - Counter(problem.details["numbers"])
         if not error and overused:

@@ -18,7 +18,7 @@ The team reward is the floor verifier's reward: 1.0 if and only if every check p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -27,7 +27,7 @@ from pettingzoo import AECEnv
 
 import floor_tasks
 from agentworld_envs.protocol.tool_calls import parse_action
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, TextEpisode, TextTeamTask
 
 __all__ = ["FloorTeamTask", "FloorTeamEpisode", "FLOOR_ROLES", "env", "raw_env", "parallel_env"]
@@ -63,21 +63,20 @@ class FloorTeamTask(TextTeamTask):
                  executor_turns: int | None = None, max_message_chars: int = 4000) -> None:
         super().__init__(roles=tuple(FLOOR_ROLES), role_prompts=FLOOR_ROLES,
                          max_message_chars=max_message_chars)
+        if tasks is not None and not isinstance(tasks, str | Iterable):
+            raise ValueError(f"tasks must be a task id or a list of them, got {tasks!r}")
         chosen = list(floor_tasks.TASK_IDS) if tasks is None else (
             [tasks] if isinstance(tasks, str) else list(tasks))
         if not chosen:
             raise ValueError("tasks is empty: name at least one AgentFloor task id, or leave "
                              "tasks out for all of them")
-        unknown = sorted(set(chosen) - set(floor_tasks.TASK_IDS))
+        unknown = [task for task in chosen if task not in floor_tasks.TASK_IDS]
         if unknown:
             raise ValueError(f"unknown AgentFloor task ids {unknown}; "
                              f"use ids from {list(floor_tasks.TASK_IDS)}")
-        if executor_turns is not None and (not isinstance(executor_turns, int)
-                                           or executor_turns < 0):
-            raise ValueError(f"executor_turns must be a non-negative integer, "
-                             f"got {executor_turns!r}")
         self.tasks = tuple(chosen)
-        self.executor_turns = executor_turns
+        self.executor_turns = None if executor_turns is None else check_int(
+            "executor_turns", executor_turns, 0)
 
     @property
     def max_messages(self) -> int:
@@ -99,7 +98,9 @@ class FloorTeamTask(TextTeamTask):
         """Reset a floor env on a task drawn from ``rng`` (or ``options["task_id"]``, one of
         ``tasks``)."""
         options = dict(options or {})
-        task_id = options.get("task_id") or self.tasks[int(rng.integers(len(self.tasks)))]
+        task_id = options.get("task_id")
+        if task_id is None:
+            task_id = self.tasks[int(rng.integers(len(self.tasks)))]
         if task_id not in self.tasks:  # the turn space and message cap are sized for these
             raise ValueError(f"options['task_id'] must be one of this env's tasks "
                              f"{list(self.tasks)}, got {task_id!r}; pass tasks=[...] to "

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, wrap
+from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["LogicGridTask", "Clue", "env", "raw_env", "parallel_env"]
@@ -95,11 +95,8 @@ class LogicGridTask(ReasoningTask):
     def __init__(self, people: int = 3, attributes: int = 2, split: bool = True,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not isinstance(people, int) or not 2 <= people <= len(PEOPLE):
-            raise ValueError(f"people must be an integer from 2 to {len(PEOPLE)}, got {people!r}")
-        if not isinstance(attributes, int) or not 1 <= attributes <= len(ATTRIBUTES):
-            raise ValueError(f"attributes must be an integer from 1 to {len(ATTRIBUTES)}, "
-                             f"got {attributes!r}")
+        people = check_int("people", people, 2, len(PEOPLE))
+        attributes = check_int("attributes", attributes, 1, len(ATTRIBUTES))
         self.names = PEOPLE[:people]
         self.attributes = [(name, values[:people])
                            for name, values in list(ATTRIBUTES.items())[:attributes]]

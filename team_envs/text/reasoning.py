@@ -7,7 +7,8 @@ scored by the dataset's own ``score_answer``, clamped to [0, 1] (NaN counts as 0
 
 Some answers are not given to the scorer and score 0, the reason in
 ``info["verdict"]["error"]``, so that a step stays safe and quick: one longer than both 4,000
-characters and twice the reference answer; one holding a number with an exponent of five
+characters (200 for propositional_logic, whose scorer takes time quadratic in it) and twice the
+reference answer; one holding a number with an exponent of five
 or more digits (``1e99999``: the scorers expand it exactly); for the datasets whose scorers
 ``eval`` the answer (binary_matrix, n_queens, spiral_matrix, string_insertion) one that is
 Python code beyond literals and names; for those that evaluate it with sympy (countdown, puzzle24,
@@ -66,6 +67,9 @@ __all__ = ["ReasoningGymTask", "env", "item_keys", "raw_env", "parallel_env"]
 _DRAWS = 100
 """Training draws tried before a task is declared too small to hold out ``held_out`` items."""
 _MAX_ANSWER_CHARS = 4000
+_SHORT_ANSWERS = {"propositional_logic": 200}
+"""Datasets whose scorers take time quadratic in the answer (reasoning-gym 0.1.19: 4,000
+characters of ``¬`` take seconds), with the longest answer they are given."""
 _ANSWER_PREFIX = "ANSWER: "
 _MAX_EXPRESSION_SIZE = 100
 _BIG_EXPONENT = re.compile(r"(?<![\w.])(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][+-]?\d[\d_]{4,}")
@@ -138,7 +142,7 @@ def _runs_code(answer: str) -> bool:
 
 def _refusal(dataset: str, answer: str, reference: str) -> str:
     """Why ``answer`` is not given to ``dataset``'s scorer ("" when it is)."""
-    limit = max(_MAX_ANSWER_CHARS, 2 * len(reference))
+    limit = max(_SHORT_ANSWERS.get(dataset, _MAX_ANSWER_CHARS), 2 * len(reference))
     if len(answer) > limit:
         return f"answer longer than {limit} characters"
     if _BIG_EXPONENT.search(answer):
@@ -216,10 +220,12 @@ class ReasoningGymTask(ReasoningTask):
         gym = _reasoning_gym()
         names = sorted(gym.factory.DATASETS)
         if task not in names:
-            near = difflib.get_close_matches(str(task), names, n=1)
+            near = difflib.get_close_matches(task, names, n=1) if isinstance(task, str) else []
             hint = f"; did you mean {near[0]!r}?" if near else ""
             raise ValueError(f"task must be a reasoning-gym dataset, not {task!r}{hint} "
                              f"({len(names)} datasets: reasoning_gym.factory.DATASETS)")
+        if config is not None and not isinstance(config, Mapping):
+            raise ValueError(f"config must be a dict of {task}'s settings, got {config!r}")
         config = dict(config or {})
         if {"seed", "size"} & set(config):
             raise ValueError("config must not set seed or size: use dataset_seed and size "
