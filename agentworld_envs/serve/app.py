@@ -10,14 +10,19 @@ OpenEnv's messages (``reset``, ``step``, ``state``, ``close``) and its replies a
 shapes, one message at a time, except that no frame a client sends ends its session. A binary
 frame, text that is not JSON or is past the parser's limits (nesting depth, a number of over
 4300 digits), or JSON that is not an object is answered with OpenEnv's ``INVALID_JSON`` error,
-and the session goes on. The next frame is read while one is answered, so a client that leaves
-in the middle of a step frees its session at once (the step runs on to its end in the session's
-thread, and its envs close after it). A string of a reply that UTF-8 cannot carry (a lone
-surrogate) goes as its JSON escape. Two deviations: OpenEnv's MCP transport over ``/ws`` (the
-``mcp`` message and ``?session_id=`` to attach to an HTTP MCP session) is not served, as these
-envs have no MCP server (OpenEnv answers their tool calls "Environment does not support MCP"):
-``mcp`` is answered with an ``UNKNOWN_TYPE`` error naming the ``list_tools`` and ``call_tool``
-step actions, ``?session_id=`` with a ``SESSION_ERROR``.
+and the session goes on. Frames are read (up to ``READ_AHEAD``) while one is answered, so a
+client that leaves in the middle of a step frees its session at once, also when it sent more
+first (OpenEnv's client sends ``close`` before it closes its socket): the step runs on to its
+end in the session's thread, its envs close after it, and the frames after it go unanswered.
+A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON escape.
+Deviations: OpenEnv's MCP transport (the ``mcp`` message and ``?session_id=`` on ``/ws``, HTTP
+MCP sessions on ``/mcp``) is not served, as these envs have no MCP server (OpenEnv answers
+their tool calls "Environment does not support MCP"): ``mcp`` is answered with an
+``UNKNOWN_TYPE`` error naming the ``list_tools`` and ``call_tool`` step actions,
+``?session_id=`` with a ``SESSION_ERROR``, and ``openenv/session/create`` on ``POST /mcp``
+with a ``METHOD_NOT_FOUND`` error (such a session could serve nothing here, and held a slot
+until the idle sweep, or for ever without one); the other requests to ``/mcp`` get OpenEnv's
+answers.
 
 Idle sessions are closed by our own sweep rather than OpenEnv's reaper, because OpenEnv counts
 a session's activity only when a message is answered: its reaper would close a session in the
@@ -37,9 +42,11 @@ from typing import Any, cast
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcRequest, JsonRpcResponse
 from openenv.core.env_server.serialization import deserialize_action, serialize_observation
 from openenv.core.env_server.types import (
     ConcurrencyConfig,
@@ -65,12 +72,20 @@ __all__ = ["build_app"]
 
 _log = logging.getLogger(__name__)
 
-_NO_MCP = ('this server has no MCP server, so "mcp" messages are not served: list the tools '
-           'with {"type": "step", "data": {"type": "list_tools"}} and call one with '
-           '{"type": "step", "data": {"type": "call_tool", "tool_name": ..., "arguments": '
-           '{...}}}')
+_TOOL_STEPS = ('list the tools with {"type": "step", "data": {"type": "list_tools"}} and call '
+               'one with {"type": "step", "data": {"type": "call_tool", "tool_name": ..., '
+               '"arguments": {...}}}')
+_NO_MCP = f'this server has no MCP server, so "mcp" messages are not served: {_TOOL_STEPS}'
+_NO_MCP_SESSION = ("this server has no MCP server, so it opens no HTTP MCP session "
+                   "(openenv/session/create): open a WebSocket session at /ws and "
+                   f"{_TOOL_STEPS}")
 _NO_ATTACH = ("this server does not attach a WebSocket to an HTTP MCP session (?session_id=): "
               "connect without it for a session of your own")
+
+READ_AHEAD = 8
+"""Frames a session reads ahead while it answers one: past them the client waits (its frames
+stay in the socket), so a session's memory is bounded, and a client that leaves with more
+unanswered is seen to leave once they are answered."""
 
 _JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 """What a JSON value is called, by its Python type (numbers aside)."""
@@ -89,6 +104,18 @@ def _reply(message: BaseModel) -> str:
 def _error(code: WSErrorCode, message: str, **details: Any) -> str:
     """An error frame of OpenEnv's shape."""
     return _reply(WSErrorResponse(data={"message": message, "code": code, **details}))
+
+
+async def _read(websocket: WebSocket, frames: asyncio.Queue[Message | None],
+                room: asyncio.Semaphore) -> None:
+    """Queue the client's frames, then None once it has left; with ``READ_AHEAD`` frames not
+    yet taken, wait for ``room``."""
+    try:
+        while (frame := await websocket.receive())["type"] != "websocket.disconnect":
+            await room.acquire()
+            frames.put_nowait(frame)
+    finally:
+        frames.put_nowait(None)
 
 
 def _idle(session: Environment | None, limit: float) -> bool:
@@ -120,7 +147,7 @@ class _Server(HTTPEnvServer):
         """One WebSocket session, from the connection until ``close`` or the client leaves."""
         await websocket.accept()
         session_id: str | None = None
-        receiving: asyncio.Future[Message] | None = None
+        reader: asyncio.Future[None] | None = None
         answering: asyncio.Future[str | None] | None = None
         try:
             if websocket.query_params.get("session_id"):
@@ -137,25 +164,28 @@ class _Server(HTTPEnvServer):
                 await websocket.send_text(_error(WSErrorCode.FACTORY_ERROR, str(exc),
                                                  factory_name=exc.factory_name))
                 return
-            receiving = asyncio.ensure_future(websocket.receive())
-            while (frame := await receiving)["type"] != "websocket.disconnect":
-                # the next frame is read while this one is answered, so that a client leaving
-                # mid-step frees its session at once (the step ends in the session's thread)
-                receiving = asyncio.ensure_future(websocket.receive())
+            # frames are read while one is answered, so that a client leaving mid-step (even
+            # after sending more, such as OpenEnv's client's "close") frees its session at once
+            frames: asyncio.Queue[Message | None] = asyncio.Queue()
+            room = asyncio.Semaphore(READ_AHEAD)
+            reader = asyncio.ensure_future(_read(websocket, frames, room))
+            while (frame := await frames.get()) is not None:
+                room.release()
                 answering = asyncio.ensure_future(
                     self._answer(session_id, cast(GymSession, session), frame))
                 try:
-                    await asyncio.wait((answering, receiving),
-                                       return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait((answering, reader), return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:
                     answering.cancel()
                     raise
-                if not answering.done() and receiving.result()["type"] == "websocket.disconnect":
-                    break
+                if not answering.done():
+                    break  # the client left: the step ends in the session's thread
                 reply = await answering
                 if reply is None:
                     break
                 await websocket.send_text(reply)
+            if reader.done():
+                reader.result()  # a socket that failed rather than closed is logged below
         except WebSocketDisconnect:
             pass
         except Exception as exc:  # noqa: BLE001 - the socket failed: this session ends alone
@@ -163,8 +193,8 @@ class _Server(HTTPEnvServer):
             with contextlib.suppress(Exception):
                 await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, str(exc)))
         finally:
-            if receiving is not None:
-                receiving.cancel()
+            if reader is not None:
+                reader.cancel()
             if session_id is not None:
                 await self._destroy_session(session_id)
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
@@ -253,6 +283,25 @@ class _Server(HTTPEnvServer):
             self._sweeper = None
 
 
+def _refuse_mcp_sessions(app: FastAPI) -> None:
+    """Answer ``openenv/session/create`` on ``POST /mcp`` with an error, ahead of OpenEnv's
+    route, which still answers every other request."""
+    openenv_mcp = next(route.endpoint for route in app.router.routes
+                       if isinstance(route, APIRoute) and route.path == "/mcp")
+
+    async def mcp(request: Request) -> dict[str, Any]:
+        with contextlib.suppress(ValueError):  # not JSON-RPC: OpenEnv's route says what's wrong
+            rpc = JsonRpcRequest.model_validate_json(await request.body())
+            if rpc.method == "openenv/session/create":
+                return JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.METHOD_NOT_FOUND, _NO_MCP_SESSION,
+                    request_id=rpc.id).model_dump()
+        return await openenv_mcp(request)
+
+    app.router.routes.insert(0, APIRoute("/mcp", mcp, methods=["POST"],
+                                         include_in_schema=False))
+
+
 def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastAPI:
     """The FastAPI app serving ``settings.env_id`` over OpenEnv's protocol.
 
@@ -268,6 +317,7 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
                   description="An agentworld env served over OpenEnv's protocol.")
     app.add_api_websocket_route("/ws", server.serve_socket)  # matched before OpenEnv's /ws
     server.register_routes(app)
+    _refuse_mcp_sessions(app)
 
     @app.exception_handler(ValueError)
     async def bad_request(request: Request, exc: ValueError) -> JSONResponse:

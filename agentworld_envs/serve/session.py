@@ -166,8 +166,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             return self._step(action)
 
     def _step(self, action: TurnAction) -> TurnObservation:
-        if self._closed is not None:  # closed while this step waited for the session's thread
-            raise RuntimeError(f"{self._closed}; open a new session")
+        self._check_open()  # closed while this step waited for the session's thread
         if action.type == "list_tools":
             return TurnObservation(tools=self._tools(), done=self._state.done,
                                    metadata={"list_tools": True})
@@ -216,7 +215,9 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
     @property
     def state(self) -> EpisodeState:
-        """The episode id, steps so far, the id played and how the episode stands."""
+        """The episode id, steps so far, the id played and how the episode stands (an error
+        once the session is closed, as every other message gets)."""
+        self._check_open()
         return self._state
 
     def get_metadata(self) -> EnvironmentMetadata:
@@ -269,9 +270,12 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         if self._counted:
             self.served.count("sessions_closed")
 
-    def _active(self) -> _Activity:
+    def _check_open(self) -> None:
         if self._closed is not None:
             raise RuntimeError(f"{self._closed}; open a new session")
+
+    def _active(self) -> _Activity:
+        self._check_open()
         return _Activity(self)
 
     def _options(self, options: Any) -> dict[str, Any]:

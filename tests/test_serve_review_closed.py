@@ -1,0 +1,23 @@
+"""A session the idle sweep closed answers every later message with the reason, ``state`` too."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("openenv")
+
+from tests.helpers.openenv_server import stats  # noqa: E402
+from tests.test_serve import _ask, _in_process, _wait, _ws  # noqa: E402
+
+
+def test_state_of_a_session_closed_for_idling_is_an_error():
+    with _in_process("AgentFloor/B3-v0", idle_timeout_s=0.2) as url:
+        with _ws(url) as ws:
+            assert _ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            _wait(lambda: stats(url)["sessions_closed"] >= 1, "the idle session closed")
+            # before, a live-looking state (done false) came back from the closed session
+            for message in ({"type": "state"}, {"type": "step", "data": {"message": "hi"}}):
+                reply = _ask(ws, message)
+                assert reply["type"] == "error", reply
+                assert "idle" in reply["data"]["message"]
+                assert "open a new session" in reply["data"]["message"]
