@@ -81,11 +81,15 @@ class EnvSession:
         reward: The episode's reward (0.0 until it ends).
         last_info: The info of the last reset or step.
         fault: The exception ``env.step`` raised in this episode (which ended it), or None.
+        cut_short: Whether the rollout that played the episode left it unfinished
+            (:class:`~agentworld_envs.trl.rollout.TurnRollout`, out of context): it gets no
+            further step, and no verdict.
     """
 
     env_id: ClassVar[str]
     make_kwargs: ClassVar[dict[str, Any]] = {}
     fault: Exception | None = None
+    cut_short: bool = False
 
     def __init__(self, env: Any = None) -> None:
         """Play ``env`` (a vector env's slot), else a new env of :attr:`env_id`."""
@@ -110,6 +114,7 @@ class EnvSession:
         observation, info = self.env.reset(seed=row.get("seed"), options=options or None)
         self.actions, self.tools = [], list(info.get("tools") or [])
         self.done, self.reward, self.last_info, self.fault = False, 0.0, info, None
+        self.cut_short = False
         return observation
 
     def _step(self, action: str) -> str:
@@ -148,10 +153,11 @@ class EnvSession:
     def _finish(self, final_text: str | None) -> float:
         """Play the final answer if the episode is still open; return the episode's reward.
 
-        An episode still open afterwards (no final text, or text that was a broken tool call)
-        has no verdict and scores 0.0.
+        An episode still open afterwards (no final text, text that was a broken tool call, or
+        an episode :attr:`cut_short`, whose completion holds turns already played) has no
+        verdict and scores 0.0.
         """
-        if not self.done and final_text is not None:
+        if not self.done and not self.cut_short and final_text is not None:
             self._step(final_text)
         return self.reward if self.done else 0.0
 

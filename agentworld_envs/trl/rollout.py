@@ -158,6 +158,28 @@ def _context_tokens(trainer: Any) -> float:
     return limit
 
 
+def _check_room(prompt_ids: list[list[int]], context: float, turn: int) -> None:
+    """Raise when a prompt leaves no room in ``context`` for a first turn of ``turn`` tokens:
+    its episode could play nothing, and TRL cannot take an empty completion."""
+    longest = max((len(ids) for ids in prompt_ids), default=0)
+    if longest + turn > context:
+        raise ValueError(f"a prompt of {longest} tokens leaves no room for a turn of "
+                         f"max_completion_length {turn} in the model's context of {context:.0f} "
+                         f"tokens: shorten the prompts or lower max_completion_length")
+
+
+def _kept(ids: list[int], limit: int, ends: set[int]) -> int:
+    """How many of an episode's tokens to keep: all that fit in ``limit``; an episode cut there
+    also loses the end tokens it would end on, since TRL reads a completion ending in one as
+    finished (not truncated: ``mask_truncated_completions``, ``clipped_ratio``)."""
+    if len(ids) <= limit:
+        return len(ids)
+    kept = limit
+    while kept > 1 and ids[kept - 1] in ends:
+        kept -= 1
+    return kept
+
+
 class TurnRollout:
     """``rollout_func`` playing whole assistant turns through ``env.step``.
 
@@ -166,9 +188,12 @@ class TurnRollout:
     ``reward_funcs=[environment_reward]``. Episodes are played to their end (final answer,
     submission or step budget), or until the next turn could not fit the model's context (its
     ``max_position_embeddings``, or ``vllm_max_model_length`` with vLLM): such an episode is
-    left unfinished and scored as TRL scores one it cut short, rather than decoded past the
-    positions the model knows (``generate``) or refused (vLLM). The training sequence is then
-    cut at ``max_completion_length`` tokens, so set it to cover a whole episode.
+    left unfinished (:attr:`~agentworld_envs.trl.environment.EnvSession.cut_short`: the reward
+    plays no final turn) and scored as TRL scores one it cut short, rather than decoded past the
+    positions the model knows (``generate``) or refused (vLLM); a prompt that leaves no room
+    for a first turn raises ``ValueError``. The training sequence is then cut at
+    ``max_completion_length`` tokens (before any end token there, so that TRL reads it as
+    truncated), so set it to cover a whole episode.
 
     Each turn is generated through the trainer's own generation path (``generate``, or vLLM
     when ``use_vllm``), with its sampling settings; ``max_completion_length`` also caps a turn.
@@ -190,7 +215,9 @@ class TurnRollout:
         sampled_logprobs = False
         if trainer.model.training:  # evaluation may group rollouts otherwise
             _check_groups(sessions, trainer.num_generations)
-        room = _context_tokens(trainer) - trainer.max_completion_length  # a turn's own budget
+        context = _context_tokens(trainer)
+        _check_room(prompt_ids, context, trainer.max_completion_length)
+        room = context - trainer.max_completion_length  # a turn's own budget
         active = [i for i, session in enumerate(sessions) if not session.done]
         while active := [i for i in active if len(prompt_ids[i]) + len(completion_ids[i])
                          <= room]:
@@ -218,8 +245,12 @@ class TurnRollout:
                 env_mask[i] += [0] * len(feedback)
                 logprobs[i] += [0.0] * len(feedback)
             active = [i for i in active if not sessions[i].done]
-        limit = trainer.max_completion_length
+        for session in sessions:
+            session.cut_short = not session.done
+        ends = {*eos, tokenizer.pad_token_id}
+        kept = [_kept(ids, trainer.max_completion_length, ends) for ids in completion_ids]
         return {"prompt_ids": prompt_ids,
-                "completion_ids": [ids[:limit] for ids in completion_ids],
-                "logprobs": [lp[:limit] for lp in logprobs] if sampled_logprobs else None,
-                "env_mask": [mask[:limit] for mask in env_mask]}
+                "completion_ids": [ids[:n] for ids, n in zip(completion_ids, kept, strict=True)],
+                "logprobs": [lp[:n] for lp, n in zip(logprobs, kept, strict=True)]
+                if sampled_logprobs else None,
+                "env_mask": [mask[:n] for mask, n in zip(env_mask, kept, strict=True)]}

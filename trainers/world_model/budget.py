@@ -1,26 +1,38 @@
-"""What TRL's trainers lack for our SFT runs: a step-or-time budget, and a loss hook.
+"""What TRL's trainers lack for our runs: a step-or-time budget, a loss hook, and a fault tally
+that checkpoints keep.
 
 The learning rate warms up linearly over ``warmup`` steps, then decays along a cosine to a tenth
 as the run goes through its budget: ``steps``, or ``minutes`` of training when that runs out
 first (Transformers schedules by steps only, and has no time limit). A checkpoint keeps the
 training time spent so far (in its ``trainer_state.json``), so a run resumed from it goes on
 with the rest of the budget; the step and the scheduler's state come back with the checkpoint.
-Imports TRL: load it only to train.
+:class:`KeptTally` keeps the judge faults of an RL run in its checkpoints, so that a resumed run
+counts those before its checkpoint too. Imports TRL: load it only to train.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
-__all__ = ["BudgetedSFTTrainer", "LossHook", "TrainingBudget"]
+from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.backends.faults import FaultTally
+
+__all__ = ["TALLY_FILE", "BudgetedSFTTrainer", "KeptTally", "LossHook", "TrainingBudget"]
+
+TALLY_FILE = "fault_tally.json"
+"""Where a checkpoint keeps the run's :class:`KeptTally`."""
 
 
 class TrainingBudget(TrainerCallback, ExportableState):
@@ -62,6 +74,28 @@ class TrainingBudget(TrainerCallback, ExportableState):
             control.should_training_stop = True
 
 
+class KeptTally(TrainerCallback):
+    """Keeps a :class:`~agentworld_envs.backends.faults.FaultTally` in each checkpoint
+    (:data:`TALLY_FILE`) and takes back the one of the checkpoint a run resumes from.
+
+    A file of its own rather than Transformers' callback state, which
+    ``restore_callback_states_from_checkpoint`` would rebuild without the tally."""
+
+    def __init__(self, tally: FaultTally, checkpoint: str | None) -> None:
+        self.tally = tally
+        kept = Path(checkpoint, TALLY_FILE) if checkpoint else None
+        if kept is not None and kept.is_file():
+            saved = json.loads(kept.read_text(encoding="utf-8"))
+            tally.calls, tally.failed = saved["calls"], saved["failed"]
+            tally.reasons, tally.examples = Counter(saved["reasons"]), saved["examples"]
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        write_text_atomic(folder / TALLY_FILE, json.dumps({
+            "calls": self.tally.calls, "failed": self.tally.failed,
+            "reasons": self.tally.reasons, "examples": self.tally.examples}))
+
+
 class LossHook(TrainerCallback):
     """Calls ``log(step, loss)`` whenever the trainer logs the training loss."""
 
@@ -83,6 +117,10 @@ class BudgetedSFTTrainer(SFTTrainer):
         self.add_callback(budget)
 
     def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        """The budget's schedule, over the steps the trainer makes (``max_steps``, or the epochs'
+        steps when it is -1) and its warm-up (``warmup_steps``, a share of them below 1)."""
         if self.lr_scheduler is None:
+            self.budget.steps = num_training_steps
+            self.budget.warmup = self.args.get_warmup_steps(num_training_steps)
             self.lr_scheduler = LambdaLR(optimizer or self.optimizer, self.budget.lr_factor)
         return self.lr_scheduler

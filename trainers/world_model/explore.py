@@ -76,7 +76,9 @@ def explore_corpus(out: str | Path, repeats: int = 2, seed: int = 0,
     """Run ``repeats`` exploring episodes of every variant of every task into corpus ``out``.
 
     Deterministic for a seed: episodes advance in a fixed lockstep order and every draw comes
-    from one generator.
+    from one generator. A corpus an interrupted call left resumes: every episode is played
+    again (so the draws are those of an uninterrupted call) and only the runs it lacks are
+    added.
     """
     if not 0 <= mistakes <= 1:
         raise ValueError("mistakes must be a probability")
@@ -95,6 +97,8 @@ def explore_corpus(out: str | Path, repeats: int = 2, seed: int = 0,
     jobs = [Job(task_id=task_id, variant=variant, repeat=r, seed=seed + r, model="explore")
             for task_id, variant in sorted(set(variants.values())) for r in range(repeats)]
     corpus = RunCorpus(out)
+    done = corpus.done_ids()
     for record in run_jobs(jobs, explore, batch_size=32):
-        corpus.append(record)
+        if record.run_id not in done:
+            corpus.append(record)
     return Path(out)

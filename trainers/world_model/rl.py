@@ -36,6 +36,7 @@ from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import (
     accelerated,
     check_at_least,
+    check_model,
     load_model,
     require_trl,
     resume_checkpoint,
@@ -117,6 +118,13 @@ class RLResult:
     out: str
     history: list[dict[str, float]] = field(default_factory=list)
 
+    @property
+    def learned(self) -> bool:
+        """Whether any step had a group whose samples scored differently: GRPO learns only from
+        those (a tied group's advantages are all 0), so a run without one left the model as it
+        was."""
+        return any(entry.get("frac_reward_zero_std", 0.0) < 1.0 for entry in self.history)
+
 
 def grpo_settings() -> tuple[type, dict[str, Any]]:
     """TRL's ``GRPOConfig`` and where ours starts: :data:`GRPO_DEFAULTS`, with ``bf16`` where
@@ -162,11 +170,15 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
     torch = require_trl()
     from trl import GRPOTrainer
 
+    from trainers.world_model.budget import KeptTally
+
     config = config if config is not None else grpo_config()
     config = copy.copy(config)  # replace() would redo the config's derived settings
     config.reward_weights = args.reward_weights()
     judge_config = parse_backend_arg(args.judge) if args.judge else None
     checkpoint = resume_checkpoint(config)
+    check_at_least(config, 1, "max_completion_length")
+    check_model(args.model)
     items = training_items(args.train)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -178,7 +190,8 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
                                    if judge is not None else [])
         trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config,
                               train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length),
-                              processing_class=tokenizer)
+                              processing_class=tokenizer,
+                              callbacks=[KeptTally(judged, checkpoint)])
         trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history

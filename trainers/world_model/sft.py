@@ -31,14 +31,14 @@ from typing import Any
 
 from agentworld_envs.bench.items import BenchItem, load_items
 from agentworld_envs.models.compact_view import VIEWS
-from agentworld_envs.models.pretrained import resolve_model
+from agentworld_envs.models.pretrained import BASES, resolve_model
 from agentworld_envs.world.parsing import clean_response_marker
 from trainers.common.args import ConfigError
 from trainers.world_model.examples import target_text
-from trainers.world_model.scratch import ScratchSpec, build_model, build_tokenizer
+from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
-           "encode", "final_turns", "load_model", "load_tokenizer", "lora_config",
+           "check_model", "encode", "final_turns", "load_model", "load_tokenizer", "lora_config",
            "prepare_model", "prepare_tokenizer", "require_trl", "resume_checkpoint",
            "sft_config", "sft_dataset", "sft_example", "sft_settings", "train_sft",
            "training_items"]
@@ -120,6 +120,22 @@ class SFTArgs:
                                            "view")
         if self.lora_rank and not self.model:
             raise ConfigError("lora_rank", "a LoRA adapter needs a pretrained model (--model)")
+        if not self.model:
+            self._check_scratch_sizes()
+
+    def _check_scratch_sizes(self) -> None:
+        """Refuse from-scratch sizes that build no working model (:func:`~.scratch.build_model`:
+        a Qwen2 with half as many key/value heads, rotary embeddings on each head)."""
+        check_at_least(self, 1, "hidden_size", "layers", "heads", "intermediate_size")
+        check_at_least(self, len(MARKUP_TOKENS) + 1, "vocab_size")
+        width = self.hidden_size // self.heads
+        if width * self.heads != self.hidden_size or width % 2:
+            raise ConfigError("hidden_size", f"{self.hidden_size} does not split into "
+                                             f"{self.heads} heads of an even width")
+        if self.heads % max(1, self.heads // 2):
+            raise ConfigError("heads", f"{self.heads} heads cannot share {self.heads // 2} "
+                                       "key/value heads (half of them): use 1, 3 or an even "
+                                       "number")
 
     def spec(self, max_length: int) -> ScratchSpec:
         """The from-scratch model's sizes, with room for ``max_length`` positions."""
@@ -153,8 +169,24 @@ def check_at_least(settings: Any, low: float, *names: str) -> None:
     """Raise :class:`ConfigError` for the first of the fields ``names`` below ``low``."""
     for name in names:
         value = getattr(settings, name)
-        if not value >= low:
+        if value is None or not value >= low:
             raise ConfigError(name, f"must be at least {low}, not {value}")
+
+
+def check_model(model: str) -> None:
+    """Raise :class:`ConfigError` for a ``model`` that cannot load: a path that is no model
+    folder (no ``config.json``, nor a LoRA adapter's ``adapter_config.json``), or a name that
+    is neither a base's nor one the hub could answer
+    (:func:`~agentworld_envs.backends.hf_settings.unreachable`)."""
+    from agentworld_envs.backends.hf_settings import unreachable
+
+    folder = Path(model).expanduser()
+    if model in BASES or any((folder / name).is_file()
+                             for name in ("config.json", "adapter_config.json")):
+        return
+    if folder.exists() or unreachable("model", model):
+        raise ConfigError("model", f"{model} is not a local model folder (it has no "
+                                   f"config.json) nor a base's name ({', '.join(BASES)})")
 
 
 def training_items(path: str) -> list[BenchItem]:
@@ -284,11 +316,18 @@ def final_turns(items: Sequence[BenchItem]) -> list[BenchItem]:
 
 
 def load_tokenizer(path: str) -> Any:
-    """A local model's tokenizer, padding with EOS where it has no pad token."""
+    """A local model's tokenizer, padding with EOS where it has no pad token.
+
+    Raises:
+        ConfigError: the tokenizer has no chat template (the world model reads chats).
+    """
     require_trl()
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
+    if not tokenizer.chat_template:
+        raise ConfigError("model", f"{path} has no chat template (its tokenizer's "
+                                   "chat_template is not set), and the world model reads chats")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -328,7 +367,8 @@ def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs, max_l
     tokens: longer ones cut, or with ``drop_overlong`` left out.
 
     Raises:
-        ConfigError: when ``drop_overlong`` leaves nothing to train on.
+        ConfigError: when ``drop_overlong`` leaves nothing to train on, or when every target
+            was cut (none would be learned whole: no closing tag, no EOS).
     """
     from datasets import Dataset
 
@@ -342,6 +382,11 @@ def sft_dataset(tokenizer: Any, items: Sequence[BenchItem], args: SFTArgs, max_l
     if not rows:
         raise ConfigError("drop_overlong", f"all {len(chosen)} sequences are longer than "
                                            f"max_length {max_length}: nothing is left to train on")
+    if not args.all_turns and all(row["input_ids"][-1] != tokenizer.eos_token_id for row in rows):
+        raise ConfigError("max_length", f"every one of the {len(rows)} targets is cut to the "
+                                        f"{max(1, max_length - 64)} tokens max_length "
+                                        f"{max_length} leaves it (64 stay for the prompt), so "
+                                        "none would be learned whole: raise max_length")
     return Dataset.from_list(rows)
 
 
@@ -402,6 +447,9 @@ def train_sft(args: SFTArgs, config: Any = None,
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(config.seed)
+    check_at_least(config, 1, "max_length")
+    if args.model:
+        check_model(args.model)
     items = training_items(args.train)
     tokenizer = prepare_tokenizer(args, items, config)
     dataset = sft_dataset(tokenizer, items, args, config.max_length)
