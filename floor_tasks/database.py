@@ -37,7 +37,7 @@ def compare(actual: Any, operator: str, expected: Any) -> bool:
         return False
 
 
-_REGISTERED: dict[str, dict[str, Any]] = {}
+_REGISTERED: dict[str, FixtureDB] = {}
 """Fixtures made at run time (:mod:`floor_tasks.generated`), by name."""
 
 
@@ -46,24 +46,24 @@ def register_fixture(name: str, data: dict[str, Any]) -> None:
     fixture has is refused."""
     if (resources.files("floor_tasks") / "fixtures" / f"{name}.yaml").is_file():
         raise ValueError(f"{name} is a packaged fixture; a generated one needs its own name")
-    _REGISTERED[name] = data
+    _REGISTERED[name] = FixtureDB(data)
 
 
-def _read_fixture(name: str) -> dict[str, Any]:
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
-@functools.cache
 def load_fixture(name: str | None) -> FixtureDB:
     """The fixture named ``name`` (``None`` gives an empty database).
 
     Fixtures are read-only: tools return copies of what they read, so one parsed fixture
     serves every env.
     """
-    return FixtureDB(_read_fixture(name) if name else {})
+    return _REGISTERED[name] if name in _REGISTERED else _packaged_fixture(name)
+
+
+@functools.cache
+def _packaged_fixture(name: str | None) -> FixtureDB:
+    if not name:
+        return FixtureDB({})
+    path = resources.files("floor_tasks") / "fixtures" / f"{name}.yaml"
+    return FixtureDB(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
 
 
 class FixtureDB:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from typing import Any
 
 import gymnasium as gym
@@ -73,7 +74,7 @@ def _dumps(envelope: dict[str, Any]) -> str:
                                "message": f"the result cannot be encoded as JSON: {exc}"}})
 
 
-_INVALID = ("parse_error", "schema_validation_error", "tool_not_available")
+_INVALID = ("parse_error", "schema_validation_error", "tool_not_available", "arguments_too_large")
 
 
 class FloorEnv(gym.Env[str, str]):
@@ -95,8 +96,11 @@ class FloorEnv(gym.Env[str, str]):
         self.task = load_task(task_id)
         if variant is not None:
             self.task.variant(variant)  # fail early on a bad variant
+        if max_steps is not None and (isinstance(max_steps, bool) or not hasattr(
+                max_steps, "__index__") or max_steps < 1):
+            raise ValueError(f"max_steps must be a positive integer, not {max_steps!r}")
         self.fixed_variant = variant
-        self.max_steps_override = max_steps
+        self.max_steps_override = None if max_steps is None else operator.index(max_steps)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
         self.render_mode = render_mode
@@ -108,7 +112,7 @@ class FloorEnv(gym.Env[str, str]):
     @property
     def max_steps(self) -> int:
         """The step budget in assistant turns."""
-        return self.max_steps_override or self.task.max_steps
+        return self.task.max_steps if self.max_steps_override is None else self.max_steps_override
 
     @transportable_errors
     def reset(self, *, seed: int | None = None,
@@ -230,13 +234,19 @@ class StepBudgetSync(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """
 
     def __init__(self, env: gym.Env) -> None:
-        """Wrap ``env`` and copy the nearest ``TimeLimit``'s budget into the unwrapped env."""
+        """Wrap ``env`` and copy the nearest ``TimeLimit``'s budget into the unwrapped env; an
+        env built with another ``max_steps`` raises ``ValueError`` (the two would not end
+        together)."""
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
         inner = env
         while isinstance(inner, gym.Wrapper):
             if isinstance(inner, gym.wrappers.TimeLimit):
-                if env.unwrapped.max_steps_override is None:
-                    env.unwrapped.max_steps_override = inner._max_episode_steps
+                budget, override = inner._max_episode_steps, env.unwrapped.max_steps_override
+                if override not in (None, budget):
+                    raise ValueError(f"max_steps={override} disagrees with the TimeLimit's "
+                                     f"max_episode_steps={budget}: through gym.make, pass "
+                                     "max_episode_steps only")
+                env.unwrapped.max_steps_override = budget
                 break
             inner = inner.env

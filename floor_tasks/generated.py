@@ -23,9 +23,9 @@ alone.
 Example:
     >>> split = generated_c1(train=4, held_out=4, seed=0, per_task=2)
     >>> split.train[1:3]
-    ['C1_g4_4_s0_train0/i1v1', 'C1_g4_4_s0_train1/i0v2']
+    ['C1_g4_4_p2_s0_train0/i1v1', 'C1_g4_4_p2_s0_train1/i0v2']
     >>> split.held_out[:1], split.tasks[-1]
-    (['C1_g4_4_s0_held_out0/i0v4'], 'C1_g4_4_s0_held_out1')
+    (['C1_g4_4_p2_s0_held_out0/i0v4'], 'C1_g4_4_p2_s0_held_out1')
 """
 
 from __future__ import annotations
@@ -99,14 +99,16 @@ def _register(base: Task, task_id: str, rng: np.random.Generator, ids: list[str]
 def generated_c1(train: int, held_out: int, seed: int = 0, per_task: int = 4) -> GeneratedSplit:
     """C1 on ``train`` and ``held_out`` generated records, ``per_task`` (even) to a task, as
     C1 has a few: registered as ``C1_g<train>_<held_out>_s<seed>_train<j>`` and
-    ``..._held_out<j>``. Calling again registers the same tasks."""
+    ``..._held_out<j>`` (``C1_g<train>_<held_out>_p<per_task>_s<seed>_...`` when ``per_task``
+    is not 4, so that splits that differ only there have tasks of their own). Calling again
+    registers the same tasks."""
     if per_task < 2 or per_task % 2 or train % per_task or held_out % per_task or not (
             train and held_out):
         raise ValueError(f"each split needs a positive multiple of per_task records, and "
                          f"per_task an even number (one record per decision at least); got "
                          f"train={train}, held_out={held_out}, per_task={per_task}")
     base = load_task("C1")
-    stem = f"C1_g{train}_{held_out}_s{seed}"
+    stem = f"C1_g{train}_{held_out}{'' if per_task == 4 else f'_p{per_task}'}_s{seed}"
     rng = np.random.default_rng([seed, train, held_out, per_task])
     # multiples of 3: a candidate with a record's number one higher (a wrong-record
     # distractor) never names another record

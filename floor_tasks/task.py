@@ -12,6 +12,7 @@ every wording.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import string
 from importlib import resources
@@ -108,7 +109,9 @@ class Task(pydantic.BaseModel):
 
     def variant(self, key: int | str = 0) -> Variant:
         """The variant with this index into :attr:`variant_names`, or this name."""
-        key = key if isinstance(key, str) else int(key)
+        if isinstance(key, bool) or not isinstance(key, str) and not hasattr(key, "__index__"):
+            raise ValueError(f"task {self.id}: a variant is a name or an index, not {key!r}")
+        key = key if isinstance(key, str) else operator.index(key)
         if key not in self._variants:
             self._variants[key] = self._build_variant(key)
         return self._variants[key]
@@ -169,11 +172,13 @@ def register_task(task: Task) -> None:
     _REGISTERED[task.id] = task
 
 
-@functools.cache
 def load_task(task_id: str) -> Task:
     """Load one task by id, e.g. ``"C3"`` (or a registered one, :func:`register_task`)."""
-    if task_id in _REGISTERED:
-        return _REGISTERED[task_id]
+    return _REGISTERED[task_id] if task_id in _REGISTERED else _packaged_task(task_id)
+
+
+@functools.cache
+def _packaged_task(task_id: str) -> Task:
     path = resources.files("floor_tasks") / "tasks" / f"{task_id}.yaml"
     if not path.is_file():
         raise KeyError(f"unknown AgentFloor task {task_id!r}")

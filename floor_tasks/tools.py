@@ -257,7 +257,7 @@ class FloorToolkit(Toolkit):
         return result
 
     @tool(kind="write")
-    def submit_decision(self, **decision: Any) -> dict[str, Any]:
+    def submit_decision(self, /, **decision: Any) -> dict[str, Any]:
         """Submit the task's final decision. The task says which fields to submit.
 
         Args:
@@ -287,12 +287,13 @@ class FloorToolkit(Toolkit):
                 raise ToolFailure("error", "arguments_too_large",
                                   f"arguments of {call.name!r} are {size} characters of JSON; at "
                                   f"most {MAX_ARGUMENT_CHARS} are accepted")
-            scripted = self.db.scripted_response(call.name, call.arguments)
             if call.name not in allowed:
                 raise ToolFailure("error", "tool_not_available",
                                   f"tool {call.name!r} is not available in this task",
                                   hint=f"Available tools: {', '.join(sorted(allowed)) or 'none'}.")
-            if scripted is not None:
+            scripted = self.db.scripted_response(call.name, call.arguments)
+            if scripted is not None:  # arguments are checked first, as in the reference
+                self.validate(call.name, call.arguments)
                 envelope.update(scripted)
                 return envelope
             envelope["result"] = self.call(call.name, call.arguments)

@@ -175,8 +175,8 @@ def _value_pattern(value: Any) -> str:
 def _same_value(got: Any, expected: Any) -> bool:
     if isinstance(expected, bool):
         return str(got).lower() in (("true", "yes") if expected else ("false", "no"))
-    if isinstance(expected, int | float):
-        return any(abs(n - expected) < 1e-6 for n in numbers_in(str(got)))
+    if isinstance(expected, int | float):  # the value's first number, as after a key in text
+        return any(abs(n - expected) < 1e-6 for n in numbers_in(str(got))[:1])
     if isinstance(expected, list):
         return set(map(str.lower, map(str, got if isinstance(got, list) else [got]))) == set(
             map(str.lower, map(str, expected)))
@@ -365,8 +365,8 @@ def asserted_labels(text: str, valid_set: list[str], keys: list[str]) -> list[st
             value = _normal(str(fields[key.lower()]))
             return [v for v in valid_set if _normal(v) == value]
     heads = [m.end() for key in keys for m in re.finditer(
-        r"\b" + r"[\s_]+".join(map(re.escape, key.lower().split("_"))) + r"\b\s*(?:is|:|=)\s*",
-        text.lower())]
+        r"\b" + r"[\s_]+".join(map(re.escape, key.split("_"))) + r"\b\s*(?:is|:|=)\s*", text,
+        re.IGNORECASE)]
     for head in sorted(heads) + [0]:
         span = text[head:head + _CLAUSE_WINDOW]
         cut = _SPAN_END.search(span)
@@ -441,7 +441,8 @@ def judge_submission(spec: SubmissionSpec, db: FixtureDB, decision: dict[str, An
     if spec.rule == "consistent_deployment":
         regions = db.records[spec.params["service"]]["available_versions"]
         version, region = decision.get("component_version"), decision.get("deployment_region")
-        return (version != db.records[spec.params["service"]]["current_component_version"]
+        return (isinstance(version, str)
+                and version != db.records[spec.params["service"]]["current_component_version"]
                 and region in regions.get(version, []))
     return False
 
@@ -480,7 +481,9 @@ def _called_before(trace: Trace, tool: str) -> tuple[bool, str]:
 
 @_register(CHECKS, "first_check_on")
 def _first_check_on(trace: Trace, record_id: str) -> tuple[bool, str]:
-    checks = [c for c in trace.calls if c["tool_name"] == "check_constraint"]
+    """The first successful check_constraint call is on the record (a failed one checks
+    nothing)."""
+    checks = [c for c in trace.ok_calls if c["tool_name"] == "check_constraint"]
     ok = bool(checks) and checks[0]["arguments"].get("record_id") == record_id
     return ok, (f"checked {record_id} first" if ok else f"did not check {record_id} first")
 

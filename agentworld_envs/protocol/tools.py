@@ -157,6 +157,19 @@ class Toolkit:
         table = _tool_table(cls)
         return [table[n].schema for n in (cls.tool_names() if names is None else names)]
 
+    @classmethod
+    def validate(cls, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` as the tool ``name`` takes them (validated against its signature).
+
+        Raises:
+            UnknownToolError: no tool has that name.
+            ToolArgumentError: the arguments do not fit the signature.
+        """
+        bound = _tool_table(cls).get(name)
+        if bound is None:
+            raise UnknownToolError(name)
+        return bound.validate(arguments)
+
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Validate ``arguments`` against the tool's signature and call it.
 
@@ -164,7 +177,5 @@ class Toolkit:
             UnknownToolError: no tool has that name.
             ToolArgumentError: the arguments do not fit the signature.
         """
-        bound = _tool_table(type(self)).get(name)
-        if bound is None:
-            raise UnknownToolError(name)
-        return bound.fn(self, **bound.validate(arguments))
+        arguments = self.validate(name, arguments)
+        return _tool_table(type(self))[name].fn(self, **arguments)

@@ -246,7 +246,8 @@ class Report:
         rows = [[m, *(str(h[k]) for k in kinds)] for m, h in self.terminations.items()]
         return (
             "## Terminations\n\nHow runs ended (a run a failed model call stopped has no record: "
-            "it is in the corpus's `errors.jsonl`, and a resumed sweep reruns it).\n\n" + _table(["Model", *kinds], rows)
+            "it is in the corpus's `errors.jsonl`, and a resumed sweep reruns it).\n\n"
+            + _table(["Model", *kinds], rows)
         )
 
     def _usage_md(self) -> str:
