@@ -81,15 +81,19 @@ class ActorCalls:
         where = f"{method}({args[0]!r})" if args else f"{method}()"
         ray, answers, failure = self._ray, [], None
         for k, ref in enumerate(refs):  # every answer is taken, so Ray logs no unread error
-            block = self.blocks[k]
             try:
                 answers.append(copy.deepcopy(ray.get(ref)))
             except ray.exceptions.RayTaskError as exc:  # the vector env raised
-                failure = failure or (_named(exc.cause, f"actor {k} (sub-envs {block.start}-"
-                                                        f"{block.stop - 1}), {where}"), exc.cause)
+                failure = failure or (self._raised(k, exc.cause, where), exc.cause)
             except ray.exceptions.RayError as exc:  # e.g. dead, its restarts spent
                 failure = failure or (RuntimeError(f"actor {k} failed during {where}: "
                                                    f"{fault_text(exc)}"), exc)
         if failure:
             raise failure[0] from failure[1]
         return answers
+
+    def _raised(self, k: int, cause: BaseException, where: str) -> BaseException:
+        """``cause``, raised in actor k's vector env during ``where``, as the error to raise:
+        its type, one line naming the actor and its sub-envs."""
+        block = self.blocks[k]
+        return _named(cause, f"actor {k} (sub-envs {block.start}-{block.stop - 1}), {where}")

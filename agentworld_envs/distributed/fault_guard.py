@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -9,10 +10,16 @@ import gymnasium as gym
 
 __all__ = ["FaultGuard", "fault_text"]
 
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+"""The terminal colour codes in Ray's error messages."""
+
 
 def fault_text(exc: BaseException) -> str:
-    """``Type: message``, the message's first line only."""
-    message = str(exc).strip().splitlines()
+    """``Type: message``, the message's first line only; for a Ray actor whose constructor
+    raised, that error's own ``Type: message`` (the last line of the traceback Ray sends)."""
+    message = _COLOUR.sub("", str(exc)).strip().splitlines()
+    if getattr(exc, "actor_init_failed", False) and message:
+        return message[-1].strip()
     return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
 
 

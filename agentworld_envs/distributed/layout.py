@@ -20,8 +20,13 @@ __all__ = ["actor_blocks", "check_layout", "sub_env_seeds"]
 
 
 def check_layout(num_envs: int, group_size: int, num_actors: int | None = None) -> int:
-    """The number of groups; ``ValueError`` unless ``num_envs`` is a positive multiple of
-    ``group_size`` and ``num_actors`` (where given) between 1 and the number of groups."""
+    """The number of groups; ``TypeError`` unless each is an int, ``ValueError`` unless
+    ``num_envs`` is a positive multiple of ``group_size`` and ``num_actors`` (where given)
+    between 1 and the number of groups."""
+    for name, value in (("num_envs", num_envs), ("group_size", group_size),
+                        ("num_actors", num_actors)):
+        if value is not None and not _is_int(value):
+            raise TypeError(f"{name} must be an int, got {value!r}")
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if group_size < 1 or num_envs % group_size:
@@ -50,14 +55,28 @@ def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size
     ``seed + i`` when ``group_size`` is 1.
 
     With no seed and groups, one is drawn from ``rng`` so that a group still shares its task;
-    with no seed and no groups, every sub-env goes on with its own generator (None).
+    with no seed and no groups, every sub-env goes on with its own generator (None). Any other
+    seed than an int, None or a list of ``num_envs`` of them raises.
     """
     if isinstance(seed, list | tuple):
         if len(seed) != num_envs:
             raise ValueError(f"expected {num_envs} seeds, got {len(seed)}")
+        if not all(item is None or _is_int(item) for item in seed):
+            raise _bad_seed(seed, num_envs)
         return list(seed)
     if seed is None:
         if group_size == 1:
             return [None] * num_envs
         seed = draw_seed(rng)
+    if not _is_int(seed):
+        raise _bad_seed(seed, num_envs)
     return [int(seed) + i // group_size for i in range(num_envs)]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _bad_seed(seed: object, num_envs: int) -> TypeError:
+    return TypeError(f"seed must be an int, None or a list of {num_envs} ints or None, "
+                     f"got {seed!r}")

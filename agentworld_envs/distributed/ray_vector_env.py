@@ -74,8 +74,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
     is called, as the in-process vector env raises: ``step`` before ``reset`` (with autoreset
     disabled, also before resetting the episodes that ended: ``ResetNeeded``), a wrong number
     of actions or a ``reset_mask`` not of shape ``(num_envs,)`` (``ValueError``), either after
-    ``close()`` (``ClosedEnvironmentError``), as do bad arguments (``ValueError``, before Ray is
-    started).
+    ``close()`` (``ClosedEnvironmentError``), as do bad arguments (``TypeError`` or
+    ``ValueError``, before Ray is started).
 
     **As ``SyncVectorEnv``.** ``call(name, ...)``, ``get_attr(name)``, ``set_attr(name,
     values)`` and ``render()`` reach every sub-env through its actor's vector env and answer in
@@ -83,8 +83,10 @@ class RayVectorEnv(ActorCalls, VectorEnv):
     faults there are raised); ``render_mode`` and ``metadata`` are the actors' vector env's.
 
     **Seeds.** ``reset(seed=s)`` seeds sub-env i with ``s + i // group_size`` and ``np_random``
-    with ``s``; a list of seeds seeds ``np_random`` from its integers. An option given as a
-    list or tuple of ``num_envs`` entries gives sub-env i entry i.
+    with ``s``; a list of seeds seeds ``np_random`` from its integers. On a natively batched
+    env, an option given as a list or tuple of ``num_envs`` entries is cut so each actor's
+    vector env gets its sub-envs' entries (``scenario=[...]``: sub-env i plays entry i); sub-envs
+    vectorised by Gymnasium get every option whole, as in ``SyncVectorEnv``.
 
     **Groups.** Consecutive groups of ``group_size`` sub-envs reset to the same task, variant or
     scenario, and live in one actor; on a simulated env each member samples the world model in
@@ -141,8 +143,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         self.actors = [remote.remote(env_id, len(b), env_kwargs,
                                      [i % group_size for i in b]) for b in self.blocks]
         try:
-            observation_space, action_space, metadata, render_mode = self._await_actors(
-                options, ready_timeout_s)
+            observation_space, action_space, metadata, render_mode, self._cut_lists = (
+                self._await_actors(options, ready_timeout_s))
         except BaseException:
             self._kill(self.actors)
             self.actors = []
@@ -170,7 +172,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         self._groups = np.arange(num_envs) // group_size
 
     def _await_actors(self, options: dict[str, Any], timeout_s: float) -> tuple[Any, ...]:
-        """The first actor's :meth:`~VectorWorker.describe`, once every actor answers."""
+        """The first actor's :meth:`~VectorWorker.describe`, once every actor answers; an actor
+        that could not start raises ``RuntimeError`` with its constructor's error in one line."""
         ray = self._ray
         refs = [actor.describe.remote() for actor in self.actors]
         _, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
@@ -181,13 +184,20 @@ class RayVectorEnv(ActorCalls, VectorEnv):
                 f"{len(waiting)} of {len(refs)} actors did not start within {timeout_s:g} s: "
                 f"each asks for {asked or 'no resources'} and the cluster has {have}; lower "
                 "num_actors or actor_options, or add nodes")
-        return ray.get(refs)[0]
+        descriptions = []
+        for k, ref in enumerate(refs):
+            try:
+                descriptions.append(ray.get(ref))
+            except ray.exceptions.RayActorError as exc:  # e.g. a bad id or env kwarg
+                raise RuntimeError(f"actor {k} could not make {self.env_id!r}: "
+                                   f"{fault_text(exc)}") from exc
+        return descriptions[0]
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``: actors with none of them
         are not called); other options go to every actor's vector env, per-sub-env lists cut
-        to its sub-envs."""
+        to its sub-envs where it is natively batched."""
         self._check_open()
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
@@ -228,7 +238,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         return self._observations(), self._info(infos)
 
     def _per_sub_env(self, value: Any) -> bool:
-        return isinstance(value, list | tuple) and len(value) == self.num_envs
+        """Whether ``value`` is an option to cut into the actors' parts."""
+        return self._cut_lists and isinstance(value, list | tuple) and len(value) == self.num_envs
 
     def _seed_np_random(self, seed: int | list[int | None] | None) -> None:
         if isinstance(seed, int | np.integer):
@@ -332,8 +343,12 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         return actor.reset.options(max_task_retries=-1).remote(seeds, options)
 
     def _get(self, k: int, ref: Any) -> Any:
+        """Actor k's reset; an error its vector env raised is raised again by its type, in one
+        line naming the actor (as ``call`` raises it)."""
         try:
             return self._ray.get(ref)
+        except self._ray.exceptions.RayTaskError as exc:
+            raise self._raised(k, exc.cause, "reset()") from exc.cause
         except self._ray.exceptions.ActorDiedError as exc:
             raise RuntimeError(f"actor {k} died and Ray cannot restart it (max_restarts spent "
                                f"or its node lost): {fault_text(exc)}") from exc

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import iterate
 
 from agentworld_envs.sim.vector_info import info_at
 
@@ -67,6 +68,11 @@ class VectorSlots:
         self._claimed += 1
         return SlotEnv(self, self._claimed - 1)
 
+    def _items(self, observations: Any) -> list[Any]:
+        """The vector env's batch of observations as one observation per sub-env (any space:
+        a ``Dict`` batch is a dict of batches)."""
+        return list(iterate(self.envs.observation_space, observations))
+
     def _one_hot(self, index: int) -> np.ndarray:
         mask = np.zeros(self.envs.num_envs, dtype=np.bool_)
         mask[index] = True
@@ -80,7 +86,7 @@ class VectorSlots:
         observations, info = self.envs.reset(
             seed=seeds, options={**(options or {}), "reset_mask": self._one_hot(index)})
         self._results.pop(index, None)
-        return observations[index], info_at(info, index)
+        return self._items(observations)[index], info_at(info, index)
 
     def step_together(self, actions: Mapping[int, Any]) -> None:
         """One step of the vector env: sub-env i plays ``actions[i]``, the others
@@ -88,9 +94,10 @@ class VectorSlots:
         gives its own last observation and info, whatever the autoreset mode."""
         observations, rewards, terminated, truncated, info = self.envs.step(
             [actions.get(i, FILLER) for i in range(self.envs.num_envs)])
+        items = self._items(observations)
         for i, action in actions.items():
             own = info_at(info, i)
-            observation = observations[i]
+            observation = items[i]
             if "final_obs" in own:  # SAME_STEP: the new episode's are in the step's results
                 observation, own = own["final_obs"], own["final_info"]
             self._results[i] = (action, (observation, float(rewards[i]), bool(terminated[i]),

@@ -3,7 +3,8 @@
 :func:`place_info` writes one actor's vector info (Gymnasium's layout: an array and a ``_key``
 mask per key, nested dicts batched alike) into the whole vector's info at the actor's offset.
 Placing every actor's info in order gives exactly the info one in-process vector env of all the
-sub-envs returns: same keys, masks, dtypes (the first sub-env holding a key sets it) and blanks.
+sub-envs returns: same keys, masks, dtypes (the first sub-env holding a key sets it, by
+Gymnasium's rule, where an actor sends its values as they are, in an object array) and blanks.
 :func:`overlay_info` takes some sub-envs' entries from one info and the rest from another.
 
 Example:
@@ -28,6 +29,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from agentworld_envs.sim.vector_info import batch_infos
+
 __all__ = ["overlay_info", "place_info", "split_batch"]
 
 
@@ -38,22 +41,41 @@ def _blank(part: np.ndarray, num_envs: int) -> np.ndarray:
     return np.zeros(shape, dtype=part.dtype)
 
 
+def _started(key: str, part: np.ndarray, mask: np.ndarray, start: int,
+             num_envs: int) -> np.ndarray:
+    """The whole's array for ``key``, first held by ``part``: a blank of its dtype, or, for
+    values sent as they are (an object array), Gymnasium's array for the first of them."""
+    held = np.flatnonzero(mask)
+    if part.dtype.kind != "O" or not len(held):
+        return _blank(part, num_envs)
+    first = start + int(held[0])
+    return batch_infos([None] * first + [{key: part[held[0]]}], num_envs)[key]
+
+
+def _put(array: np.ndarray, part: np.ndarray, mask: np.ndarray, start: int) -> None:
+    """Write ``part``'s entries under ``mask`` into ``array`` from ``start`` on."""
+    if array.dtype.kind == "O" or part.dtype.kind != "O":
+        array[start:start + len(mask)][mask] = part[mask]  # the others keep the blank
+        return
+    for j in np.flatnonzero(mask):  # values as they are into a typed array: as Gymnasium
+        array[start + j] = part[j]  # casts them, one by one (an ndarray fills its row)
+
+
 def place_info(whole: dict[str, Any], part: dict[str, Any], start: int, num_envs: int) -> None:
     """Write ``part``, the vector info of sub-envs ``start, start + 1, ...``, into ``whole``."""
     for key, value in part.items():
         mask = part.get(f"_{key}")
         if mask is None:  # a mask: written with its key
             continue
-        stop = start + len(mask)
         if isinstance(value, dict):
             place_info(whole.setdefault(key, {}), value, start, num_envs)
         else:
             if key not in whole:
-                whole[key] = _blank(value, num_envs)
-            whole[key][start:stop][mask] = value[mask]  # the others keep the whole's blank
+                whole[key] = _started(key, value, mask, start, num_envs)
+            _put(whole[key], value, mask, start)
         if f"_{key}" not in whole:
             whole[f"_{key}"] = np.zeros(num_envs, dtype=np.bool_)
-        whole[f"_{key}"][start:stop] = mask
+        whole[f"_{key}"][start:start + len(mask)] = mask
 
 
 def _take(out: dict[str, Any], info: dict[str, Any], rows: np.ndarray) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import VectorizeMode, load_env_creator
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
@@ -44,6 +44,20 @@ def _takes(entry_point: Any, name: str) -> bool:
     return name in inspect.signature(creator).parameters
 
 
+def _add_info_as_is(num_envs: int, infos: dict[str, Any], info: dict[str, Any],
+                    index: int) -> dict[str, Any]:
+    """``VectorEnv._add_info`` that keeps every value as it is, in an object array: the driver
+    types each key as one vector env of all the sub-envs would (from the first sub-env that
+    holds it), not from the first of this actor's."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            infos[key] = _add_info_as_is(num_envs, infos.get(key, {}), value, index)
+        else:
+            infos.setdefault(key, np.full(num_envs, None, dtype=object))[index] = value
+        infos.setdefault(f"_{key}", np.zeros(num_envs, dtype=np.bool_))[index] = True
+    return infos
+
+
 def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
                 sampling_streams: list[int]) -> VectorEnv:
     """``gym.make_vec(env_id, num_envs, **env_kwargs)`` in this process.
@@ -51,7 +65,8 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
     ``module:Name-v0`` imports ``module`` first (for ids registered outside this project). A
     natively batched env gets ``sampling_streams`` where it takes them (when any is not 0: GRPO
     groups); sub-envs vectorised by Gymnasium get a :class:`FaultGuard` each, and with groups a
-    :class:`GroupEpisodes`.
+    :class:`GroupEpisodes`, and their infos are batched with every value as it is
+    (:func:`_add_info_as_is`).
     """
     for package in _REGISTERING:
         importlib.import_module(package)
@@ -67,7 +82,10 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
         kwargs["wrappers"] = [*kwargs.get("wrappers", ()), FaultGuard, *grouped]
     elif any(sampling_streams) and _takes(spec.vector_entry_point, "sampling_streams"):
         kwargs["sampling_streams"] = sampling_streams
-    return gym.make_vec(name, num_envs=num_envs, **kwargs)
+    envs = gym.make_vec(name, num_envs=num_envs, **kwargs)
+    if not native:
+        envs.unwrapped._add_info = partial(_add_info_as_is, num_envs)
+    return envs
 
 
 class VectorWorker:
@@ -84,13 +102,15 @@ class VectorWorker:
         self.envs = self._make()
         self._started = False
 
-    def describe(self) -> tuple[gym.Space, gym.Space, dict[str, Any], str | None]:
-        """The single observation and action spaces, the metadata (its autoreset mode set) and
-        the render mode."""
+    def describe(self) -> tuple[gym.Space, gym.Space, dict[str, Any], str | None, bool]:
+        """The single observation and action spaces, the metadata (its autoreset mode set), the
+        render mode, and whether the vector env is natively batched (so it may give each sub-env
+        its entry of a list option; Gymnasium's pass every option whole to each sub-env)."""
         metadata = dict(self.envs.metadata)
         metadata.setdefault("autoreset_mode", AutoresetMode.NEXT_STEP)
+        native = not isinstance(self.envs.unwrapped, SyncVectorEnv | AsyncVectorEnv)
         return (self.envs.single_observation_space, self.envs.single_action_space, metadata,
-                self.envs.render_mode)
+                self.envs.render_mode, native)
 
     def forward(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 started: bool = False) -> Any:
