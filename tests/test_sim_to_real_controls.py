@@ -376,7 +376,7 @@ def test_the_table_the_docs_copy_holds_every_arm_and_its_figures() -> None:
 
 def test_paired_real_updates_give_the_capped_arms_the_same_real_episodes(s2r,
                                                                          tmp_path: Path) -> None:
-    """By default (every committed run) an arm's real draws are seeded by the seed and the
+    """By default an arm's real draws are seeded by the seed and the
     arm, so ``real-capped`` and ``real-capped+sim`` play different real episodes (unpaired);
     ``--paired-real-updates`` seeds them by the seed alone, so both arms' first real updates
     are the same."""

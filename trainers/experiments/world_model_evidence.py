@@ -20,8 +20,9 @@ run on its own:
     Greedy predictions on a seeded draw of held-out transitions, for the untrained base (on
     the domain's full built-in prompt, the layout it gets without an adapter), the fine-tuned
     model (compact view), and, for floor, the old ``floor_wm`` when its folder is given:
-    exact, structural, values and calls (right tool, status and error kind), and the wall and
-    CPU seconds per env-step of the default env alone and in a vector of 16.
+    exact, structural, values and calls (right tool, status and error kind), the exact-match
+    rate's 95% Wilson interval over the items (one adapter, greedy: no seed varies), and the
+    wall and CPU seconds per env-step of the default env alone and in a vector of 16.
 ``agree``
     Whether another dtype keeps the embedded model's greedy answers: the shipped ``tools``
     adapter (or ``--adapter``) in float32, the default, and in ``--dtype``, batch by batch on
@@ -78,6 +79,7 @@ from agentworld_envs.models import DRAFT_CORPUS
 from floor_tasks import load_tasks
 from floor_tasks.harness.corpus import RunCorpus
 from floor_tasks.harness.runner import Job, run_jobs
+from floor_tasks.harness.stats import wilson_interval
 from trainers.common.flags import parse_args
 from trainers.world_model.examples import target_text
 from trainers.world_model.explore import explore_corpus, mistaken
@@ -207,7 +209,16 @@ def _fidelity(backend: dict[str, Any], items: list[BenchItem], label: str,
     watched.tally.check(f"no {label} fidelity is reported")
     result = score_fidelity(items, outputs)
     return {"report": result.to_dict(), "markdown": result.report.markdown(),
+            "exact_wilson95": exact_interval(result.records),
             "cpu_seconds_per_item": round(cpu / len(items), 2), "records": result.records}
+
+
+def exact_interval(records: list[dict[str, Any]]) -> list[float]:
+    """The 95% Wilson interval (0-100) of the exact-match rate over the scored items: the
+    items alone, as one trained adapter decoded greedily has no other source of variation
+    here (another training run's is not measured)."""
+    exact = sum(bool(record["fidelity"]["exact"]) for record in records)
+    return [round(100 * bound, 1) for bound in wilson_interval(exact, len(records))]
 
 
 def _draw(out: Path, domain: str, count: int) -> list[BenchItem]:

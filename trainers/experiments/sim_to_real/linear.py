@@ -202,8 +202,8 @@ class LinearAgent:
     def __init__(self, args: Args, task: FloorTask | McpTask, arm: str, seed: int,
                  world_model: Any) -> None:
         self.args, self.task = args, task
-        # the real episodes' draws: by seed and arm (every committed run), or shared by the
-        # arms of one seed, so the capped arms' real updates are the same (paired)
+        # the real episodes' draws: by seed and arm, or shared by the arms of one seed, so
+        # the capped arms' real updates are the same (paired: C1's committed seventh run)
         self.rng = np.random.default_rng([seed, PAIRED if args.paired_real_updates
                                           else ARMS.index(arm)])
         kind = BlindPolicy if arm == BLIND else LinearPolicy

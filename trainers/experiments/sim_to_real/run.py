@@ -240,9 +240,10 @@ def task_items(task: FloorTask | McpTask, items: dict[str, float]) -> dict[str, 
 
 def resummarize(entry: dict[str, Any], task: FloorTask | McpTask) -> dict[str, Any]:
     """An entry of a results file (its ``summary`` and ``runs``) with every arm's interval
-    rebuilt from the runs' held-out items as :func:`main` now makes it, and its ``interval``
-    text. The point estimates (balanced success, per seed, each run's final score) are
-    rebuilt too and must equal the stored ones; everything else is kept.
+    rebuilt from the runs' held-out items as :func:`main` now makes it (and each seed's Wilson
+    interval over its items, where the entry has them), and its ``interval`` text. The point
+    estimates (balanced success, per seed, each run's final score) are rebuilt too and must
+    equal the stored ones; everything else is kept.
 
     Raises:
         ValueError: if a run's items are not the task's held-out variants, or a point
@@ -264,7 +265,9 @@ def resummarize(entry: dict[str, Any], task: FloorTask | McpTask) -> dict[str, A
                 row["balanced_success"]:
             raise ValueError(f"{arm}: its runs give {finals}, the summary {row['per_seed']} "
                              f"({row['balanced_success']})")
-        summary[arm] = {**row, "ci95": interval(task, runs)}
+        wilson = ({"wilson95_items_per_seed": item_intervals(runs)}
+                  if "wilson95_items_per_seed" in row else {})
+        summary[arm] = {**row, "ci95": interval(task, runs), **wilson}
     return {**entry, "interval": INTERVAL_TEXT, "summary": summary}
 
 
