@@ -196,23 +196,40 @@ def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 
 def bootstrap(per_x: dict[int, list[float]], statistic: Callable[[dict[int, float]], float],
-              rng: np.random.Generator, draws: int = 2000) -> dict[str, float | None]:
-    """``statistic`` of the means of ``per_x[x]``, and its 95% percentile bootstrap interval
-    from resampling the values (seeds) at every x independently."""
+              rng: np.random.Generator, draws: int = 2000,
+              paired: bool = False) -> dict[str, float | None]:
+    """``statistic`` of the means of ``per_x[x]``, and its 95% percentile bootstrap interval.
+
+    Each draw resamples the values (seeds) at every x independently: right where each x has
+    runs of its own. With ``paired`` the values at every x come from the same runs, in the same
+    order, and each draw resamples the runs once, the same runs at every x.
+    """
     point = statistic({x: float(np.mean(v)) for x, v in per_x.items()})
-    samples = [statistic({x: float(np.mean(rng.choice(v, len(v)))) for x, v in per_x.items()})
-               for _ in range(draws)]
+    samples = [statistic(_resampled_means(per_x, rng, paired)) for _ in range(draws)]
     samples = [s for s in samples if np.isfinite(s)]
     low, high = np.percentile(samples, [2.5, 97.5]) if samples else (np.nan, np.nan)
     return {"value": _finite(point), "low": _finite(low), "high": _finite(high)}
 
 
+def _resampled_means(per_x: dict[int, list[float]], rng: np.random.Generator,
+                     paired: bool) -> dict[int, float]:
+    """One bootstrap draw of the mean at every x (see :func:`bootstrap`)."""
+    if not paired:
+        return {x: float(np.mean(rng.choice(v, len(v)))) for x, v in per_x.items()}
+    counts = sorted({len(v) for v in per_x.values()})
+    if len(counts) != 1:
+        raise ValueError(f"paired values need the same runs at every x, not {counts} runs")
+    rows = rng.integers(counts[0], size=counts[0])
+    return {x: float(np.mean(np.asarray(v)[rows])) for x, v in per_x.items()}
+
+
 def fit_slope(per_x: dict[int, list[float]], rng: np.random.Generator,
-              draws: int = 2000) -> dict[str, float | None]:
-    """Log-log slope of the mean of ``per_x[x]`` against x, with its bootstrap interval."""
+              draws: int = 2000, paired: bool = False) -> dict[str, float | None]:
+    """Log-log slope of the mean of ``per_x[x]`` against x, with its bootstrap interval
+    (``paired``: as in :func:`bootstrap`)."""
     def slope(means: dict[int, float]) -> float:
         return _slope(sorted(means), [means[x] for x in sorted(means)])
-    return bootstrap(per_x, slope, rng, draws)
+    return bootstrap(per_x, slope, rng, draws, paired)
 
 
 def _finite(value: float) -> float | None:
@@ -286,7 +303,7 @@ def summarize_shift(results: list[dict[str, Any]], rng: np.random.Generator) -> 
         "unit_slope_n": {name: fit_slope(values, rng) for name, values in units.items()},
         "bound_slope_n": _slope(sizes, [bound_shape(n) for n in sizes]),
         "position_n": largest,
-        "slope_position": {unit: fit_slope(values, rng) if len(values) > 1
+        "slope_position": {unit: fit_slope(values, rng, paired=True) if len(values) > 1
                            else {"value": None, "low": None, "high": None}
                            for unit, values in by_position.items()},
         "position_means": {unit: {k: float(np.mean(v)) for k, v in sorted(values.items())}
