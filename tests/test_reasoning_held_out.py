@@ -48,3 +48,21 @@ def test_the_held_out_items_are_distinct_and_the_same_on_every_construction() ->
     # the committed teamtr_reasoning results were scored on the dataset's first 32 items
     first = held_out(SUMS, 32)
     assert [entry["metadata"]["source_index"] for entry in first] == list(range(32))
+
+
+def _syntax(entry: dict) -> str:
+    """What a basic_arithmetic item computes, however bracketed: its expression's syntax tree."""
+    import ast
+
+    return ast.dump(ast.parse(entry["metadata"]["expression"], mode="eval"))
+
+
+def test_training_never_draws_a_held_out_item_bracketed_otherwise() -> None:
+    """Held-out "Calculate ( -9 / 9 )." was drawn in training as "Calculate -9 / 9." (52 of
+    5,000 draws repeated a held-out item so), and both stood in a 48-item held-out set."""
+    task = ReasoningGymTask(task="basic_arithmetic", config=SUMS, held_out=48, n_agents=2)
+    held_out = {_syntax(entry) for entry in _held_out(task)}
+    assert len(held_out) == 48
+    rng = np.random.default_rng(0)
+    drawn = [task.generate(rng).details["entry"] for _ in range(3000)]
+    assert not [entry["question"] for entry in drawn if _syntax(entry) in held_out]

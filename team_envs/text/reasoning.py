@@ -32,6 +32,9 @@ when they share a key (:func:`item_keys`), reasoning-gym's datasets being too va
   item however worded (``format_style="natural"``, or another question template). The numbers
   tell apart items whose metadata holds no more than a kind (aiw's ``task_type``, game_of_life's
   sizes); without metadata (acre, zebra_puzzles) the answer alone would match unrelated items.
+- the metadata's ``expression``, where Python reads one, as its syntax tree: the same item
+  however bracketed where brackets change nothing (basic_arithmetic's ``( -9 / 9 )`` and
+  ``-9 / 9``).
 
 An item repeated within the first items is held out once (the next distinct item takes its
 place). A dataset that generates an item differently twice is refused.
@@ -72,6 +75,8 @@ _SHORT_ANSWERS = {"propositional_logic": 200}
 characters of ``¬`` take seconds), with the longest answer they are given."""
 _ANSWER_PREFIX = "ANSWER: "
 _MAX_EXPRESSION_SIZE = 100
+_MAX_KEYED_EXPRESSION = 1000
+"""Longest ``expression`` of an item's metadata that is parsed into its key."""
 _BIG_EXPONENT = re.compile(r"(?<![\w.])(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][+-]?\d[\d_]{4,}")
 # Datasets (reasoning-gym 0.1.19) whose scorers eval the answer as Python, and those whose
 # scorers evaluate it with sympy's parse_expr (which evals too), with the functions it may call.
@@ -170,6 +175,18 @@ def _compact(value: Any) -> Any:
     return value
 
 
+def _syntax(expression: str) -> str | None:
+    """The syntax tree of an arithmetic expression, as text: the same however it is bracketed
+    where brackets change nothing (``( -9 / 9 )`` and ``-9 / 9``); None where Python reads no
+    expression."""
+    if len(expression) > _MAX_KEYED_EXPRESSION:
+        return None
+    try:
+        return ast.dump(ast.parse(expression.strip(), mode="eval"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def item_keys(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
     """The keys of a reasoning-gym item: two items that share one are the same item (see the
     module notes)."""
@@ -178,6 +195,9 @@ def item_keys(entry: Mapping[str, Any]) -> set[tuple[str, str]]:
     if set(metadata) - {"difficulty"}:
         content = [entry["answer"], metadata, re.findall(r"\d+", entry["question"])]
         keys.add(("content", json.dumps(_compact(content), default=str)))
+    expression = metadata.get("expression")
+    if isinstance(expression, str) and (syntax := _syntax(expression)) is not None:
+        keys.add(("expression", syntax))
     return keys
 
 
