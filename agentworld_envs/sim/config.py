@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from agentworld_envs.domains.base import Domain
     from agentworld_envs.world.reality import Reality
 
-__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING", "step_budget"]
 
 DEFAULT_BACKEND = None
 """No backend named: the domain's default world model
@@ -57,7 +58,8 @@ class SimConfig(pydantic.BaseModel):
             The seed is always drawn from ``np_random``.
         prompts: The prompt set of the world model's system message: None (the
             ``AGENTWORLD_PROMPTS`` variable, else the built-in set), ``"builtin"``, or a
-            directory laid out as the release's ``prompts/`` folder.
+            directory laid out as the release's ``prompts/`` folder (checked at make time for
+            the domain's prompt).
         judge_backend: The rubric judge's backend; None uses the world model's.
         judge_sampling: Judge ``SamplingParams`` fields (defaults: temperature 0,
             max_tokens 2048).
@@ -170,12 +172,14 @@ class SimConfig(pydantic.BaseModel):
 
     @pydantic.field_validator("prompts", mode="before")
     @classmethod
-    def _prompt_set_exists(cls, value: Any) -> Any:
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        if value is None or isinstance(value, str):
-            resolve_prompt_set(value)  # a missing directory fails at make time
-        return value
+    def _prompt_set_path(cls, value: Any) -> Any:
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+    @pydantic.model_validator(mode="after")
+    def _prompt_set_serves_the_domain(self) -> SimConfig:
+        # a missing directory, or one without this domain's prompt, fails at make time
+        self.prompt_set().system_prompt(self.domain)
+        return self
 
     def prompt_set(self) -> PromptSet:
         """The prompt set the ``prompts`` setting names."""
@@ -205,6 +209,16 @@ class SimConfig(pydantic.BaseModel):
             raise ValueError(f'{setting}="real" needs a real counterpart, and {domain.key} '
                              f"scenario {scenario.id} has none")
         return reality
+
+
+def step_budget(value: Any, name: str) -> int | None:
+    """``value`` as a step budget: None (not given) or an integer >= 1; a ``ValueError`` naming
+    ``name`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:

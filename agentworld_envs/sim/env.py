@@ -29,7 +29,7 @@ from agentworld_envs.protocol.text_space import (
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
-from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.config import SimConfig, step_budget
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.world.scenario import Scenario
@@ -75,6 +75,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
         self.render_mode = render_mode
+        max_steps = step_budget(max_steps, "max_steps")
         self.config = SimConfig(domain=domain, **settings)
         self.sim = Simulator(self.config)
         self.max_steps = max_steps or self.sim.domain.max_steps

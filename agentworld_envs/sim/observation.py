@@ -11,6 +11,7 @@ step's own observation, :func:`step_info` picks the one the agent gets and build
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,7 @@ def reset_info(domain: Domain, scenario: Scenario, candidates: list[str], budget
     was made with ``reveal_reference=True``); then ``info["reference"]`` has them."""
     info = {"domain": domain.key, "scenario_id": scenario.id,
             "instruction": scenario.instruction,
-            "tools": domain.tools(scenario),
+            "tools": copy.deepcopy(domain.tools(scenario)),  # the caller's to change
             "candidate_actions": list(candidates),
             "max_steps": budget, "fictional": fictional}
     if reveal:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pydantic
 
 from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.domains import get_domain
@@ -89,10 +90,22 @@ class Simulator:
         """The scenario given in ``options["scenario"]``, else one drawn from ``rng``."""
         spec = (options or {}).get("scenario")
         if spec is not None:
-            return self.domain.resolve(spec)
+            return self._resolve(spec)
         if self._pool is None:
             return self.domain.generate(draw_seed(rng))
         return self._pool[int(rng.integers(len(self._pool)))]
+
+    def _resolve(self, spec: Any) -> Scenario:
+        """``options["scenario"]`` as a scenario of the domain; what is wrong with it is one
+        ``ValueError`` (as an unknown id is), which a vector env's worker sends back as itself."""
+        if not isinstance(spec, str | dict | Scenario):
+            raise ValueError('options["scenario"] must be a scenario id, dict or Scenario, not '
+                             f"{type(spec).__name__}")
+        try:
+            return self.domain.resolve(spec)
+        except pydantic.ValidationError as error:
+            raise ValueError(f'options["scenario"] is no valid {self.domain.key} scenario: '
+                             f"{error}") from None
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
                 limit: int, sampling_stream: int = 0, exact: bool = False) -> Episode:

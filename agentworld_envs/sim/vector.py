@@ -42,7 +42,7 @@ from agentworld_envs.protocol.text_space import (
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
-from agentworld_envs.sim.config import SimConfig
+from agentworld_envs.sim.config import SimConfig, step_budget
 from agentworld_envs.sim.env import AgentWorldEnv
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
@@ -79,9 +79,10 @@ def sub_env_values(values: Any, num_envs: int) -> list[Any]:
 
 class SubEnv:
     """Sub-env ``index`` of an :class:`AgentWorldVectorEnv`, as ``call``, ``get_attr`` and
-    ``set_attr`` reach it: the single env's ``episode``, ``scenario``, ``candidate_actions()``
-    and ``render()`` (:class:`~agentworld_envs.sim.env.AgentWorldEnv`'s own, on the vector env's
-    episode), the vector env's :data:`SHARED_ATTRIBUTES`, and what ``set_attr`` stored on it."""
+    ``set_attr`` reach it: the single env's ``episode``, ``np_random``, ``scenario``,
+    ``candidate_actions()`` and ``render()`` (:class:`~agentworld_envs.sim.env.AgentWorldEnv`'s
+    own, on the vector env's episode), the vector env's :data:`SHARED_ATTRIBUTES`, and what
+    ``set_attr`` stored on it."""
 
     scenario = AgentWorldEnv.scenario
     candidate_actions = AgentWorldEnv.candidate_actions
@@ -94,6 +95,16 @@ class SubEnv:
     def episode(self) -> Episode | None:
         """The sub-env's current episode (None before its first reset)."""
         return self._envs.episodes[self._index]
+
+    @property
+    def np_random(self) -> np.random.Generator | None:
+        """The sub-env's generator (None before its first reset); set, as a single env's, it
+        is the one the next reset without a seed draws from."""
+        return self._envs._rngs[self._index]
+
+    @np_random.setter
+    def np_random(self, generator: np.random.Generator) -> None:
+        self._envs._rngs[self._index] = generator
 
     def __getattr__(self, name: str) -> Any:  # a name the view does not hold
         if name in SHARED_ATTRIBUTES:
@@ -110,7 +121,8 @@ class AgentWorldVectorEnv(VectorEnv):
         num_envs: How many sub-envs.
         max_steps: Step budget per episode, above or below a scenario's own; overrides
             ``max_episode_steps``, which a scenario may lower.
-        max_episode_steps: Step budget per episode (``gym.make_vec`` passes the registered one).
+        max_episode_steps: Step budget per episode (``gym.make_vec`` passes the registered one;
+            ``-1``, which ``gym.make`` reads as no ``TimeLimit``, leaves the domain's).
         autoreset_mode: ``"same_step"`` (default) or ``"disabled"``.
         render_mode: ``"ansi"``: ``render()`` gives each sub-env's transcript.
         sampling_streams: Each sub-env's sampling stream (default: all 0). Sub-envs reset with
@@ -132,6 +144,9 @@ class AgentWorldVectorEnv(VectorEnv):
             raise ValueError(f"expected {num_envs} sampling streams, got {len(sampling_streams)}")
         if render_mode is not None and render_mode not in AgentWorldEnv.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
+        max_steps = step_budget(max_steps, "max_steps")
+        max_episode_steps = step_budget(  # -1: gym.make's "no TimeLimit", the domain's budget
+            None if max_episode_steps == -1 else max_episode_steps, "max_episode_steps")
         self.num_envs = num_envs
         self.config = SimConfig(domain=domain, **settings)
         self.sim = Simulator(self.config)
@@ -177,12 +192,21 @@ class AgentWorldVectorEnv(VectorEnv):
             scenarios = [scenarios] * self.num_envs
         elif len(scenarios) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} scenarios, got {len(scenarios)}")
-        indices = range(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
+        indices = range(self.num_envs) if mask is None else np.flatnonzero(self._mask(mask))
         infos: list[dict[str, Any] | None] = [None] * self.num_envs
         for i in indices:
             self._seed_next(i, seeds[i])
             infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
         return tuple(self._observations), batch_infos(infos, self.num_envs)
+
+    def _mask(self, mask: Any) -> np.ndarray:
+        """``reset_mask`` checked as ``SyncVectorEnv`` checks it: booleans, one per sub-env."""
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(f"reset_mask must have dtype bool, got {mask.dtype}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"reset_mask must have shape ({self.num_envs},), got {mask.shape}")
+        return mask
 
     def _seed_next(self, index: int, seed: int | None) -> None:
         """Seed sub-env ``index``'s generator for its next episode. Without a seed it goes on

@@ -102,7 +102,8 @@ class PromptSet:
 def resolve_prompt_set(value: str | os.PathLike[str] | PromptSet | None = None) -> PromptSet:
     """The prompt set a setting names: a :class:`PromptSet`, ``"builtin"``, a directory, or None.
 
-    None falls back to ``$AGENTWORLD_PROMPTS``, then to the built-in set.
+    None falls back to ``$AGENTWORLD_PROMPTS``, then to the built-in set; an empty name is a
+    :class:`PromptSetError`, not the current directory.
     """
     if isinstance(value, PromptSet):
         return value
@@ -110,4 +111,7 @@ def resolve_prompt_set(value: str | os.PathLike[str] | PromptSet | None = None) 
         value = os.environ.get(ENV_VAR) or None
     if value is None or str(value) == "builtin":
         return PromptSet.builtin()
+    if not str(value).strip():
+        raise PromptSetError('an empty prompts setting names no directory (None or "builtin" '
+                             "is the built-in set)")
     return PromptSet.from_dir(value)

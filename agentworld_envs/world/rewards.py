@@ -146,12 +146,19 @@ def _check(check: Check, log: EpisodeLog) -> bool:
         found = any(pattern.search(a) for a in actions)
         return found if kind == "action_matches" else not found
     if kind == "observation_contains":
-        final = log.observations[-1] if log.observations else ""
-        return _normalise(check.value or "") in _normalise(final)
+        return _normalise(check.value or "") in _normalise(_last_shown(log))
     if kind == "answer_observed":
         expected = check.value or log.scenario.reference_answer or ""
         return any(answer_matches(o, expected, check.match) for o in _evidence(log))
     return bool(log.verdict and log.verdict.get("passed"))
+
+
+def _last_shown(log: EpisodeLog) -> str:
+    """The environment's last observation, never the env's own reply to a final or invalid
+    action (``local``: it may echo the agent's words); the initial state before any."""
+    local = {i for i, source in enumerate(log.sources) if source == "local"}
+    shown = [o for i, o in enumerate(log.observations) if i not in local]
+    return shown[-1] if shown else log.scenario.initial_state or ""
 
 
 def _evidence(log: EpisodeLog) -> list[str]:

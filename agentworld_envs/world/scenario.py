@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, get_args
 
 import pydantic
@@ -46,6 +47,8 @@ CheckName = Literal[
     "floor_verifier",
 ]
 _NEEDS_VALUE = {"called_tool", "action_matches", "no_action_matches", "observation_contains"}
+_NEEDS_EXPECTED = {"answer_matches", "answer_observed"}
+"""Checks that compare with ``value``, else the scenario's reference answer."""
 
 
 class _Frozen(pydantic.BaseModel):
@@ -81,11 +84,12 @@ class Check(_Frozen):
     (known wrong answers: "47 or 52" hedges), unless the expected answer itself states it;
     ``called_tool`` names a tool; ``action_matches`` and
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
-    looks for text in the final observation; ``answer_observed`` asks that ``value`` (default:
-    the reference answer) was shown in the initial state or an observation of the world
-    (:data:`~agentworld_envs.world.rewards.EVIDENCE`), by ``match``, so that the answer was read
-    from the world, not guessed; ``completed`` and ``infeasible`` check how the episode
-    ended; ``floor_verifier`` is the AgentFloor verifier's verdict.
+    looks for text in the environment's last observation (the initial state before any), not
+    in the env's own reply to a final or invalid action; ``answer_observed`` asks that
+    ``value`` (default: the reference answer) was shown in the initial state or an observation
+    of the world (:data:`~agentworld_envs.world.rewards.EVIDENCE`), by ``match``, so that the
+    answer was read from the world, not guessed; ``completed`` and ``infeasible`` check how the
+    episode ended; ``floor_verifier`` is the AgentFloor verifier's verdict.
     """
 
     check: CheckName
@@ -198,13 +202,25 @@ class Scenario(_Frozen):
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> Scenario:
         for check in self.reward.checks:
-            if check.check == "answer_matches" and not (check.value or self.reference_answer):
-                raise ValueError(f"scenario {self.id}: answer_matches needs a reference answer")
+            self._passable(check)
         if len(set(self.candidate_actions)) != len(self.candidate_actions):
             raise ValueError(f"scenario {self.id}: candidate actions repeat")
         if any(not 0 <= i < len(self.candidate_actions) for i in self.solution):
             raise ValueError(f"scenario {self.id}: solution indices must index candidate_actions")
         return self
+
+    def _passable(self, check: Check) -> None:
+        """Raise ValueError for a check that no episode of this scenario can pass."""
+        expected = check.value or self.reference_answer
+        if check.check in _NEEDS_EXPECTED and not expected:
+            raise ValueError(f"scenario {self.id}: {check.check} needs a reference answer")
+        if check.check in _NEEDS_EXPECTED and check.match == "number" \
+                and not re.search(r"\d", expected or ""):
+            raise ValueError(f"scenario {self.id}: {check.check} by number needs a number in "
+                             f"its expected answer, not {expected!r}")
+        if check.check == "floor_verifier" and self.floor is None:
+            raise ValueError(f"scenario {self.id}: floor_verifier needs an AgentFloor task "
+                             "(the floor field)")
 
     @property
     def solution_actions(self) -> list[str]:
