@@ -120,8 +120,12 @@ def stage0_align(newcomer: Any, optimizer: torch.optim.Optimizer, samples: Sampl
     ``score_batch_size`` with gradient accumulation.
 
     Returns:
-        The final mean per-message KL, the steps taken and whether the bound holds.
+        The final mean per-message KL, the steps taken and whether the bound holds (with no
+        message to distil on, an incumbent a router skipped, a KL of 0 after no step).
     """
+    if not len(samples):
+        return {"stage0/kl": 0.0, "stage0/steps": 0, "stage0/within_bound": 1.0}
+
     def loss_of(part: Samples, _: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
         new_logp, kl = newcomer.score(part)
         loss = kl.mean() if part.old_dist is not None else -(

@@ -31,10 +31,12 @@ class ConfigError(FieldedError, ValueError):
 
 LM_FIELDS = ("model", "models", "lora_rank", "temperature", "top_p", "top_k", "stop",
              "max_new_tokens", "answer_prefix", "context_tokens", "score_batch_size", "dtype",
-             "generation", "gradient_checkpointing", "device")
-"""Settings of language-model policies (text teams): a symbolic team refuses them."""
-SYMBOLIC_FIELDS = ("hidden_size",)
-"""Settings of symbolic policies: a text team refuses them."""
+             "generation", "gradient_checkpointing", "device", "replacement_model")
+"""Settings of language-model policies (text teams; ``replacement_model`` is TeamTR's): a
+symbolic team refuses them."""
+SYMBOLIC_FIELDS = ("hidden_size", "replacement_hidden_size")
+"""Settings of symbolic policies (``replacement_hidden_size`` is TeamTR's): a text team refuses
+them."""
 
 
 @dataclass
@@ -44,7 +46,7 @@ class TeamArgs:
     exp_name: str = ""
     """the name of this experiment (the trainer's name when empty)"""
     seed: int = 1
-    """seed of the team's weights, the rollouts and the problems"""
+    """seed of the team's weights, the rollouts and the problems (0 to 2**32 - 1)"""
     env_id: str = "team_envs/relay-v0"
     """a team env registered in PettingZoo (see `agentworld team envs`)"""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -174,6 +176,8 @@ class TeamArgs:
                      "context_tokens", "score_batch_size"):
             if (getattr(self, name) or 0) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        if not 0 <= self.seed < 2**32:  # numpy refuses negative seeds; derived ones overflow
+            raise ConfigError("seed", f"must be from 0 to 2**32 - 1, got {self.seed}")
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
                                             f"a group, got {self.group_size}")

@@ -190,7 +190,9 @@ def agent_order(order: str, n_agents: int, rng: np.random.Generator) -> list[int
 def _make_env(args: TeamArgs) -> tuple[Any, dict[str, Any]]:
     kwargs = dict(args.env_kwargs)
     if args.n_agents is not None:
-        kwargs["n_agents"] = args.n_agents
+        if kwargs.setdefault("n_agents", args.n_agents) != args.n_agents:
+            raise ConfigError("n_agents", f"{args.n_agents} agents, but env_kwargs asks for "
+                                          f"{kwargs['n_agents']}: give the team size once")
     try:
         env = pettingzoo.make("aec", args.env_id, **kwargs)
     except PettingZooRegistryError as exc:  # its message lists PettingZoo's whole registry
@@ -261,6 +263,19 @@ def _refuse_other_policy_settings(args: TeamArgs, symbolic: bool) -> None:
                                       f"set(s) {policies} policies only, so would be ignored")
 
 
+def _check_device(device: str) -> None:
+    """A ``ConfigError`` for a ``device`` torch cannot read, or a CUDA device this machine lacks
+    (else the first forward pass fails with a traceback)."""
+    try:
+        parsed = torch.device(device)
+    except RuntimeError as exc:
+        raise ConfigError("device", f"{device!r} is not a torch device (e.g. cpu, cuda, "
+                                    "cuda:1)") from exc
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if parsed.type == "cuda" and (parsed.index or 0) >= count:
+        raise ConfigError("device", f"{device} is not on this machine ({count} CUDA devices)")
+
+
 def _models(args: TeamArgs, env_id: str, n_agents: int) -> list[str]:
     """Each agent's model: ``models`` (one per agent) or ``model`` for all."""
     if args.models and args.model:
@@ -295,6 +310,7 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         factory = _symbolic_factory(task, args.seed)
         rollouts: SymbolicRollouts | TextRollouts = SymbolicRollouts(task)
     else:
+        _check_device(args.device)
         models = _models(args, args.env_id, n_agents)
         if shared and len(set(models)) > 1:
             raise ConfigError("models", "a policy shared by every agent needs one model")

@@ -76,6 +76,10 @@ def accumulate(policy: AgentPolicy, samples: Samples, rows: np.ndarray,
     ``loss_of(part, part_rows)`` returns a micro-batch's mean loss and statistics; each loss is
     weighted by its share of ``rows`` before ``backward``, so the accumulated gradient is that of
     one batch. Returns the statistics averaged with the same weights.
+
+    Raises:
+        FloatingPointError: a micro-batch's loss is NaN or infinite, before its ``backward``
+            (an optimiser step on its gradient would turn every weight into NaN).
     """
     size = getattr(policy, "score_batch_size", 0) or len(rows)
     totals: dict[str, float] = {}
@@ -83,6 +87,11 @@ def accumulate(policy: AgentPolicy, samples: Samples, rows: np.ndarray,
         part_rows = rows[start:start + size]
         share = len(part_rows) / len(rows)
         loss, stats = loss_of(samples.subset(part_rows), part_rows)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"agent {samples.agent}: the update's loss is {float(loss.detach())} (a NaN or "
+                "infinite team reward, log-prob or KL in its batch); stopped before the step, "
+                "which would turn the agent's weights into NaN")
         (loss * share).backward()
         for name, value in stats.items():
             totals[name] = totals.get(name, 0.0) + share * value
