@@ -108,10 +108,15 @@ def test_hybrid_gates_the_judge_on_the_rules() -> None:
 
 @pytest.mark.parametrize("reply", ["I refuse to grade.", EVALUATION.format(score=11)])
 def test_an_unreadable_judge_counts_as_zero_and_says_why(reply: str) -> None:
+    """It is counted as a failed call (against ``max_faults``) and warned about, as a failed
+    judge call is; before, only ``judge_error`` said so."""
     env, _ = judged_env(reply, reward_kind="judge")
-    _, reward, _, _, info = env.step("It was Maren Holt.")
+    with pytest.warns(RuntimeWarning, match="the judge's verdict could not be read on 1 of 1"):
+        _, reward, _, _, info = env.step("It was Maren Holt.")
     assert reward == 0.0 and info["reward_breakdown"]["judge_error"]
     assert "judge" not in info["reward_breakdown"]
+    faults = env.unwrapped.sim.faults
+    assert faults.failed == 1 and any("unreadable verdict" in r for r in faults.reasons)
 
 
 def test_a_failing_judge_backend_is_a_flagged_zero() -> None:

@@ -70,3 +70,17 @@ def test_a_team_size_given_twice_must_agree(capsys) -> None:
     same = teamtr.Args(n_agents=3, env_kwargs={"n_agents": 3}, prompts_per_rollout=8,
                        total_episodes=96, eval_episodes=8, log_dir="")
     assert teamtr.train(same).team.n_agents == 3
+
+
+@pytest.mark.parametrize(("flag", "model", "says"), [
+    ("--model", "/no/such/model", "model: model '/no/such/model' is no folder"),
+    ("--models", "/no/such/a,/no/such/a", "models: model '/no/such/a' is no folder"),
+])
+def test_a_model_that_cannot_load_is_one_line_and_exit_2(flag: str, model: str, says: str,
+                                                        capsys) -> None:
+    """Before: exit 1 with Hugging Face's "Repo id must be in the form ..." traceback."""
+    status = main(["team", "train", "joint", "--env-id", "team_envs/countdown-v0",
+                   "--n-agents", "2", flag, model, "--log-dir", ""])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith(f"agentworld: error: {says}")

@@ -144,17 +144,22 @@ class Simulator:
             episodes[i].settle(results[i], verdicts.get(i))
         self.sources.update(result.info.get("observation_source", "none") for result in results)
         calls = [*outcomes.values(), *verdicts.values()]
+        unread = {i: results[i].info["reward_breakdown"]["judge_error"] for i, verdict
+                  in verdicts.items() if not isinstance(verdict, Fault)
+                  and results[i].info["reward_breakdown"].get("judge_error")}
         try:
             self.faults.add(len(calls), [f"{c.kind}: {c.message}" for c in calls
-                                         if isinstance(c, Fault)])
+                                         if isinstance(c, Fault)]
+                            + [f"unreadable verdict: {error}" for error in unread.values()])
         except TooManyFaultsError as error:
             return results, error
         judge_faults = {i: v for i, v in verdicts.items() if isinstance(v, Fault)}
-        return results, self._report(results, judge_faults)
+        return results, self._report(results, judge_faults, unread)
 
-    def _report(self, results: list[StepResult],
-                judge_faults: dict[int, Fault]) -> WorldModelFault | None:
-        """Warn about the step's failed calls, or (``on_fault="raise"``) return the error."""
+    def _report(self, results: list[StepResult], judge_faults: dict[int, Fault],
+                unread: dict[int, str]) -> WorldModelFault | None:
+        """Warn about the step's failed calls and unreadable verdicts, or
+        (``on_fault="raise"``) return the error."""
         model_faults = [i for i, result in enumerate(results)
                         if result.info.get("world_model", {}).get("fault")]
         problems = []
@@ -171,11 +176,17 @@ class Simulator:
                 f"the judge ({backend}) failed on {len(judge_faults)} of {len(results)} "
                 f"episode(s): {fault.kind}: {fault.message}; their reward is 0, marked "
                 "reward_breakdown['judge_fault']")
+        if unread:
+            problems.append(
+                f"the judge's verdict could not be read on {len(unread)} of {len(results)} "
+                f"episode(s): {next(iter(unread.values()))}; the judge counts 0 in their "
+                "reward, marked reward_breakdown['judge_error']")
         if not problems:
             return None
         message = "; ".join(problems)
         if self.config.on_fault == "raise":
-            return WorldModelFault(message, results, sorted({*model_faults, *judge_faults}))
+            return WorldModelFault(message, results,
+                                   sorted({*model_faults, *judge_faults, *unread}))
         warnings.warn(message, RuntimeWarning, stacklevel=4)
         return None
 

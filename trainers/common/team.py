@@ -18,6 +18,7 @@ import torch
 from pettingzoo.env_registry.exceptions import PettingZooRegistryError
 
 import team_envs  # registers the team envs
+from agentworld_envs.backends.hf_settings import unreachable
 from agentworld_envs.cli_errors import UnknownNameError
 from team_envs.symbolic.tasks import SymbolicTask
 from trainers.common.args import LM_FIELDS, SYMBOLIC_FIELDS, ConfigError, TeamArgs
@@ -277,17 +278,23 @@ def _check_device(device: str) -> None:
 
 
 def _models(args: TeamArgs, env_id: str, n_agents: int) -> list[str]:
-    """Each agent's model: ``models`` (one per agent) or ``model`` for all."""
+    """Each agent's model: ``models`` (one per agent) or ``model`` for all, each one that can
+    load (:func:`~agentworld_envs.backends.hf_settings.unreachable`)."""
     if args.models and args.model:
         raise ConfigError("models", "give model (every agent) or models (one per agent), "
                                     "not both")
     if args.models:
         if len(args.models) != n_agents:
             raise ConfigError("models", f"{len(args.models)} models for {n_agents} agents")
-        return list(args.models)
-    if not args.model:
+        models, field_name = list(args.models), "models"
+    elif not args.model:
         raise ConfigError("model", f"{env_id} is a text team: give a causal-LM directory")
-    return [args.model] * n_agents
+    else:
+        models, field_name = [args.model] * n_agents, "model"
+    for model in dict.fromkeys(models):  # before anything loads: not the hub's "Repo id" error
+        if problem := unreachable("model", model):
+            raise ConfigError(field_name, problem)
+    return models
 
 
 def build_team(args: TeamArgs, shared: bool = False) -> Team:
