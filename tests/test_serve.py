@@ -605,37 +605,6 @@ def test_a_lone_surrogate_the_env_returns_reaches_the_client_as_it_is(floor_all)
         assert (state["episode_id"], state["step_count"]) == ("run-\udc00", 1)
 
 
-def test_a_client_leaving_mid_step_frees_its_session_at_once(monkeypatch):
-    started, release = threading.Event(), threading.Event()
-    step = GymSession._step
-
-    def held(self, action, /):
-        if action.type == "call_tool":  # in the session's thread
-            started.set()
-            release.wait(HANG_GUARD_S)
-        return step(self, action)
-
-    monkeypatch.setattr(GymSession, "_step", held)
-    with _in_process("AgentFloor/B3-v0", max_sessions=1) as url:
-        try:
-            with _ws(url) as ws:
-                _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
-                ws.send(json.dumps({"type": "step", "data": {
-                    "type": "call_tool", "tool_name": "lookup_record",
-                    "arguments": {"record_id": "PKG-88"}}}))
-                assert started.wait(HANG_GUARD_S)
-            _wait(lambda: stats(url)["capacity"]["active_sessions"] == 0,
-                  "the session its client left freed while its step runs")
-            assert stats(url)["running"] == 1
-            with _ws(url) as other:
-                reply = _ask(other, {"type": "reset", "data": {"options": {"variant": "v0"}}})
-                assert reply["type"] == "observation", reply["data"]
-        finally:
-            release.set()
-        _wait(lambda: (stats(url)["running"], stats(url)["sessions_closed"]) == (0, 2),
-              "the left step ended and both sessions closed")
-
-
 def test_a_refused_reset_leaves_the_sessions_draws_as_they_were(floor_all):
     def play(refused: dict | None) -> list[tuple[str, str]]:
         with _ws(floor_all) as ws:

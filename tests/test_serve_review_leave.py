@@ -1,4 +1,5 @@
-"""A client that sends more frames and then leaves in the middle of a step frees its session."""
+"""A client that leaves in the middle of a step frees its session at once, also after sending
+more frames, and frames sent during a step are answered in order after it."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ CALL = {"type": "step", "data": {"type": "call_tool", "tool_name": "lookup_recor
 """A step that runs in the session's thread, where the test holds it."""
 
 
-@pytest.mark.parametrize("sent", [[{"type": "close"}],  # what OpenEnv's client.close() sends
-                                  [{"type": "state"}] * READ_AHEAD])
-def test_a_client_leaving_mid_step_after_more_frames_frees_its_session(monkeypatch, sent):
+@pytest.fixture
+def held_step(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """A ``call_tool`` step held in the session's thread: ``started`` is set once it runs, and
+    it goes on once the test sets ``release``."""
     started, release = threading.Event(), threading.Event()
     step = GymSession._step
 
@@ -33,6 +35,14 @@ def test_a_client_leaving_mid_step_after_more_frames_frees_its_session(monkeypat
         return step(self, action)
 
     monkeypatch.setattr(GymSession, "_step", held)
+    return started, release
+
+
+@pytest.mark.parametrize("sent", [[],
+                                  [{"type": "close"}],  # what OpenEnv's client.close() sends
+                                  [{"type": "state"}] * READ_AHEAD])
+def test_a_client_leaving_mid_step_frees_its_session_at_once(held_step, sent):
+    started, release = held_step
     with _in_process("AgentFloor/B3-v0", max_sessions=1) as url:
         try:
             with _ws(url) as ws:
@@ -54,17 +64,8 @@ def test_a_client_leaving_mid_step_after_more_frames_frees_its_session(monkeypat
               "the left step ended and both sessions closed")
 
 
-def test_frames_sent_during_a_step_are_answered_in_order_after_it(monkeypatch):
-    started, release = threading.Event(), threading.Event()
-    step = GymSession._step
-
-    def held(self, action, /):
-        if action.type == "call_tool":
-            started.set()
-            release.wait(HANG_GUARD_S)
-        return step(self, action)
-
-    monkeypatch.setattr(GymSession, "_step", held)
+def test_frames_sent_during_a_step_are_answered_in_order_after_it(held_step):
+    started, release = held_step
     with _in_process("AgentFloor/B3-v0") as url, _ws(url) as ws:
         _ask(ws, {"type": "reset", "data": {"options": {"variant": "v0"}}})
         ws.send(json.dumps(CALL))

@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
+from pydantic import ValidationError
 
 from agentworld_envs.errors import SubEnvError
 from agentworld_envs.protocol.seeding import draw_seed
@@ -139,10 +140,14 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
                 seed = draw_seed(rng)
             try:
                 text, info = env.reset(seed=seed, options=options or None)
-            except SubEnvError as exc:
-                # made for a trip between processes; here the env's own error is at hand (a
-                # scenario object the domain refused: pydantic's ValidationError, the client's)
-                raise (exc.__cause__ or exc) from None
+            except (SubEnvError, ValueError) as exc:
+                # a scenario object the domain refused: pydantic's ValidationError, the client's,
+                # answered field by field (a SubEnvError, made for a trip between processes,
+                # holds the env's own error too)
+                cause = exc.__cause__
+                if isinstance(exc, SubEnvError) or isinstance(cause, ValidationError):
+                    raise (cause or exc) from None
+                raise
             self._seeded.add(env_id)
             if info.get("task_id") and self.served.make_kwargs.get("reveal_reference"):
                 from floor_tasks import solution

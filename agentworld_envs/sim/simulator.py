@@ -105,7 +105,7 @@ class Simulator:
             return self.domain.resolve(spec)
         except pydantic.ValidationError as error:
             raise ValueError(f'options["scenario"] is no valid {self.domain.key} scenario: '
-                             f"{error}") from None
+                             f"{error}") from error  # the server answers with its errors
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
                 limit: int, sampling_stream: int = 0, exact: bool = False) -> Episode:
