@@ -92,3 +92,13 @@ def test_a_model_only_in_base_counts_as_missing() -> None:
     assert not result.ok and result.cases_missing == 20
     assert compare_corpora(corpus(model="a") + corpus(model="gone"),
                            corpus(model="a") + corpus(model="b"), allow_missing=True).ok
+
+
+def test_pass_rates_compare_only_the_cases_both_corpora_ran() -> None:
+    """NEW ran two more repeats of C1, which fail: tier C's rate fell by 17 pp over all of
+    NEW's runs, a regression though no case BASE ran got worse."""
+    new = corpus() + [run("C1", False, repeat=r) for r in (2, 3)]
+    result = compare_corpora(corpus(), new)
+    assert result.ok, result.render()
+    assert result.cases_compared == 20
+    assert "2 NEW case(s) have no run in BASE: left out of the pass rates" in result.notes

@@ -1,10 +1,10 @@
 """Compare two run corpora and list the regressions of the new one.
 
-A regression is a tier or task whose pass rate fell by more than a threshold, or a case
-(task, variant, repeat) that passed in BASE and fails in NEW. Cases are matched on
-(task_id, variant, repeat) alone when each corpus holds one model (the same agent before and
-after a change, possibly under a new slug); when a corpus holds several models, everything is
-compared model by model.
+A regression is a tier or task whose pass rate, over the cases both corpora ran, fell by more
+than a threshold, or a case (task, variant, repeat) that passed in BASE and fails in NEW.
+Cases are matched on (task_id, variant, repeat) alone when each corpus holds one model (the
+same agent before and after a change, possibly under a new slug); when a corpus holds several
+models, everything is compared model by model.
 
 The comparison fails when nothing was compared, and when a BASE case has no run in NEW (a model
 only in BASE included) unless missing cases are allowed: a gate must not pass on runs it never
@@ -145,6 +145,21 @@ def _case_regressions(
     return found, len(before.keys() & after.keys()), missing
 
 
+def _on_shared_cases(
+    base: Sequence[RunRecord], new: Sequence[RunRecord], model: str | None, notes: list[str]
+) -> tuple[list[RunRecord], list[RunRecord]]:
+    """The records of the cases both corpora ran, so that pass rates compare like with like
+    (NEW's extra variants or repeats, and BASE's cases NEW lacks, are left out of them)."""
+    shared = _cases(base).keys() & _cases(new).keys()
+    extra = len(_cases(new).keys() - shared)
+    if extra:
+        where = f" for {model}" if model else ""
+        notes.append(f"{extra} NEW case(s){where} have no run in BASE: left out of the pass "
+                     "rates")
+    return ([r for r in base if case_key(r) in shared],
+            [r for r in new if case_key(r) in shared])
+
+
 def _groups(
     base: Sequence[RunRecord], new: Sequence[RunRecord], notes: list[str]
 ) -> list[tuple[str | None, Sequence[RunRecord], Sequence[RunRecord]]]:
@@ -183,8 +198,9 @@ def compare_corpora(
     regressions: list[Regression] = []
     compared = missing = 0
     for model, base, new in _groups(base_records, new_records, notes):
-        regressions += _rate_regressions("tier", base, new, threshold, model)
-        regressions += _rate_regressions("task", base, new, threshold, model)
+        both = _on_shared_cases(base, new, model, notes)
+        regressions += _rate_regressions("tier", *both, threshold, model)
+        regressions += _rate_regressions("task", *both, threshold, model)
         flipped, n_cases, n_missing = _case_regressions(base, new, model, notes)
         regressions += flipped
         compared += n_cases
