@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("openenv")
@@ -21,3 +23,18 @@ def test_state_of_a_session_closed_for_idling_is_an_error():
                 assert reply["type"] == "error", reply
                 assert "idle" in reply["data"]["message"]
                 assert "open a new session" in reply["data"]["message"]
+
+
+def test_an_error_reply_shows_a_clients_huge_value_shortened():
+    """A megabyte of bad seed, option name, task or message type came back whole in the error
+    reply."""
+    huge = "x" * 1_000_000
+    with _in_process("AgentFloor/all") as url, _ws(url) as ws:
+        for message in ({"type": "reset", "data": {"seed": huge}},
+                        {"type": "reset", "data": {"options": {huge: 1}}},
+                        {"type": "reset", "data": {"options": {"task": huge}}},
+                        {"type": huge}):
+            reply = _ask(ws, message)
+            assert reply["type"] == "error" and len(json.dumps(reply)) < 2_000, \
+                json.dumps(reply)[:300]
+        assert _ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"

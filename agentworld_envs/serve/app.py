@@ -235,7 +235,7 @@ class _Server(HTTPEnvServer):
                 WSCloseMessage.model_validate(message)
                 return None
             return _error(WSErrorCode.UNKNOWN_TYPE,
-                          _NO_MCP if kind == "mcp" else f"Unknown message type: {kind}")
+                          _NO_MCP if kind == "mcp" else f"Unknown message type: {str(kind)[:100]}")
         except ValidationError as exc:  # as JSON: a validator's exception becomes its text
             return _error(WSErrorCode.VALIDATION_ERROR, "Invalid message",
                           errors=json.loads(exc.json()))

@@ -13,6 +13,7 @@ import asyncio
 import copy
 import json
 import logging
+import reprlib
 import threading
 import time
 import uuid
@@ -72,7 +73,8 @@ def _seed(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"seed must be a non-negative integer or null, not {value!r}")
+        raise ValueError(f"seed must be a non-negative integer or null, not "
+                         f"{reprlib.repr(value)}")
     return value
 
 
@@ -292,8 +294,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         known = (*known, "task") if self.served.task_set else known
         unknown = set(options) - set(known)
         if unknown:
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; this env reads "
-                             f"{', '.join(known)}")
+            raise ValueError(f"unknown reset option(s) {reprlib.repr(sorted(unknown))}; this "
+                             f"env reads {', '.join(known)}")
         for key, value in options.items():
             kinds = _OPTION_TYPES[key]
             if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
@@ -307,7 +309,8 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         if task is not None:
             chosen = task if task in ids else f"AgentFloor/{task}-v0"
             if chosen not in ids:
-                raise ValueError(f"task {task!r} is not in {self.served.settings.env_id}")
+                raise ValueError(f"task {reprlib.repr(task)} is not in "
+                                 f"{self.served.settings.env_id}")
             return chosen
         return ids[int(rng.integers(len(ids)))] if len(ids) > 1 else ids[0]
 
