@@ -241,3 +241,25 @@ def test_torch_threads_default_to_every_core_for_a_language_model_team(
         assert torch.get_num_threads() == expected
     finally:
         torch.set_num_threads(before)
+
+
+def test_evaluation_plays_without_scoring_old_log_probs(tiny_lm_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluation needs rewards alone: it ran a scoring pass over every message (in float32
+    for every greedy message, in bfloat16 for all), and counted it in the trainer's scoring time."""
+    pytest.importorskip("reasoning_gym")
+    from trainers.common.team import build_team
+
+    args = teamtr.Args(env_id="team_envs/reasoning-v0", n_agents=2,
+                       env_kwargs={"task": "basic_arithmetic", "held_out": 3},
+                       model=str(tiny_lm_dir), max_new_tokens=4, prompts_per_rollout=2,
+                       group_size=2, total_episodes=8, log_dir="")
+    team = build_team(args)
+    scored: list[int] = []
+    token_logprobs = CausalLMPolicy.token_logprobs
+    monkeypatch.setattr(CausalLMPolicy, "token_logprobs",
+                        lambda self, samples: scored.append(1) or token_logprobs(self, samples))
+    assert team.evaluate_held_out(2, seed=0) and 0 <= team.evaluate(2, seed=0) <= 1
+    assert not scored
+    team.sample(2, 2, seed=0, greedy=True)  # a probe's rollout is scored
+    assert scored

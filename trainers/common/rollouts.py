@@ -45,8 +45,10 @@ class SymbolicRollouts:
 
     @torch.no_grad()
     def collect(self, policies: Sequence[SymbolicAgent], prompts: int, group_size: int,
-                rng: np.random.Generator, generator: torch.Generator) -> RolloutBatch:
-        """Play ``prompts * group_size`` episodes."""
+                rng: np.random.Generator, generator: torch.Generator,
+                scored: bool = True) -> RolloutBatch:
+        """Play ``prompts * group_size`` episodes (their log-probs come with the sampling
+        itself, so ``scored`` changes nothing here)."""
         private = [np.repeat(p, group_size, axis=0)
                    for p in self.task.sample_private(rng, prompts)]
         batch = self.task.batch(private)
@@ -93,10 +95,11 @@ class TextRollouts:
     def collect(self, policies: Sequence[CausalLMPolicy], prompts: int, group_size: int,
                 rng: np.random.Generator, generator: torch.Generator, *,
                 options: Sequence[dict[str, Any]] | None = None,
-                greedy: bool = False) -> RolloutBatch:
+                greedy: bool = False, scored: bool = True) -> RolloutBatch:
         """Play ``prompts * group_size`` episodes; a group's episodes share the env seed (and
         its entry of ``options``, the reset options that pick held-out items). ``greedy``
-        decodes every message greedily."""
+        decodes every message greedily; without ``scored`` (an evaluation, which needs the
+        rewards alone) the messages' old log-probs are not scored and ``samples`` is empty."""
         envs = self._envs_for(prompts * group_size)
         seeds = rng.integers(2**31 - 1, size=prompts)
         for k, env in enumerate(envs):
@@ -126,7 +129,7 @@ class TextRollouts:
                 written[agent].append(([k for k, _ in items], messages))
         start = time.perf_counter()
         samples = [self._samples(agent, policies[agent], chunks)
-                   for agent, chunks in enumerate(written)]
+                   for agent, chunks in enumerate(written)] if scored else []
         return RolloutBatch(rewards, np.repeat(np.arange(prompts), group_size), samples,
                             scoring_s=time.perf_counter() - start,
                             new_tokens=sum(len(r) for chunks in written for _, m in chunks

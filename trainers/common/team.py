@@ -86,8 +86,8 @@ class Team:
         return batch
 
     def sample(self, prompts: int, group_size: int, seed: int, **options: Any) -> RolloutBatch:
-        """A rollout drawn from ``seed``, for probes and evaluation (``options``: the text
-        rollouts' reset ``options`` and ``greedy``); not counted towards the budget."""
+        """A rollout drawn from ``seed``, for probes and evaluation (``options``: ``scored``, and
+        the text rollouts' reset ``options`` and ``greedy``); not counted towards the budget."""
         return self._rollout(prompts, group_size, np.random.default_rng(seed),
                              torch.Generator().manual_seed(seed), **options)
 
@@ -102,7 +102,7 @@ class Team:
 
     def evaluate(self, episodes: int, seed: int) -> float:
         """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""
-        return float(self.sample(episodes, 1, seed).rewards.mean())
+        return float(self.sample(episodes, 1, seed, scored=False).rewards.mean())
 
     def held_out_rewards(self, seed: int, samples: int = 1, greedy: bool = False
                          ) -> np.ndarray:
@@ -112,7 +112,7 @@ class Team:
         if not items:
             return np.zeros((0, samples))
         options = [{"split": "test", "index": i} for i in range(items)]
-        batch = self.sample(items, samples, seed, options=options, greedy=greedy)
+        batch = self.sample(items, samples, seed, options=options, greedy=greedy, scored=False)
         return batch.rewards.reshape(items, samples)
 
     def evaluate_held_out(self, pass_k: int, seed: int) -> dict[str, float]:
