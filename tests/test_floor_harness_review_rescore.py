@@ -37,3 +37,17 @@ def test_the_rescored_trajectory_is_the_replayed_one() -> None:
     rescored = with_digest(rescore_record(RunRecord.from_json(stale)).to_json())
     for field in ("call_log", "final_text", "termination", "verdict", "passed"):
         assert rescored[field] == fresh[field], field
+
+
+def test_the_rescored_corpus_carries_its_sources_metadata(tmp_path: Path) -> None:
+    """It had none, or kept the metadata.json of whatever corpus --out held before."""
+    source, out = tmp_path / "source", tmp_path / "out"
+    source.mkdir()
+    out.mkdir()
+    record = with_digest(run_episode("B1", "oracle"))
+    (source / "runs.jsonl").write_text(json.dumps(record) + "\n", encoding="ascii")
+    (source / "metadata.json").write_text(json.dumps({"sweep_name": "mine"}), encoding="ascii")
+    (out / "metadata.json").write_text(json.dumps({"sweep_name": "stale"}), encoding="ascii")
+    assert main(["floor", "rescore", str(source), "--out", str(out)]) == 0
+    metadata = json.loads((out / "metadata.json").read_text(encoding="ascii"))
+    assert metadata == {"sweep_name": "mine", "rescored_from": str(source / "runs.jsonl")}

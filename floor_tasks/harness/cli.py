@@ -252,12 +252,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
-    from floor_tasks.harness.corpus import write_records
+    from floor_tasks.harness.corpus import RunCorpus, read_metadata, write_records
     from floor_tasks.harness.corpus_io import RUNS_FILE, runs_file
     from floor_tasks.harness.rescore import UnfinishedRunError, rescore
 
     records = _read_corpora([args.corpus])
     source = runs_file(args.corpus)
+    metadata = {**read_metadata(source.parent), "rescored_from": str(source)}
     out = args.out or source.parent / "rescored"
     if (out / RUNS_FILE).resolve() == source.resolve():
         raise UsageError(f"--out {out} is the corpus being re-scored; name another directory")
@@ -266,6 +267,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     except UnfinishedRunError as exc:
         raise UsageError(f"{source}: cannot re-score {exc}; nothing was written") from None
     write_records(out, rescored)
+    RunCorpus(out).write_metadata(metadata)  # the source's (an older one in --out is stale)
     print(f"re-scored {len(rescored)} runs into {out}; {len(changed)} changed pass/fail")
     for run_id in changed:
         print(f"  changed: {run_id}")
