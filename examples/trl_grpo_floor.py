@@ -57,7 +57,8 @@ def grpo_settings() -> tuple[type, dict]:
         "per_device_train_batch_size": 16, "max_completion_length": 160, "temperature": 0.5,
         "learning_rate": 1e-3, "loss_type": "grpo", "importance_sampling_level": "token",
         "scale_rewards": "group", "report_to": [], "logging_steps": 1, "save_strategy": "no",
-        "seed": 0, "disable_tqdm": True, "bf16": cuda, "use_cpu": not cuda}
+        "seed": 0, "disable_tqdm": True, "bf16": cuda, "dataloader_pin_memory": cuda,
+        "use_cpu": not cuda}
 
 
 def tiny_model(rows: list[dict], directory: Path, *, tool_methods: bool) -> str:

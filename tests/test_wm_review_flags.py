@@ -123,3 +123,15 @@ def test_a_max_length_that_cuts_every_target_is_refused(
     learned to leave its observation open (which the reward caps)."""
     err = refused("sft", tiny_lm_dir, tmp_path, capsys, "--max_length", "130")
     assert "max_length: every one of the 2 targets is cut to the 66 tokens max_length 130" in err
+
+
+def test_pinned_memory_is_asked_for_only_on_an_accelerator() -> None:
+    """On a CPU torch warned at every data loader that pinned memory would not be used."""
+    import torch
+
+    from trainers.world_model.rl import grpo_config
+    from trainers.world_model.sft import sft_config
+
+    cuda = torch.cuda.is_available()
+    assert sft_config().dataloader_pin_memory is cuda
+    assert grpo_config().dataloader_pin_memory is cuda

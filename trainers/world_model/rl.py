@@ -34,9 +34,9 @@ from agentworld_envs.bench.items import BenchItem
 from trainers.common.args import ConfigError
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import (
-    accelerated,
     check_at_least,
     check_model,
+    device_defaults,
     load_model,
     require_trl,
     resume_checkpoint,
@@ -127,9 +127,9 @@ class RLResult:
 
 
 def grpo_settings() -> tuple[type, dict[str, Any]]:
-    """TRL's ``GRPOConfig`` and where ours starts: :data:`GRPO_DEFAULTS`, with ``bf16`` where
-    :func:`~trainers.world_model.sft.accelerated` (loads TRL, with the install hint)."""
-    defaults = {**GRPO_DEFAULTS, "bf16": accelerated()}
+    """TRL's ``GRPOConfig`` and where ours starts: :data:`GRPO_DEFAULTS`, with
+    :func:`~trainers.world_model.sft.device_defaults` (loads TRL, with the install hint)."""
+    defaults = {**GRPO_DEFAULTS, **device_defaults()}
     from trl import GRPOConfig
 
     return GRPOConfig, defaults

@@ -38,10 +38,10 @@ from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
-           "check_model", "encode", "final_turns", "load_model", "load_tokenizer", "lora_config",
-           "prepare_model", "prepare_tokenizer", "require_trl", "resume_checkpoint",
-           "sft_config", "sft_dataset", "sft_example", "sft_settings", "train_sft",
-           "training_items"]
+           "check_model", "device_defaults", "encode", "final_turns", "load_model",
+           "load_tokenizer", "lora_config", "prepare_model", "prepare_tokenizer", "require_trl",
+           "resume_checkpoint", "sft_config", "sft_dataset", "sft_example", "sft_settings",
+           "train_sft", "training_items"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
@@ -413,10 +413,17 @@ def accelerated() -> bool:
     return bool(require_trl().cuda.is_available())
 
 
+def device_defaults() -> dict[str, bool]:
+    """The settings that follow :func:`accelerated`: ``bf16``, and ``dataloader_pin_memory``
+    (pinned memory serves only an accelerator; on a CPU torch warns at every data loader)."""
+    cuda = accelerated()
+    return {"bf16": cuda, "dataloader_pin_memory": cuda}
+
+
 def sft_settings() -> tuple[type, dict[str, Any]]:
-    """TRL's ``SFTConfig`` and where ours starts: :data:`SFT_DEFAULTS`, with ``bf16`` where
-    :func:`accelerated` (loads TRL, with the install hint)."""
-    defaults = {**SFT_DEFAULTS, "bf16": accelerated()}
+    """TRL's ``SFTConfig`` and where ours starts: :data:`SFT_DEFAULTS`, with
+    :func:`device_defaults` (loads TRL, with the install hint)."""
+    defaults = {**SFT_DEFAULTS, **device_defaults()}
     from trl import SFTConfig
 
     return SFTConfig, defaults
