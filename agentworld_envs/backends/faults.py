@@ -93,6 +93,17 @@ class FaultTally:
         others = f"; {len(self.reasons) - 1} other reason(s)" if len(self.reasons) > 1 else ""
         return f"{self.failed} of {self.calls} {self.what} failed ({count}x {reason}{others})"
 
+    def counts(self) -> dict[str, Any]:
+        """What the tally has counted, as plain data (for a checkpoint); :meth:`restore` takes
+        it back."""
+        return {"calls": self.calls, "failed": self.failed, "reasons": dict(self.reasons),
+                "examples": self.examples}
+
+    def restore(self, counts: dict[str, Any]) -> None:
+        """Take back :meth:`counts`, in place of what was counted so far."""
+        self.calls, self.failed = counts["calls"], counts["failed"]
+        self.reasons, self.examples = Counter(counts["reasons"]), dict(counts["examples"])
+
     def check(self, consequence: str = "") -> None:
         """Raise :class:`TooManyFaultsError` if any call failed; ``consequence`` says what that
         leaves (``"no table is printed"``)."""

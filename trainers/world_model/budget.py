@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,15 +84,11 @@ class KeptTally(TrainerCallback):
         self.tally = tally
         kept = Path(checkpoint, TALLY_FILE) if checkpoint else None
         if kept is not None and kept.is_file():
-            saved = json.loads(kept.read_text(encoding="utf-8"))
-            tally.calls, tally.failed = saved["calls"], saved["failed"]
-            tally.reasons, tally.examples = Counter(saved["reasons"]), saved["examples"]
+            tally.restore(json.loads(kept.read_text(encoding="utf-8")))
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         folder = Path(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        write_text_atomic(folder / TALLY_FILE, json.dumps({
-            "calls": self.tally.calls, "failed": self.tally.failed,
-            "reasons": self.tally.reasons, "examples": self.tally.examples}))
+        write_text_atomic(folder / TALLY_FILE, json.dumps(self.tally.counts()))
 
 
 class LossHook(TrainerCallback):
