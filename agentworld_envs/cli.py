@@ -56,6 +56,7 @@ _EXPECTED = {
     "agentworld_envs.backends.faults:TooManyFaultsError": (1, ""),
     "agentworld_envs.backends.base:BackendError": (1, "backend failed: "),
     "builtins:FloatingPointError": (1, ""),  # a trainer's non-finite loss, stopped before a step
+    "trainers.world_model.rl:NothingLearnedError": (1, ""),
 }
 
 

@@ -16,7 +16,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import sys
 
 from trainers.common.flags import ConfigHelp, add_dataclass_args, dataclass_from_args, parse_config
 from trainers.world_model.rl import RLArgs, grpo_settings
@@ -36,18 +35,17 @@ def _cmd_sft(args: argparse.Namespace) -> int:
 
 
 def _cmd_rl(args: argparse.Namespace) -> int:
-    from trainers.world_model.rl import train_rl
+    from trainers.world_model.rl import NothingLearnedError, train_rl
 
     config_cls, defaults = grpo_settings()
     config = parse_config(config_cls, args.extra, defaults, prog="agentworld wm rl")
     result = train_rl(dataclass_from_args(RLArgs, args), config)
     print(f"saved {result.out}")
     if not result.learned:
-        print(f"agentworld: error: every step's groups of samples scored alike "
-              f"(frac_reward_zero_std 1), so GRPO learned nothing (the model is saved in "
-              f"{result.out}): let the samples differ (a longer max_completion_length, a higher "
-              f"temperature, a judge)", file=sys.stderr)
-        return 1
+        raise NothingLearnedError(
+            f"every step's groups of samples scored alike (frac_reward_zero_std 1), so GRPO "
+            f"learned nothing (the model is saved in {result.out}): let the samples differ (a "
+            f"longer max_completion_length, a higher temperature, a judge)")
     return 0
 
 

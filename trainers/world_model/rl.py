@@ -43,8 +43,8 @@ from trainers.world_model.sft import (
     training_items,
 )
 
-__all__ = ["DEFAULT_JUDGE_WEIGHT", "GRPO_DEFAULTS", "RLArgs", "RLResult", "grpo_config",
-           "grpo_settings", "prompt_text", "rl_dataset", "train_rl"]
+__all__ = ["DEFAULT_JUDGE_WEIGHT", "GRPO_DEFAULTS", "NothingLearnedError", "RLArgs", "RLResult",
+           "grpo_config", "grpo_settings", "prompt_text", "rl_dataset", "train_rl"]
 
 GRPO_DEFAULTS: dict[str, Any] = {
     "output_dir": "runs/wm_rl", "max_steps": 20, "per_device_train_batch_size": 16,
@@ -109,6 +109,11 @@ class RLArgs:
             return [1.0]
         weight = DEFAULT_JUDGE_WEIGHT if self.judge_weight is None else self.judge_weight
         return [1 - weight, weight]
+
+
+class NothingLearnedError(RuntimeError):
+    """A run in which GRPO learned nothing (:attr:`RLResult.learned` is false); its model is
+    saved all the same."""
 
 
 @dataclass
