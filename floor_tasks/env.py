@@ -33,6 +33,7 @@ from agentworld_envs.protocol.endings import (
     STEP_BUDGET_EXHAUSTED,
     SUBMITTED,
 )
+from agentworld_envs.protocol.integers import is_integer
 from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
@@ -96,8 +97,7 @@ class FloorEnv(gym.Env[str, str]):
         self.task = load_task(task_id)
         if variant is not None:
             self.task.variant(variant)  # fail early on a bad variant
-        if max_steps is not None and (isinstance(max_steps, bool) or not hasattr(
-                max_steps, "__index__") or max_steps < 1):
+        if max_steps is not None and (not is_integer(max_steps) or max_steps < 1):
             raise ValueError(f"max_steps must be a positive integer, not {max_steps!r}")
         self.fixed_variant = variant
         self.max_steps_override = None if max_steps is None else operator.index(max_steps)

@@ -21,6 +21,8 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from agentworld_envs.protocol.integers import is_integer
+
 __all__ = ["Task", "Variant", "Check", "TIERS", "TIER_NAMES", "load_task", "load_tasks",
            "fill", "register_task"]
 
@@ -109,7 +111,7 @@ class Task(pydantic.BaseModel):
 
     def variant(self, key: int | str = 0) -> Variant:
         """The variant with this index into :attr:`variant_names`, or this name."""
-        if isinstance(key, bool) or not isinstance(key, str) and not hasattr(key, "__index__"):
+        if not isinstance(key, str) and not is_integer(key):
             raise ValueError(f"task {self.id}: a variant is a name or an index, not {key!r}")
         key = key if isinstance(key, str) else operator.index(key)
         if key not in self._variants:

@@ -41,6 +41,8 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import wrappers
 
+from agentworld_envs.protocol.integers import check_int
+
 __all__ = [
     "MIN_AGENTS",
     "MAX_AGENTS",
@@ -71,16 +73,6 @@ class ResetNeeded(gymnasium.error.ResetNeeded, AssertionError):
 def agent_name(index: int) -> str:
     """The PettingZoo name of agent ``index``: ``agent_0``, ``agent_1``, ..."""
     return f"agent_{index}"
-
-
-def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    """Validate an integer setting from ``low`` to ``high`` (no upper bound when None) and
-    return it; a bool is not an integer here."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < low or (
-            high is not None and value > high):
-        span = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {span}, got {value!r}")
-    return int(value)
 
 
 def check_team_size(n_agents: int) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentworld_envs.protocol.integers import is_integer
 from agentworld_envs.protocol.seeding import draw_seed
 
 __all__ = ["actor_blocks", "check_layout", "sub_env_seeds"]
@@ -25,7 +26,7 @@ def check_layout(num_envs: int, group_size: int, num_actors: int | None = None) 
     between 1 and the number of groups."""
     for name, value in (("num_envs", num_envs), ("group_size", group_size),
                         ("num_actors", num_actors)):
-        if value is not None and not _is_int(value):
+        if value is not None and not is_integer(value):
             raise TypeError(f"{name} must be an int, got {value!r}")
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -61,20 +62,16 @@ def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size
     if isinstance(seed, list | tuple):
         if len(seed) != num_envs:
             raise ValueError(f"expected {num_envs} seeds, got {len(seed)}")
-        if not all(item is None or _is_int(item) for item in seed):
+        if not all(item is None or is_integer(item) for item in seed):
             raise _bad_seed(seed, num_envs)
         return list(seed)
     if seed is None:
         if group_size == 1:
             return [None] * num_envs
         seed = draw_seed(rng)
-    if not _is_int(seed):
+    if not is_integer(seed):
         raise _bad_seed(seed, num_envs)
     return [int(seed) + i // group_size for i in range(num_envs)]
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def _bad_seed(seed: object, num_envs: int) -> TypeError:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from agentworld_envs.protocol.integers import is_integer
 from agentworld_envs.protocol.thinking import THINK_TAG, strip_thinking
 from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
@@ -45,13 +46,13 @@ class SamplingParams:
             ValueError: naming every bad setting.
         """
         bad = [message for wrong, message in (
-            (not _integer(self.max_tokens) or self.max_tokens < 1,
+            (not is_integer(self.max_tokens) or self.max_tokens < 1,
              f"max_tokens must be an integer >= 1, not {self.max_tokens!r}"),
             (not _number(self.temperature) or not 0 <= self.temperature < math.inf,
              f"temperature must be a finite number >= 0, not {self.temperature!r}"),
             (self.top_p is not None and (not _number(self.top_p) or not 0 < self.top_p <= 1),
              f"top_p must be a number in (0, 1] or None, not {self.top_p!r}"),
-            (self.top_k is not None and (not _integer(self.top_k) or self.top_k < 0),
+            (self.top_k is not None and (not is_integer(self.top_k) or self.top_k < 0),
              f"top_k must be an integer >= 0 (0: off) or None, not {self.top_k!r}"),
         ) if wrong]
         if bad:
@@ -69,10 +70,6 @@ class SamplingParams:
         data = asdict(self)
         data["stop"] = list(self.stop)
         return data
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _number(value: Any) -> bool:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
 from agentworld_envs.backends.embedded import DEFAULT_WORLD_MODEL, default_world_model
 from agentworld_envs.backends.registry import declared_sampling
+from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.world.prompt_sets import PromptSet, resolve_prompt_set
 from agentworld_envs.world.scenario import Control, DomainKey, Scenario
@@ -214,11 +214,7 @@ class SimConfig(pydantic.BaseModel):
 def step_budget(value: Any, name: str) -> int | None:
     """``value`` as a step budget: None (not given) or an integer >= 1; a ``ValueError`` naming
     ``name`` otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return None if value is None else check_int(name, value, 1)
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:
