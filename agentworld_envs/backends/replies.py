@@ -31,6 +31,7 @@ __all__ = [
     "MalformedReplyError",
     "completion_from_reply",
     "refused_fields",
+    "replace_surrogates",
     "text_tool_calls",
 ]
 
@@ -71,6 +72,12 @@ def refused_fields(reply: str, sent: Iterable[str]) -> frozenset[str]:
     return frozenset(quoted or sent.intersection(_WORD.findall(reply)))
 
 
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate (which JSON can escape and UTF-8 cannot carry) as
+    U+FFFD, and how many there were."""
+    return _SURROGATE.subn("\ufffd", text)
+
+
 def text_tool_calls(text: str) -> list[ToolCall]:
     """Tool calls written into plain text (Hermes tags, JSON), reasoning ignored.
 
@@ -92,7 +99,7 @@ class _Scrubber:
         return map_strings(value, self._text)
 
     def _text(self, text: str) -> str:
-        text, count = _SURROGATE.subn("\ufffd", text)
+        text, count = replace_surrogates(text)
         self.surrogates += count
         masked = redact(text, self.secrets)
         self.redacted += masked != text

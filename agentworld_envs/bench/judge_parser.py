@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld_envs.backends.redaction import map_strings
+from agentworld_envs.backends.replies import replace_surrogates
 from agentworld_envs.protocol import bounded_json
 from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.world.parsing import last_tagged_block
@@ -47,7 +48,6 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SINGLE_QUOTED_KEY = re.compile(r"'([^'\n]*)'\s*:")
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
 _SCORES_OBJECT = re.compile(r'"scores"\s*:\s*\{[^{}]*\}')
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class JudgeParseError(ValueError):
@@ -143,7 +143,7 @@ def _dimension(value: Any) -> int:
 def _notes(value: Any) -> Any:
     """Strengths or weaknesses, a string as a list of one; a lone surrogate that an escape
     decoded to (``"\\ud800"``: no text, so no record could hold it) becomes U+FFFD."""
-    value = map_strings(value, lambda text: _SURROGATE.sub("\ufffd", text))
+    value = map_strings(value, lambda text: replace_surrogates(text)[0])
     return [value] if isinstance(value, str) else value
 
 
