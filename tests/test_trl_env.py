@@ -401,21 +401,33 @@ class _LookupForever:
         return [list(self.reply) for _ in prompts], None
 
 
-def test_the_turn_rollout_stops_an_episode_before_it_outgrows_the_context(
-        tiny_model: Path) -> None:
-    """An episode whose next turn would not fit the model's context is left unfinished (and
-    scores 0.0, as an episode TRL cut short), not decoded past the positions the model knows."""
+def _rollout(tiny_lm_dir: Path, context: int, budget: int, keep_open: bool = False
+             ) -> tuple[dict[str, Any], Any]:
+    """Two A1 episodes of a model that always looks a record up, in ``context`` tokens with
+    turns of at most ``budget`` (with ``keep_open``, their envs are left open)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
     rows = floor_rows(["A1"], ["v0"], system_prompt=SYSTEM) * 2
     sessions = [turn_environment_class("AgentFloor/A1-v0", max_episode_steps=50)()
                 for _ in rows]
     prompts = [[*row["prompt"][:-1], {"role": "user", "content": session.reset(**row)}]
                for row, session in zip(rows, sessions, strict=True)]
-    trainer = _LookupForever(tokenizer, context=600, budget=64)
+    trainer = _LookupForever(tokenizer, context=context, budget=budget)
     trainer.environments = sessions
-    out = TurnRollout()(prompts, trainer)
+    try:
+        return TurnRollout()(prompts, trainer), trainer
+    finally:
+        for session in sessions if not keep_open else ():
+            session.env.close()
+
+
+def test_the_turn_rollout_stops_an_episode_before_it_outgrows_the_context(
+        tiny_model: Path) -> None:
+    """An episode whose next turn would not fit the model's context is left unfinished (and
+    scores 0.0, as an episode TRL cut short), not decoded past the positions the model knows."""
+    out, trainer = _rollout(tiny_model, context=600, budget=64, keep_open=True)
+    sessions, tokenizer = trainer.environments, trainer.processing_class
     assert trainer.asked and max(trainer.asked) + 64 <= 600  # every turn fitted
     assert len(trainer.asked) > 2  # more than one turn was played
     assert not any(session.done for session in sessions)

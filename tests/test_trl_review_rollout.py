@@ -4,38 +4,13 @@ at ``max_completion_length`` always reads as truncated."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentworld_envs.trl import (
-    TurnRollout,
     environment_reward,
-    floor_rows,
-    turn_environment_class,
 )
-from tests.test_trl_env import SYSTEM, _LookupForever
-
-
-def _rollout(tiny_lm_dir: Path, context: int, budget: int, keep_open: bool = False
-             ) -> tuple[dict[str, Any], Any]:
-    """Two A1 episodes of a model that always looks a record up, in ``context`` tokens with
-    turns of at most ``budget`` (with ``keep_open``, their envs are left open)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
-    rows = floor_rows(["A1"], ["v0"], system_prompt=SYSTEM) * 2
-    sessions = [turn_environment_class("AgentFloor/A1-v0", max_episode_steps=50)()
-                for _ in rows]
-    prompts = [[*row["prompt"][:-1], {"role": "user", "content": session.reset(**row)}]
-               for row, session in zip(rows, sessions, strict=True)]
-    trainer = _LookupForever(tokenizer, context=context, budget=budget)
-    trainer.environments = sessions
-    try:
-        return TurnRollout()(prompts, trainer), trainer
-    finally:
-        for session in sessions if not keep_open else ():
-            session.env.close()
+from tests.test_trl_env import _LookupForever, _rollout
 
 
 def test_a_prompt_that_leaves_no_room_for_a_turn_is_refused_clearly(tiny_lm_dir: Path) -> None:
