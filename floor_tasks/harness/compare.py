@@ -126,15 +126,16 @@ def _cases(records: Sequence[RunRecord]) -> dict[CaseKey, list[RunRecord]]:
 
 
 def _case_regressions(
-    base: Sequence[RunRecord], new: Sequence[RunRecord], model: str | None, notes: list[str]
+    before: dict[CaseKey, list[RunRecord]], after: dict[CaseKey, list[RunRecord]],
+    model: str | None, notes: list[str]
 ) -> tuple[list[Regression], int, int]:
-    """The flipped cases, the number of cases compared and the number missing from NEW."""
-    before, after = _cases(base), _cases(new)
+    """The flipped cases of BASE's (``before``) and NEW's (``after``) cases, the number of cases
+    compared and the number missing from NEW."""
     missing = len(before.keys() - after.keys())
     if missing:
         where = f" for {model}" if model else ""
         notes.append(f"{missing} BASE case(s){where} have no run in NEW")
-    task_order = _ladder_order(base)
+    task_order = _ladder_order([r for runs in before.values() for r in runs])
     found = []
     for key in sorted(before.keys() & after.keys(), key=lambda k: (task_order(k[0]), k[1:])):
         failed = [r for r in after[key] if not r.passed]
@@ -146,18 +147,18 @@ def _case_regressions(
 
 
 def _on_shared_cases(
-    base: Sequence[RunRecord], new: Sequence[RunRecord], model: str | None, notes: list[str]
+    before: dict[CaseKey, list[RunRecord]], after: dict[CaseKey, list[RunRecord]],
+    model: str | None, notes: list[str]
 ) -> tuple[list[RunRecord], list[RunRecord]]:
     """The records of the cases both corpora ran, so that pass rates compare like with like
     (NEW's extra variants or repeats, and BASE's cases NEW lacks, are left out of them)."""
-    shared = _cases(base).keys() & _cases(new).keys()
-    extra = len(_cases(new).keys() - shared)
-    if extra:
+    shared = before.keys() & after.keys()
+    if extra := len(after.keys() - shared):
         where = f" for {model}" if model else ""
         notes.append(f"{extra} NEW case(s){where} have no run in BASE: left out of the pass "
                      "rates")
-    return ([r for r in base if case_key(r) in shared],
-            [r for r in new if case_key(r) in shared])
+    return ([r for key in shared for r in before[key]],
+            [r for key in shared for r in after[key]])
 
 
 def _groups(
@@ -198,10 +199,11 @@ def compare_corpora(
     regressions: list[Regression] = []
     compared = missing = 0
     for model, base, new in _groups(base_records, new_records, notes):
-        both = _on_shared_cases(base, new, model, notes)
+        before, after = _cases(base), _cases(new)
+        both = _on_shared_cases(before, after, model, notes)
         regressions += _rate_regressions("tier", *both, threshold, model)
         regressions += _rate_regressions("task", *both, threshold, model)
-        flipped, n_cases, n_missing = _case_regressions(base, new, model, notes)
+        flipped, n_cases, n_missing = _case_regressions(before, after, model, notes)
         regressions += flipped
         compared += n_cases
         missing += n_missing
