@@ -308,8 +308,13 @@ class SharedContextEnv(AECEnv):
     def render(self) -> str | None:
         """The shared context as text in ``ansi`` mode, printed in ``human`` mode (returning
         None, as PettingZoo's ``render_test`` expects; characters the terminal cannot show,
-        such as lone surrogates, are printed as escapes); None without a mode or an episode."""
-        if self.render_mode is None or self.episode is None:
+        such as lone surrogates, are printed as escapes); None without an episode, and without a
+        mode (with PettingZoo's warning)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render "
+                                  "mode.")
+            return None
+        if self.episode is None:
             return None
         text = self.episode.render()
         if self.render_mode == "human":

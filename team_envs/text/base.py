@@ -109,7 +109,9 @@ class TextTeamTask(TeamTask):
         role_prompts: System prompts for roles, added to or replacing :data:`ROLE_PROMPTS`.
         handoff: ``"rotation"`` or ``"router"``.
         rounds: Rounds of speaking in rotation.
-        max_cycles: Message cap in router mode, in multiples of the team size.
+        max_cycles: Message cap in router mode, in multiples of the team size (3 when None).
+            In rotation an episode is ``rounds`` cycles long; a cap below that (PettingZoo's
+            ``pettingzoo.make(..., max_cycles=)``) is refused rather than ignored.
         max_message_chars: Longer messages are cut to this many characters.
     """
 
@@ -118,7 +120,8 @@ class TextTeamTask(TeamTask):
 
     def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
                  role_prompts: Mapping[str, str] | None = None, handoff: str = "rotation",
-                 rounds: int = 1, max_cycles: int = 3, max_message_chars: int = 4000) -> None:
+                 rounds: int = 1, max_cycles: int | None = None,
+                 max_message_chars: int = 4000) -> None:
         if roles is None:
             self.roles = default_roles(check_team_size(3 if n_agents is None else n_agents))
         else:
@@ -135,7 +138,11 @@ class TextTeamTask(TeamTask):
             raise ValueError(f"handoff must be one of {_HANDOFFS}, got {handoff!r}")
         self.handoff = handoff
         self.rounds = check_int("rounds", rounds, 1)
-        self.max_cycles = check_int("max_cycles", max_cycles, 1)
+        self.max_cycles = 3 if max_cycles is None else check_int("max_cycles", max_cycles, 1)
+        if handoff == "rotation" and max_cycles is not None and self.max_cycles < self.rounds:
+            raise ValueError(f"max_cycles={max_cycles!r} is below rounds={rounds!r}: a rotation "
+                             f"episode is rounds cycles long, so every one would be cut short "
+                             f"(reward 0); lower rounds, or use handoff='router'")
         self.max_message_chars = check_int("max_message_chars", max_message_chars, 1)
 
     def message_limit(self, problem: Problem) -> int:
