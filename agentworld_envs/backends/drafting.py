@@ -32,7 +32,7 @@ import bisect
 import copy
 import json
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -318,10 +318,14 @@ class DraftedDecoder:
         self._recent: deque[list[int]] = deque(maxlen=recent)
 
     def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
-               hints: Sequence[Sequence[int]] | None = None
+               hints: Sequence[Sequence[int]] | None = None,
+               stopped: Callable[[list[int], int], bool] | None = None
                ) -> tuple[list[list[int]], list[DraftStats]]:
         """The greedy new tokens of each prompt, up to and including its first end token, and
-        how each row was decoded. ``hints`` (one per prompt) only change the speed."""
+        how each row was decoded. ``hints`` (one per prompt) only change the speed. A row also
+        stops once ``stopped(new_tokens, fresh)`` (``fresh``: those of its last step) says its
+        stop string is complete; its tokens may then run a little past it (an accepted
+        draft)."""
         hints = hints or [()] * len(prompts)
         # a copy: a call that outlived the simulator's timeout may still be adding to it
         recent = _Source(self._ngram)
@@ -332,18 +336,20 @@ class DraftedDecoder:
             cache, mask, positions, scores, reused = self._ragged.prefill(prompts)
             new, stats = self._loop(lookups, cache, mask, positions,
                                     scores.float().argmax(dim=-1).tolist(), max_new_tokens,
-                                    eos_ids)
+                                    eos_ids, stopped)
         for row, tokens in zip(stats, reused, strict=True):
             row.reused = tokens
         self._recent.extend(new)
         return new, stats
 
     def _loop(self, lookups: list[PromptLookup], cache: Any, mask: Any, positions: Any,
-              nexts: list[int | None], max_new_tokens: int, eos_ids: set[int]
+              nexts: list[int | None], max_new_tokens: int, eos_ids: set[int],
+              stopped: Callable[[list[int], int], bool] | None
               ) -> tuple[list[list[int]], list[DraftStats]]:
         torch = self._torch
         rows = list(range(len(lookups)))
         new: list[list[int]] = [[] for _ in rows]
+        looked = [0] * len(rows)  # each row's tokens when its stop was last looked for
         stats = [DraftStats() for _ in rows]
         while True:
             running = []
@@ -352,7 +358,9 @@ class DraftedDecoder:
                     continue
                 new[row].append(token)
                 lookups[row].extend([token])
-                if token not in eos_ids and len(new[row]) < max_new_tokens:
+                fresh, looked[row] = len(new[row]) - looked[row], len(new[row])
+                if (token not in eos_ids and len(new[row]) < max_new_tokens
+                        and not (stopped and stopped(new[row], fresh))):
                     running.append(slot)
             if not running:
                 return new, stats

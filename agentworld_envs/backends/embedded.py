@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from agentworld_envs.backends.hf import HFBackend
 
 __all__ = ["DEFAULT_WORLD_MODEL", "DOMAIN_ADAPTERS", "EMBEDDED_PREFIX_CACHE",
-           "EMBEDDED_SAMPLING", "NoDefaultWorldModelError", "default_world_model",
-           "embedded_backend", "embedded_world_model"]
+           "EMBEDDED_SAMPLING", "NoDefaultWorldModelError", "check_embedded_config",
+           "default_world_model", "embedded_backend", "embedded_world_model"]
 
 DOMAIN_ADAPTERS = {"floor": "tools", "mcp": "tools"}
 """The adapter each domain defaults to; the other domains have no default world model."""
@@ -86,4 +86,21 @@ def embedded_world_model(adapter: str | None = None, **overrides: Any) -> HFBack
     return HFBackend(**config)
 
 
+def check_embedded_config(adapter: Any = None, **overrides: Any) -> None:
+    """Refuse a bad ``embedded`` config before anything loads, as ``hf``'s ``check_config``
+    does (a command checks it so, before it makes anything): an adapter that is not shipped,
+    then every bad setting of the ``hf`` config it makes.
+
+    Raises:
+        ValueError: naming the bad adapter, or every bad setting.
+    """
+    from agentworld_envs.backends.hf import HFBackend
+    from agentworld_envs.backends.registry import factory_defaults
+
+    config = embedded_backend(adapter, **overrides)
+    config.pop("name")
+    HFBackend.check_config(**{**factory_defaults(HFBackend), **config})
+
+
 embedded_world_model.forwards_to = ("agentworld_envs.backends.hf:HFBackend",)  # type: ignore[attr-defined]
+embedded_world_model.check_config = check_embedded_config  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ from agentworld_envs.backends.sampling import (
     greedy_when_cold,
     picker,
 )
-from agentworld_envs.backends.stops import cut_at_end, cut_at_stop, tokens_to_stop
+from agentworld_envs.backends.stops import StopWatch, cut_at_end, cut_at_stop, tokens_to_stop
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams, Usage
 
 __all__ = ["HFBackend"]
@@ -198,7 +198,10 @@ class HFBackend(Backend):
         greedily, as vLLM's does.
 
         An answer ends where the model's context does (its ``max_position_embeddings``):
-        ``max_tokens`` past it are not decoded, and such an answer finishes with ``"length"``.
+        ``max_tokens`` past it are not decoded, and such an answer finishes with ``"length"``
+        (requests whose context ends them early are batched apart, so no row runs past its
+        context). A row stops decoding once it completes a stop string
+        (:class:`~agentworld_envs.backends.stops.StopWatch`), as vLLM's does.
 
         Raises:
             BackendError: a request's prompt fills the model's context; nothing is generated
@@ -209,7 +212,7 @@ class HFBackend(Backend):
         for row in ids:
             if error := self._too_long(len(row)):
                 raise error
-        groups: dict[str, list[int]] = {}
+        groups: dict[tuple[str, int], list[int]] = {}
         first: dict[str, int] = {}
         copies: dict[int, int] = {}
         results: list[Completion | None] = [None] * len(requests)
@@ -225,7 +228,9 @@ class HFBackend(Backend):
                     copies[i] = first[same]
                     continue
                 first[same] = i
-            groups.setdefault(key, []).append(i)
+            # a batch decodes no row past its context: rows it ends early decode apart
+            cap = min(request.sampling.max_tokens, self._room(len(ids[i])))
+            groups.setdefault((key, cap), []).append(i)
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
@@ -301,20 +306,22 @@ class HFBackend(Backend):
         config = self._generation_config(sampling)
         generators = ([generator(torch, self.device, r.sampling.seed) for r in requests]
                       if sampling.temperature > 0 else [])
+        watch = StopWatch(sampling.stop, self._decode) if any(sampling.stop) else None
         start = time.perf_counter()
         drafts: list[Any] = [None] * len(requests)
         if self.cache == "static":
-            rows = self._static_generate(ids, config, sampling, generators)
+            rows = self._static_generate(ids, config, sampling, generators, watch)
         elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
             hint_ids = [self._token_ids([r.draft_hint])[0] if r.draft_hint else []
                         for r in requests]
             rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
-                                                  hint_ids)
+                                                  hint_ids, watch)
         elif (len(requests) > 1 or self.prefix_cache) and self._ragged(config):
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
-                                        picker(self._sampler(sampling, generators), generators))
+                                        picker(self._sampler(sampling, generators), generators),
+                                        watch)
         else:
-            rows = self._padded_generate(ids, config, self._sampler(sampling, generators))
+            rows = self._padded_generate(ids, config, self._sampler(sampling, generators), watch)
         latency_s = time.perf_counter() - start
         completions = []
         for new_ids, prompt, draft, cap in zip(rows, ids, drafts, caps, strict=True):
@@ -380,7 +387,7 @@ class HFBackend(Backend):
                              1.0 if sampling.top_p is None else sampling.top_p, sampling.top_k)
 
     def _static_generate(self, ids: list[list[int]], config: Any, sampling: SamplingParams,
-                         generators: list[Any]) -> list[list[int]]:
+                         generators: list[Any], watch: StopWatch | None) -> list[list[int]]:
         """New token ids from ``generate`` on the static cache at bucket shapes (see
         ``cache``). The spare rows repeat the first prompt and its generator's state, so they
         end when it does."""
@@ -391,24 +398,27 @@ class HFBackend(Backend):
         inputs = self._tokenizer.pad({"input_ids": ids + [ids[0]] * spare},
                                      padding="max_length", max_length=length, return_tensors="pt")
         spares = [copied(self._torch, generators[0]) for _ in range(spare if generators else 0)]
-        rows = self._run_generate(inputs, config, self._sampler(sampling, generators + spares))
+        rows = self._run_generate(inputs, config, self._sampler(sampling, generators + spares),
+                                  watch)
         return rows[: len(ids)]
 
-    def _padded_generate(self, ids: list[list[int]], config: Any,
-                         sampler: GumbelSampler | None) -> list[list[int]]:
+    def _padded_generate(self, ids: list[list[int]], config: Any, sampler: GumbelSampler | None,
+                         watch: StopWatch | None = None) -> list[list[int]]:
         """New token ids from ``generate`` on the prompts ``ids``, left-padded."""
         return self._run_generate(self._tokenizer.pad({"input_ids": ids}, return_tensors="pt"),
-                                  config, sampler)
+                                  config, sampler, watch)
 
-    def _run_generate(self, inputs: Any, config: Any,
-                      sampler: GumbelSampler | None) -> list[list[int]]:
-        """New token ids from ``generate`` on tokenized, left-padded ``inputs``."""
+    def _run_generate(self, inputs: Any, config: Any, sampler: GumbelSampler | None,
+                      watch: StopWatch | None) -> list[list[int]]:
+        """New token ids from ``generate`` on tokenized, left-padded ``inputs``; a row ends
+        once ``watch`` sees its stop string."""
         inputs = inputs.to(self.device)
+        prompt_len = inputs["input_ids"].shape[1]
         with self._torch.inference_mode():
             output = self._model.generate(
-                **inputs, generation_config=config, logits_processor=[sampler] if sampler else []
+                **inputs, generation_config=config, logits_processor=[sampler] if sampler else [],
+                stopping_criteria=[watch.criterion(self._torch, prompt_len)] if watch else [],
             )
-        prompt_len = inputs["input_ids"].shape[1]
         return [output[row, prompt_len:].tolist() for row in range(len(output))]
 
 

@@ -76,15 +76,19 @@ class RaggedDecoder:
         self.prefixes = prefixes
 
     def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
-               pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
-        """New tokens for each prompt, up to and including its first end token.
+               pick: Callable[[list[int], Any], Any],
+               stopped: Callable[[list[int], int], bool] | None = None) -> list[list[int]]:
+        """New tokens for each prompt, up to and including its first end token (or the step
+        where ``stopped(new_tokens, fresh)``, such as a
+        :class:`~agentworld_envs.backends.stops.StopWatch`, says its stop string is complete).
 
         ``pick(rows, scores)`` turns the next-token scores of the still-running ``rows``
         (their positions in ``prompts``) into their next tokens.
         """
         with self._torch.inference_mode():
             cache, mask, positions, scores, _ = self.prefill(prompts)
-            return self._loop(cache, mask, positions, scores, max_new_tokens, eos_ids, pick)
+            return self._loop(cache, mask, positions, scores, max_new_tokens, eos_ids, pick,
+                              stopped)
 
     def prefill(self, prompts: Sequence[list[int]]) -> Prefilled:
         """Each prompt run alone at its own length, or, for the prompts that start with a kept
@@ -157,7 +161,8 @@ class RaggedDecoder:
                            **{self._cache_keyword: cache}).logits
 
     def _loop(self, cache: Any, mask: Any, positions: Any, scores: Any, max_new_tokens: int,
-              eos_ids: set[int], pick: Callable[[list[int], Any], Any]) -> list[list[int]]:
+              eos_ids: set[int], pick: Callable[[list[int], Any], Any],
+              stopped: Callable[[list[int], int], bool] | None) -> list[list[int]]:
         torch = self._torch
         rows = list(range(len(positions)))
         new: list[list[int]] = [[] for _ in rows]
@@ -166,7 +171,8 @@ class RaggedDecoder:
             running = []
             for slot, (row, token) in enumerate(zip(rows, tokens.tolist(), strict=True)):
                 new[row].append(token)
-                if token not in eos_ids and len(new[row]) < max_new_tokens:
+                if (token not in eos_ids and len(new[row]) < max_new_tokens
+                        and not (stopped and stopped(new[row], 1))):
                     running.append(slot)
             if not running:
                 break

@@ -17,8 +17,8 @@ from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
 __all__ = ["BackendConfigError", "BackendUnavailableError", "budget_defaults",
-           "check_backend_config", "declared_sampling", "make_backend", "parse_backend_arg",
-           "register_backend"]
+           "check_backend_config", "declared_sampling", "factory_defaults", "make_backend",
+           "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -163,14 +163,18 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
     check = getattr(factory, "check_config", None)
     if check is None:
         return
-    defaults = {p.name: p.default for p in inspect.signature(factory).parameters.values()
-                if p.default is not inspect.Parameter.empty}
     try:
-        check(**{**defaults, **options})
+        check(**{**factory_defaults(factory), **options})
     except UsageError:
         raise
     except ValueError as exc:  # a value the backend refuses (``timeout_s: -1``)
         raise BackendConfigError(f"backend {name!r}: {exc}") from None
+
+
+def factory_defaults(factory: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword defaults of a backend factory (a class: its constructor's)."""
+    return {p.name: p.default for p in inspect.signature(factory).parameters.values()
+            if p.default is not inspect.Parameter.empty}
 
 
 def budget_defaults(config: str | dict[str, Any] | Backend,

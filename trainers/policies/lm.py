@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentworld_envs.backends.stops import StopWatch, tokens_to_stop
 from agentworld_envs.backends.stops import cut_at_stop as text_before_stop
-from agentworld_envs.backends.stops import tokens_to_stop
 from trainers.common.batch import Samples
 from trainers.common.objectives import message_kl
 
@@ -95,28 +95,6 @@ def cut_at_stop(tokens: list[int], eos: set[int], stop: Sequence[str],
     whatever follows (padding, overshoot) is dropped."""
     tokens = tokens[:next((i + 1 for i, t in enumerate(tokens) if t in eos), len(tokens))]
     return tokens_to_stop(tokens, stop, decode)
-
-
-class MessageStops:
-    """A ``generate`` stopping criterion: a row ends once its own message holds a stop string.
-
-    transformers' ``stop_strings`` also match across the prompt's end (a stop string that starts
-    in the assistant header and ends in the first generated token stops the row), leaving a
-    message with no stop string in it, padded to the batch's longest. Here only the generated
-    tokens are read: the last ``window`` of them, enough to spell the longest stop string
-    (a character takes at most 4 byte tokens), so a step costs the same however long the
-    message. :func:`cut_at_stop` then finds the token that completed it.
-    """
-
-    def __init__(self, start: int, stop: Sequence[str], tokenizer: Any) -> None:
-        self.start, self.stop, self.tokenizer = start, tuple(stop), tokenizer
-        self.window = 4 * max(map(len, self.stop)) + 1
-
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
-        tail = input_ids[:, max(self.start, input_ids.shape[1] - self.window):]
-        texts = self.tokenizer.batch_decode(tail, skip_special_tokens=True)
-        return torch.tensor([any(s in text for s in self.stop) for text in texts],
-                            dtype=torch.bool, device=input_ids.device)
 
 
 def neutral_generation_config(network: Any, tokenizer: Any) -> Any:
@@ -186,7 +164,7 @@ class CausalLMPolicy:
         top_p: Nucleus sampling mass (1: off).
         top_k: Sample among the k most likely tokens (0: off).
         stop: Stop strings: a message ends at the first; its text excludes it, its tokens end
-            with the one that completes it.
+            with the one that completes it. Empty strings are ignored, as the CLI's list does.
         max_new_tokens: Longest message, in tokens.
         context_tokens: Prompt plus message, in tokens (0: the model's context length); longer
             prompts are cut in the middle (:func:`fit_context`).
@@ -219,7 +197,7 @@ class CausalLMPolicy:
             raise ImportError(_HF_HINT) from exc
         self.model_name = str(model)
         self.temperature, self.top_p, self.top_k = float(temperature), float(top_p), int(top_k)
-        self.stop = tuple(stop)
+        self.stop = tuple(s for s in stop if s)  # "" is in every text: it ends every message
         self.response_prefix = str(response_prefix)
         self.max_new_tokens = int(max_new_tokens)
         self.score_batch_size = int(score_batch_size)
@@ -314,13 +292,12 @@ class CausalLMPolicy:
             written = Path(scratch) if self.adapter == "default" else Path(scratch) / self.adapter
             shutil.move(str(written), folder)
 
-    def load_adapter(self, folder: Path) -> None:
-        """Load adapter weights written by :meth:`save_adapter` into this policy's adapter."""
+    def load_adapter(self, weights: dict[str, torch.Tensor], folder: Path) -> None:
+        """Load the ``weights`` of an adapter that :meth:`save_adapter` wrote into ``folder``
+        (its ``adapter_model.safetensors``, read by the caller) into this policy's adapter."""
         from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
 
-        result = set_peft_model_state_dict(
-            self.module, load_file(folder / "adapter_model.safetensors"), adapter_name=self.adapter)
+        result = set_peft_model_state_dict(self.module, weights, adapter_name=self.adapter)
         missing = [k for k in result.missing_keys if "lora_" in k and f".{self.adapter}." in k]
         if missing or result.unexpected_keys:
             raise ValueError(f"{folder}: the adapter does not fit the policy (missing "
@@ -401,7 +378,11 @@ class CausalLMPolicy:
         width = max(len(p) for p in prompts)
         ids, attention = self._padded([(p, ()) for p in prompts], width, width)
         recorded = not greedy and self.dtype == "float32"
-        stops = [MessageStops(width, self.stop, self.tokenizer)] if self.stop else None
+        # a row ends once its own message holds a stop string: transformers' ``stop_strings``
+        # also match across the prompt's end, leaving a message with no stop string in it
+        watch = StopWatch(self.stop, functools.partial(self.tokenizer.decode,
+                                                       skip_special_tokens=True))
+        stops = [watch.criterion(torch, width)] if self.stop else None
         self.activate()
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
