@@ -2,8 +2,9 @@
 
 Four measures per step:
 
-* ``exact``: the two agree exactly: as JSON values when both are JSON (so key order and
-  spacing do not matter), otherwise as text after trimming and normalising line ends.
+* ``exact``: the two agree exactly: as JSON values when both are JSON (so key order, spacing
+  and how a number is written, ``1`` or ``1.0``, do not matter), otherwise as text after
+  trimming and normalising line ends.
 * ``structural``: JSON-structural agreement, the Jaccard overlap of the two documents' skeletons
   (every ``(path, type)`` pair, list positions included; a path is the keys and positions
   from the root, so ``{"a.b": 1}`` and ``{"a": {"b": 1}}`` share no leaf).
@@ -28,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
@@ -40,7 +40,7 @@ from agentworld_envs.world.parsing import clean_response_marker
 
 __all__ = ["Fidelity", "parse_json_observation", "step_fidelity", "summarise"]
 
-_FENCE_HEAD = re.compile(r"```(?:json)?(\s*)")
+_FENCE_HEAD = re.compile(r"```(?:json)?(\s*)", re.IGNORECASE)
 _NOT_JSON = object()
 
 
@@ -157,7 +157,8 @@ def step_fidelity(predicted: str, real: str) -> Fidelity:
     real_calls, pred_calls = _calls(real_value), _calls(pred_value)
     right = sum(1 for k, call in enumerate(real_calls)
                 if k < len(pred_calls) and _outcome(pred_calls[k]) == _outcome(call))
-    return Fidelity(exact=_same_document(pred_value, real_value), structural=structural,
+    exact = pred_shape == real_shape and matched == len(real_leaves)
+    return Fidelity(exact=exact, structural=structural,
                     values=values, predicted_json=True, real_json=True,
                     calls=right / len(real_calls) if real_calls else float(not pred_calls))
 
@@ -174,11 +175,6 @@ def _outcome(call: Any) -> tuple[Any, ...]:
     kind = (error.get("type", error.get("code")) if isinstance(error, dict)
             else None if error is None else str(error))
     return call.get("tool_name"), call.get("status"), kind
-
-
-def _same_document(a: Any, b: Any) -> bool:
-    canonical = [json.dumps(v, sort_keys=True, ensure_ascii=False) for v in (a, b)]
-    return canonical[0] == canonical[1]
 
 
 def summarise(fidelities: Iterable[Fidelity]) -> dict[str, float]:

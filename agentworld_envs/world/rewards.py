@@ -51,7 +51,9 @@ EVIDENCE = frozenset({"world_model", "real"})
 """Observation sources that show the world: a placeholder, a fallback or the env's own reply to
 an invalid or final action (which may echo the agent's words) never supports an answer."""
 _OBSERVATION_LIMIT = 4000
-_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+_NUMBER = re.compile(r"[-\u2212]?(?:\d+(?:,\d{3})*(?:\.\d+)?|(?<![\w.])\.\d+)(?:[eE][-+]?\d+)?")
+"""A number: an optional minus (``-`` or ``\u2212``), thousands separators, a decimal part or a
+bare one (``.5``), an exponent (``1e3``)."""
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)(?![\w.])')  # not 1 of 1e999
 
 
@@ -95,7 +97,7 @@ def _normalise(text: str) -> str:
 
 
 def _numbers(text: str) -> list[float]:
-    return [float(m.replace(",", "")) for m in _NUMBER.findall(text)]
+    return [float(m.replace(",", "").replace("\u2212", "-")) for m in _NUMBER.findall(text)]
 
 
 def answer_matches(answer: str, expected: str, match: str = "contains") -> bool:
@@ -103,7 +105,7 @@ def answer_matches(answer: str, expected: str, match: str = "contains") -> bool:
 
     ``contains``: the expected text appears in the answer as whole words; ``exact``: they are
     equal; ``number``: some number in the answer equals the expected number (thousands
-    separators and trailing zeros do not matter).
+    separators, trailing zeros and notation do not matter: ``1,000``, ``1e3``, ``.5``).
 
     Example:
         >>> answer_matches("The founder was Ilsa Toren.", "ilsa toren")
@@ -212,15 +214,22 @@ def judge_request(log: EpisodeLog, rubric: str | None, sampling: SamplingParams)
 
 
 def _score_from(text: str) -> float | None:
-    """The score in the first JSON object holding one (fenced json blocks first), else in a
-    ``"score": n`` pair."""
+    """The score in the last JSON object holding one (fenced json blocks first), else in the
+    last ``"score": n`` pair: the last wins, as in the release's judge parser, so a scale or
+    an example quoted before the grade is not taken for it."""
     fenced = [f.body for f in fenced_blocks(text) if f.language.lower() in ("", "json")]
-    for candidate in [*fenced, text]:
-        for data in find_objects(candidate):
-            score = data.get("score")
-            if isinstance(score, int | float) and not isinstance(score, bool):
-                return float(score)
-    salvage = _SCORE.search(text)
+    for candidates in (fenced, [text]):
+        score = None
+        for candidate in candidates:
+            for data in find_objects(candidate):
+                value = data.get("score")
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    score = float(value)
+        if score is not None:
+            return score
+    salvage = None
+    for salvage in _SCORE.finditer(text):  # noqa: B007 - the last match is wanted
+        pass
     return float(salvage.group(1)) if salvage else None
 
 

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Literal, get_args
 
 import pydantic
@@ -49,6 +50,14 @@ CheckName = Literal[
 _NEEDS_VALUE = {"called_tool", "action_matches", "no_action_matches", "observation_contains"}
 _NEEDS_EXPECTED = {"answer_matches", "answer_observed"}
 """Checks that compare with ``value``, else the scenario's reference answer."""
+_PATTERNS = {"action_matches", "no_action_matches"}
+_COMPARED = {"observation_contains"} | _NEEDS_EXPECTED
+"""Checks whose text is compared without case and punctuation: it needs a letter or digit."""
+
+
+def _has_words(text: str) -> bool:
+    """Whether ``text`` keeps anything once punctuation and spacing are ignored."""
+    return re.search(r"\w", unicodedata.normalize("NFKC", text)) is not None
 
 
 class _Frozen(pydantic.BaseModel):
@@ -64,7 +73,7 @@ class Control(_Frozen):
 
     kind: Literal["tool_error", "rate_limit", "empty_results", "stale_data", "custom"]
     tools: list[str] | None = None
-    turns: list[int] | None = None
+    turns: list[pydantic.PositiveInt] | None = None
     probability: float = pydantic.Field(1.0, ge=0.0, le=1.0)
     note: str | None = None
     """Extra wording for the world model; required for ``custom``."""
@@ -102,6 +111,15 @@ class Check(_Frozen):
     def _value_given(self) -> Check:
         if self.check in _NEEDS_VALUE and not self.value:
             raise ValueError(f"check {self.check!r} needs a value")
+        if self.check in _PATTERNS:
+            try:
+                re.compile(self.value or "")
+            except re.error as exc:
+                raise ValueError(f"check {self.check!r}: value {self.value!r} is not a regular "
+                                 f"expression ({exc})") from None
+        if self.check in _COMPARED and self.value is not None and not _has_words(self.value):
+            raise ValueError(f"check {self.check!r}: value {self.value!r} has no letter or digit "
+                             "to compare")
         return self
 
     @property
@@ -159,11 +177,16 @@ def normalise_tool(tool: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"a tool needs a name: {tool!r}")
     if not isinstance(function.get("name"), str) or not function["name"]:
         raise ValueError(f"a tool needs a non-empty string name: {tool!r}")
+    name, description = function["name"], function.get("description") or ""
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    if not isinstance(description, str):
+        raise ValueError(f"tool {name!r}: description must be a string, not "
+                         f"{type(description).__name__}")
+    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties", {}), dict):
+        raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object whose "
+                         f"properties are an object, not {parameters!r}")
     return {"type": "function", "function": {
-        "name": function["name"],
-        "description": function.get("description", ""),
-        "parameters": function.get("parameters") or {"type": "object", "properties": {}},
-    }}
+        "name": name, "description": description, "parameters": parameters}}
 
 
 class Scenario(_Frozen):
@@ -214,6 +237,9 @@ class Scenario(_Frozen):
         expected = check.value or self.reference_answer
         if check.check in _NEEDS_EXPECTED and not expected:
             raise ValueError(f"scenario {self.id}: {check.check} needs a reference answer")
+        if check.check in _NEEDS_EXPECTED and not _has_words(expected or ""):
+            raise ValueError(f"scenario {self.id}: {check.check} needs a letter or digit in its "
+                             f"expected answer, not {expected!r}")
         if check.check in _NEEDS_EXPECTED and check.match == "number" \
                 and not re.search(r"\d", expected or ""):
             raise ValueError(f"scenario {self.id}: {check.check} by number needs a number in "
