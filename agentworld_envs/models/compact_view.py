@@ -49,6 +49,7 @@ _RECORD = re.compile(r"^(\S+): \{")
 _INDEX_ENTRY = re.compile(r"^(.+?): (\[.*\])$")
 _ID = re.compile(r'"([^"]+)"')
 _FENCED_JSON = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _section(text: str, start: str, end: str = "\n## ") -> str | None:
@@ -127,10 +128,22 @@ def _compact_turn(message: dict[str, Any], first: bool) -> dict[str, Any]:
 
 
 def _one_line(match: re.Match[str]) -> str:
+    """A fenced JSON block on one line; a lone surrogate the JSON escaped stays an escape (as
+    a character, UTF-8 and so the model's tokenizer cannot carry it)."""
     try:
-        return f"```json\n{json.dumps(loads(match.group(1)), ensure_ascii=False)}\n```"
+        text = json.dumps(loads(match.group(1)), ensure_ascii=False)
     except JSONError:
         return match.group(0)
+    return f"```json\n{_SURROGATE.sub(_escape, text)}\n```"
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _names(action: str, record_id: str) -> bool:
+    """Whether ``action`` names ``record_id`` whole (``CI-10`` does not name ``CI-1``)."""
+    return re.search(rf"(?<![\w-]){re.escape(record_id)}(?![\w-])", action) is not None
 
 
 def _named_records(world: str, action: str) -> str:
@@ -142,7 +155,7 @@ def _named_records(world: str, action: str) -> str:
     start = lines.index(_RECORDS) + 1
     end = next((k for k in range(start, len(lines)) if not _RECORD.match(lines[k])), len(lines))
     keys = [_RECORD.match(line).group(1) for line in lines[start:end]]
-    named = {key for key in keys if key in action}
+    named = {key for key in keys if _names(action, key)}
     for line in lines[end:]:
         entry = _INDEX_ENTRY.match(line)
         if entry and f'"{entry.group(1)}"' in action:

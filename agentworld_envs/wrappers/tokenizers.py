@@ -57,7 +57,9 @@ class HFTokenizer:
         self.vocab_size = len(self._tokenizer)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text``, without special tokens."""
+        """Token ids of ``text``, without special tokens (unpaired surrogates, which the
+        tokenizer refuses, become ``?`` as in :class:`ByteTokenizer`)."""
+        text = text.encode("utf-8", errors="replace").decode("utf-8")
         return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
