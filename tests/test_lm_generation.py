@@ -300,7 +300,7 @@ def test_a_team_update_reports_the_losses_of_its_last_pass(tiny_lm_dir: Path,
     chunks = iter(range(100))
     monkeypatch.setattr(updates, "accumulate", lambda *_: {"policy_loss": float(next(chunks))})
     optimizer = torch.optim.SGD(policy.module.parameters(), lr=0.0)
-    losses = updates.simultaneous_update([policy, policy], [optimizer, optimizer], batch, 1.0,
+    losses = updates.simultaneous_update([policy, policy], [optimizer, optimizer], batch, 1.0, 1,
                                          UpdateSettings(2, 4, 0.2, 1.0),
                                          torch.Generator().manual_seed(0))
     # 6 episodes in 4 minibatches are 3 chunks of 2; each sums its 2 agents' losses

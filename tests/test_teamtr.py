@@ -46,7 +46,8 @@ def one_agent_update(delta: float, max_backtracks: int = 2, backtrack: str = "in
     optimizer.step()  # give the optimiser some state to restore
     before, state_before = flat_params(policy.module), snapshot(policy, optimizer)["optimizer"]
     result = trust_region_update(
-        policy, optimizer, batch.samples[1], message_advantages(batch, 1, args.adv_clip),
+        policy, optimizer, batch.samples[1],
+        message_advantages(batch, 1, args.adv_clip, args.adv_std_ddof),
         UpdateSettings.from_args(args), team.generator, delta=delta, beta=0.01, quantile=0.99,
         beta_growth=1.5, max_backtracks=max_backtracks, backtrack=backtrack)
     return result, before, flat_params(policy.module), state_before, optimizer.state_dict()
@@ -326,12 +327,12 @@ def test_advantages_are_broadcast_to_the_agents_messages() -> None:
     args = easy_args()
     team = build_team(args)
     batch = team.collect(8, 4)
-    advantages = message_advantages(batch, 0, args.adv_clip).numpy()
+    advantages = message_advantages(batch, 0, args.adv_clip, args.adv_std_ddof).numpy()
     groups = batch.groups[batch.samples[0].episode]
     for group in np.unique(groups):
         values = advantages[groups == group]
         assert abs(values.mean()) < 1e-5
-        assert np.allclose(values, 0) or abs(values.std() - 1) < 1e-3
+        assert np.allclose(values, 0) or abs(values.std(ddof=1) - 1) < 1e-3
 
 
 @pytest.mark.parametrize("folder", ["never_made", "empty"])
@@ -380,7 +381,8 @@ def test_an_accepted_update_returns_the_log_ratios_its_check_scored() -> None:
     policy, samples = team.policies[0], batch.samples[0]
     for delta, accepted in ((100.0, True), (1e-9, False)):
         result = trust_region_update(
-            policy, team.optimizers[0], samples, message_advantages(batch, 0, args.adv_clip),
+            policy, team.optimizers[0], samples,
+            message_advantages(batch, 0, args.adv_clip, args.adv_std_ddof),
             UpdateSettings.from_args(args), team.generator, delta=delta, beta=0.01,
             quantile=0.99, beta_growth=1.5, max_backtracks=1)
         assert result.accepted is accepted

@@ -30,7 +30,7 @@ from trainers.teamtr import Args
 def test_group_advantages_normalise_within_groups_and_clip() -> None:
     rewards = np.array([1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5])
     groups = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    advantages = group_advantages(rewards, groups, clip=5.0)
+    advantages = group_advantages(rewards, groups, clip=5.0, ddof=0)  # the population std
     assert advantages[:4] == pytest.approx([np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3),
                                             -1 / np.sqrt(3)], rel=1e-4)
     assert advantages[4:].tolist() == [0.0] * 4

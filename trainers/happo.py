@@ -65,9 +65,10 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
             samples = batch.samples[agent]
             # ALGO LOGIC: the compounding importance factor M of the agents updated so far.
             factor = log_factor.clamp(-_FACTOR_CLAMP, _FACTOR_CLAMP).exp()
+            advantages = message_advantages(batch, agent, args.adv_clip, args.adv_std_ddof)
             losses = policy_update(team.policies[agent], team.optimizers[agent], samples,
-                                   message_advantages(batch, agent, args.adv_clip), settings,
-                                   team.generator, weights=factor[samples.episode])
+                                   advantages, settings, team.generator,
+                                   weights=factor[samples.episode])
             log_ratios, kl_values = log_ratios_and_kl(team.policies[agent], samples)
             log_factor += episode_log_ratio(log_ratios, samples.episode, batch.episodes)
             kl = kl_summary(kl_values, team.deltas[agent], args.kl_quantile)

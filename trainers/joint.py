@@ -53,7 +53,7 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         # ALGO LOGIC: one rollout, one simultaneous update of every agent.
         batch = team.collect(args.prompts_per_rollout, args.group_size)
         losses = simultaneous_update(team.policies, team.optimizers, batch, args.adv_clip,
-                                     settings, team.generator)
+                                     args.adv_std_ddof, settings, team.generator)
         return {"charts/team_reward": float(batch.rewards.mean()),
                 "losses/policy_loss": losses["policy_loss"], **monitor_team(args, team, batch)}
 

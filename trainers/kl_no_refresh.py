@@ -44,7 +44,8 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         for agent in agent_order(args.order, team.n_agents, team.rng):
             result = trust_region_update(
                 team.policies[agent], team.optimizers[agent], batch.samples[agent],
-                message_advantages(batch, agent, args.adv_clip), settings, team.generator,
+                message_advantages(batch, agent, args.adv_clip, args.adv_std_ddof), settings,
+                team.generator,
                 delta=team.deltas[agent], beta=team.betas[agent], quantile=args.kl_quantile,
                 beta_growth=args.beta_growth, max_backtracks=args.max_backtracks,
                 backtrack=args.backtrack)

@@ -45,9 +45,9 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         outside = []
         for agent in agent_order(args.order, team.n_agents, team.rng):
             samples = batch.samples[agent]
+            advantages = message_advantages(batch, agent, args.adv_clip, args.adv_std_ddof)
             losses = policy_update(team.policies[agent], team.optimizers[agent], samples,
-                                   message_advantages(batch, agent, args.adv_clip), settings,
-                                   team.generator)
+                                   advantages, settings, team.generator)
             kl = kl_summary(measure_kl(team.policies[agent], samples), team.deltas[agent],
                             args.kl_quantile)
             outside.append(kl["kl_checked"] > team.deltas[agent])

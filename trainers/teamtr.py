@@ -244,7 +244,7 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
             assert fresh is not None
             stage_start = stage_start or fresh
             samples = fresh.samples[agent]
-            advantages = message_advantages(fresh, agent, args.adv_clip)
+            advantages = message_advantages(fresh, agent, args.adv_clip, args.adv_std_ddof)
             if probe:
                 probe.before(position)
             if exact:

@@ -107,6 +107,9 @@ class TeamArgs:
     """PPO clip range on message ratios"""
     adv_clip: float = 5.0
     """advantages are clipped to plus or minus this"""
+    adv_std_ddof: int = 1
+    """the group std's delta degrees of freedom: 1, the sample std (the reference's verl code,
+    TRL); 0, the population std (the committed TeamTR figures were measured with it)"""
     max_grad_norm: float = 1.0
     """gradient-norm clip per optimiser step"""
     kl_coef: float = 1e-3
@@ -178,6 +181,8 @@ class TeamArgs:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
         if not 0 <= self.seed < 2**32:  # numpy refuses negative seeds; derived ones overflow
             raise ConfigError("seed", f"must be from 0 to 2**32 - 1, got {self.seed}")
+        if self.adv_std_ddof not in (0, 1):
+            raise ConfigError("adv_std_ddof", f"must be 0 or 1, got {self.adv_std_ddof}")
         if self.group_size < 2:
             raise ConfigError("group_size", f"must be at least 2 to normalise advantages within "
                                             f"a group, got {self.group_size}")

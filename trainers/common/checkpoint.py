@@ -37,6 +37,7 @@ from trainers.common.team import Team, make_optimizer
 __all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint", "resume_settings", "RESUMABLE"]
 
 _LATEST = "latest.json"
+_ADAPTER_FILE = "adapter_model.safetensors"
 _STAGE_DIR = re.compile(r"stage_\d{6}")
 _TRAINER_KEYS = ("state", "numpy_rng", "torch_rng", "episodes", "collections")
 _UNIT_KEYS = ("agents", "spec", "optimizer", "betas")
@@ -129,6 +130,21 @@ def _read(root: Path, path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     return saved
 
 
+def _read_adapter(root: Path, folder: Path) -> dict[str, torch.Tensor]:
+    """A LoRA unit's adapter weights, as ``save_pretrained`` wrote them into ``folder``."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = folder / _ADAPTER_FILE
+    if not path.is_file():
+        raise _unreadable(root, f"{folder.relative_to(root)} holds no adapter")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError) as exc:
+        raise _unreadable(root, f"{path.relative_to(root)} is cut short or not a safetensors "
+                                "file") from exc
+
+
 def _stage_dir(root: Path) -> Path:
     """The folder ``latest.json`` names: one ``stage_N`` folder of ``root``."""
     try:
@@ -160,21 +176,19 @@ def load_checkpoint(directory: str | Path, team: Team,
     units = []
     for name, agents in _units(team):
         saved = _read(root, stage_dir / f"{name}.pt", _UNIT_KEYS)
-        if "params" not in saved and not (stage_dir / name / "adapter_model.safetensors"
-                                          ).is_file():
-            raise _unreadable(root, f"{stage_dir.name}/{name} holds no adapter")
-        units.append((name, agents, saved))
-    for name, agents, saved in units:
+        adapter = None if "params" in saved else _read_adapter(root, stage_dir / name)
+        units.append((name, agents, saved, adapter))
+    for name, agents, saved, adapter in units:
         policy = team.policies[agents[0]]
         if policy.spec() != saved["spec"]:
             policy = team.factory(agents[0], saved["spec"])
             optimizer = make_optimizer(policy, team.learning_rate, team.weight_decay)
             for agent in agents:  # a shared policy plays every agent
                 team.policies[agent], team.optimizers[agent] = policy, optimizer
-        if "params" in saved:
+        if adapter is None:
             policy.module.load_state_dict(saved["params"], strict=False)
         else:
-            policy.load_adapter(stage_dir / name)
+            policy.load_adapter(adapter, stage_dir / name)
         team.optimizers[agents[0]].load_state_dict(saved["optimizer"])
         for agent, beta in zip(agents, saved["betas"], strict=True):
             team.betas[agent] = beta

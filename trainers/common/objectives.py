@@ -29,23 +29,26 @@ _TOKEN_CLAMP = 10.0
 _MESSAGE_CLAMP = 20.0
 
 
-def group_advantages(rewards: np.ndarray, groups: np.ndarray, clip: float,
+def group_advantages(rewards: np.ndarray, groups: np.ndarray, clip: float, ddof: int = 1,
                      eps: float = 1e-6) -> np.ndarray:
     """GRPO advantages: reward minus its group's mean, over the group's std, clipped to ±clip.
 
-    A group whose episodes all score the same gets advantage 0.
+    The std's delta degrees of freedom ``ddof``: 1, the sample std (``torch.std``'s), as in the
+    reference's verl code, (R − μ)/(σ + 1e-6), and TRL's ``GRPOTrainer``; 0, the population
+    std. A group whose episodes all score the same, or a group of one, gets advantage 0.
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
     mean = np.bincount(inverse, rewards) / counts
-    var = np.bincount(inverse, (rewards - mean[inverse]) ** 2) / counts
+    var = np.bincount(inverse, (rewards - mean[inverse]) ** 2) / np.maximum(counts - ddof, 1)
     advantages = (rewards - mean[inverse]) / (np.sqrt(var[inverse]) + eps)
     return np.clip(advantages, -clip, clip)
 
 
-def message_advantages(batch: RolloutBatch, agent: int, clip: float) -> torch.Tensor:
-    """``(M,)`` advantage of each of ``agent``'s messages: its episode's group advantage."""
-    advantages = group_advantages(batch.rewards, batch.groups, clip)
+def message_advantages(batch: RolloutBatch, agent: int, clip: float, ddof: int) -> torch.Tensor:
+    """``(M,)`` advantage of each of ``agent``'s messages: its episode's group advantage
+    (:func:`group_advantages`)."""
+    advantages = group_advantages(batch.rewards, batch.groups, clip, ddof)
     return torch.as_tensor(advantages[batch.samples[agent].episode], dtype=torch.float32)
 
 

@@ -148,7 +148,8 @@ def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples
 
 
 def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.optim.Optimizer],
-                        batch: RolloutBatch, adv_clip: float, settings: UpdateSettings,
+                        batch: RolloutBatch, adv_clip: float, adv_std_ddof: int,
+                        settings: UpdateSettings,
                         generator: torch.Generator) -> dict[str, float]:
     """Update every agent at once on one batch: each step sums all agents' PPO-clip losses.
 
@@ -157,7 +158,8 @@ def simultaneous_update(policies: list[AgentPolicy], optimizers: list[torch.opti
     all agents this is single-agent GRPO over the team's messages, each role's loss a mean over
     its own messages and the roles' losses summed. Returns the mean loss of the last pass.
     """
-    advantages = torch.as_tensor(group_advantages(batch.rewards, batch.groups, adv_clip),
+    advantages = torch.as_tensor(group_advantages(batch.rewards, batch.groups, adv_clip,
+                                                  adv_std_ddof),
                                  dtype=torch.float32)
     unique = list({id(o): o for o in optimizers}.values())
     params = list({id(p): p for policy in policies for p in trainable(policy)}.values())

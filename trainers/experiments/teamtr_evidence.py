@@ -51,7 +51,10 @@ TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit"
 TEAM_SIZES = (2, 4, 8)
 WARM_ACCURACY = 0.85
 SETTINGS = {"learning_rate": 0.03, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
-            "eval_every": 10**6}
+            "eval_every": 10**6, "adv_std_ddof": 0}
+"""The trainers' settings shared by every method (advantages over the population std, with
+which the committed figures were measured; the trainers' default is the reference's sample
+std)."""
 NO_TRUST_REGION = {"kl_coef": 0.0, "delta": 1e9}
 """No KL term and a check that always passes: plain PPO-clip per agent."""
 METHODS = {

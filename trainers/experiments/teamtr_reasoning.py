@@ -109,6 +109,7 @@ def trainer_args(args: Args, method: str, seed: int) -> Any:
         prompts_per_rollout=args.prompts_per_rollout, group_size=args.group_size,
         learning_rate=args.learning_rate, update_epochs=args.update_epochs,
         eval_episodes=args.prompts_per_rollout, eval_every=10**6, pass_k=1,
+        adv_std_ddof=0,  # the population std, with which the committed runs were measured
         log_dir=str(args.out.parent / "runs"), torch_threads=args.torch_threads)
 
 
