@@ -124,6 +124,24 @@ def test_final_answer_reads_all_text_after_the_last_upper_case_marker() -> None:
     assert final_answer("so the answer: 7") == "so the answer: 7"  # no marker: the last line
 
 
+@pytest.mark.parametrize("message", ["**ANSWER:** 3*8", "**ANSWER**: 3*8", "ANSWER: **3*8**",
+                                     "**ANSWER: 3*8**", "Working.\n**ANSWER:**\n3*8"])
+def test_final_answer_leaves_out_markdown_bold_around_the_marker_or_the_answer(
+        message: str) -> None:
+    """Instruct models write the marker in bold; the bold was read as part of the answer, so
+    countdown refused "** 3*8" as an expression and a reasoning-gym scorer got "**24**"."""
+    assert final_answer(message) == "3*8"
+    task = CountdownTask()
+    problem = task.generate(np.random.default_rng(0))
+    expression = problem.details["solution"]
+    assert task.check(problem, final_answer(message.replace("3*8", expression)))[0] == 1.0
+
+
+def test_final_answer_keeps_asterisks_that_are_the_answer() -> None:
+    assert final_answer("ANSWER: 2**3") == "2**3"
+    assert final_answer("ANSWER: **") == "**"
+
+
 def test_arithmetic_reads_an_over_long_number_as_wrong_without_raising() -> None:
     def team(digits: str):
         return lambda agent, obs, env: f"ANSWER: {digits}" if agent == 1 else "working"

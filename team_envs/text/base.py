@@ -60,9 +60,9 @@ ROLE_PROMPTS: dict[str, str] = {
 }
 """System prompts of the built-in roles; tasks may add roles with ``role_prompts``."""
 
-_ANSWER = re.compile(r"\bANSWER\s*:")
+_ANSWER = re.compile(r"(\*\*)?\bANSWER(?:\*\*)?\s*:")
 """The answer marker: upper case, as the answerer's prompt asks (a prose "the answer: ..." is
-not one)."""
+not one), in markdown bold or not (``**ANSWER:**``, ``**ANSWER**:``, ``**ANSWER: 42**``)."""
 # [^\S\n]: whitespace within the line, so that blank lines are not rescanned from each one.
 _NEXT = re.compile(r"^[^\S\n]*next\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
 _HANDOFFS = ("rotation", "router")
@@ -79,12 +79,30 @@ def default_roles(n_agents: int) -> tuple[str, ...]:
 
 def final_answer(message: str) -> str:
     """The answer in a message: everything after its last ``ANSWER:`` (several lines if so
-    written), else its last non-empty line; stripped."""
+    written; markdown bold around the marker or the answer left out), else its last non-empty
+    line; stripped.
+
+    Example:
+        >>> final_answer("Sum: 12. **ANSWER:** 12"), final_answer("ANSWER: **Alice**")
+        ('12', 'Alice')
+    """
     last = deque(_ANSWER.finditer(message), maxlen=1)
     if last:
-        return message[last[0].end():].strip()
+        return _unbolded(message[last[0].end():].strip(), bold_marker=bool(last[0].group(1)))
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+def _unbolded(answer: str, bold_marker: bool) -> str:
+    """``answer`` without the markdown bold that closes its marker (``**ANSWER:** 42``) or
+    wraps it (``**ANSWER: 42**``, ``ANSWER: **42**``)."""
+    if bold_marker and answer.startswith("**"):
+        answer = answer[2:].lstrip()
+    elif bold_marker and answer.endswith("**"):
+        answer = answer[:-2].rstrip()
+    if len(answer) > 4 and answer.startswith("**") and answer.endswith("**"):
+        answer = answer[2:-2].strip()
+    return answer
 
 
 @dataclass(frozen=True)
