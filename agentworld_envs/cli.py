@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentworld_envs.cli_errors import Interrupted, UsageError, UsageParser
 
-__all__ = ["main"]
+__all__ = ["main", "run_command"]
 
 # Command groups, imported only when used: name -> (module, help).
 GROUPS = {
@@ -121,28 +122,48 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Expected errors become one line on stderr (``agentworld: error: ...``), exit status 2
     (usage) or 1 (failure); Ctrl-C exits 130; a broken stdout pipe ends quietly. With
-    ``--debug`` the traceback is shown instead.
+    ``--debug`` before the command group (``agentworld --debug floor run``) the traceback is
+    shown instead; a ``--debug`` after it belongs to the command (TRL's own ``--debug`` of
+    ``wm sft``), or is an unrecognised argument.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def command() -> int:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
         if extra and not getattr(args, "takes_config_flags", False):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.extra = extra  # a library config's own flags (``agentworld wm sft``)
         args.argv = argv  # for commands that print how to resume them
-        status = int(args.handler(args) or 0)
+        return int(args.handler(args) or 0)
+
+    leading = itertools.takewhile(lambda arg: arg.startswith("-"), argv)
+    return run_command(command, prog="agentworld", debug="--debug" in leading)
+
+
+def run_command(command: Callable[[], object], prog: str | None = None, *,
+                debug: bool = False) -> int:
+    """Run ``command`` as the console script runs one; returns its exit status (what it
+    returns, if an int, else 0).
+
+    Expected errors become one line on stderr (``PROG: error: ...``, or ``error: ...`` without
+    ``prog``), exit status 2 (usage) or 1 (failure); Ctrl-C exits 130; a broken stdout pipe
+    ends quietly; anything else (a bug) raises, as every error does with ``debug``. The
+    example scripts run their ``main`` through it.
+    """
+    try:
+        status = command()
         sys.stdout.flush()  # a broken pipe shows here, not at exit
-        return status
+        return status if isinstance(status, int) else 0
     except BrokenPipeError:
         _quiet_stdout()
         return 0
     except (Exception, KeyboardInterrupt) as exc:
         expected = _expected(exc)
-        if expected is None or "--debug" in argv:
+        if expected is None or debug:
             raise
         message = "; ".join(line.strip() for line in expected[1].splitlines() if line.strip())
-        print(f"agentworld: {message}", file=sys.stderr)
+        print(f"{prog}: {message}" if prog else message, file=sys.stderr)
         return expected[0]
 
 

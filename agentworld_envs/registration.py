@@ -23,7 +23,8 @@ def env_id(domain: str) -> str:
 
 ENV_IDS: tuple[str, ...] = tuple(env_id(key) for key in DOMAINS)
 
-# No backend is named: every domain defaults to the embedded world model (``SimConfig``).
+# No backend is named here: ``SimConfig`` picks the default (the embedded world model on
+# Floor and MCP; the other domains have none and ask for one).
 for _key, _entry in DOMAINS.items():
     register(
         id=env_id(_key),

@@ -14,7 +14,7 @@ For sweeps, corpora and reports use ``agentworld floor run --backend ...`` inste
 
 from __future__ import annotations
 
-import argparse
+import sys
 
 import gymnasium as gym
 
@@ -26,7 +26,11 @@ from agentworld_envs.backends import (
     SamplingParams,
     make_backend,
 )
+from agentworld_envs.backends.registry import check_backend_config
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageParser, int_at_least
 from agentworld_envs.protocol.tool_results import tool_results_message
+from floor_tasks.harness.cli import check_task_ids
 from floor_tasks.harness.runner import SYSTEM_PROMPT
 
 
@@ -50,18 +54,28 @@ def play(backend: Backend, task_id: str, variant: str, sampling: SamplingParams)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = UsageParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="server URL including /v1")
     parser.add_argument("--model", required=True, help="model name the server expects")
-    parser.add_argument("--tasks", default="A1,B3,C3", type=lambda s: s.split(","))
-    parser.add_argument("--variant", default="v0")
-    parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--tasks", default="A1,B3,C3", type=lambda s: s.split(","),
+                        help="comma-separated AgentFloor task ids")
+    parser.add_argument("--variant", default="v0", help="the variant every task plays")
+    parser.add_argument("--max-tokens", type=int_at_least(1), default=512,
+                        help="completion token limit per turn")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key, if the server needs one")
     args = parser.parse_args(argv)
+    check_task_ids(args.tasks)  # before any episode: a typo is not found after minutes of play
+    for task_id in args.tasks:
+        names = floor_tasks.load_task(task_id).variant_names
+        if args.variant not in names:
+            parser.error(f"task {task_id} has no variant {args.variant!r}; it has "
+                         f"{', '.join(names)}")
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, seed=0)
-    backend = make_backend({"name": "openai", "model": args.model, "base_url": args.base_url,
-                            "api_key_env": args.api_key_env})
+    config = {"name": "openai", "model": args.model, "base_url": args.base_url,
+              "api_key_env": args.api_key_env}
+    check_backend_config(config)
+    backend = make_backend(config)
     try:
         with backend:
             results = [play(backend, task_id, args.variant, sampling) for task_id in args.tasks]
@@ -75,4 +89,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

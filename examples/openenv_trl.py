@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageError
 from trainers.common.flags import parse_args
 
 
@@ -96,8 +98,11 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     gym.register("OpenEnv/Remote-v0", entry_point="agentworld_envs.serve.client:RemoteEnv")
-    rows = floor_rows([args.task], args.variants.split(","), seed=args.seed,
-                      system_prompt=None if args.model else "Use the tools, then answer.")
+    try:
+        rows = floor_rows([args.task], args.variants.split(","), seed=args.seed,
+                          system_prompt=None if args.model else "Use the tools, then answer.")
+    except ValueError as exc:  # a task or variant that does not exist, named
+        raise UsageError(str(exc)) from None
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(served(args.task))
         factory = environment_class("OpenEnv/Remote-v0", base_url=url,
@@ -139,4 +144,4 @@ def _cuda() -> bool:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

@@ -18,13 +18,17 @@ others), against a served world model::
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 
+import gymnasium as gym
 import numpy as np
 
+import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageError, UsageParser, int_at_least, name_of
 from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.registration import ENV_IDS
+from floor_tasks.harness.cli import backend_arg
 
 
 def play_round(envs: RayVectorEnv, seed: int, rng: np.random.Generator) -> np.ndarray:
@@ -39,15 +43,23 @@ def play_round(envs: RayVectorEnv, seed: int, rng: np.random.Generator) -> np.nd
     return rewards
 
 
+def env_ids() -> list[str]:
+    """The ids this script plays: every registered AgentWorld and AgentFloor id."""
+    return [i for i in gym.registry if i.startswith(("AgentWorld/", "AgentFloor/"))]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env-id", default="AgentWorld/MCP-v0")
-    parser.add_argument("--backend", default="scripted",
+    parser = UsageParser(description=__doc__.splitlines()[0])
+    positive = int_at_least(1)
+    parser.add_argument("--env-id", default="AgentWorld/MCP-v0", type=name_of("env id", env_ids),
+                        help="an AgentWorld/<Domain>-v0 or AgentFloor/<ID>-v0 id")
+    parser.add_argument("--backend", default="scripted", type=backend_arg,
                         help="a backend name or JSON config (AgentWorld ids only)")
-    parser.add_argument("--num-envs", type=int, default=16)
-    parser.add_argument("--num-actors", type=int, default=2)
-    parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--num-envs", type=positive, default=16, help="sub-envs in all")
+    parser.add_argument("--num-actors", type=positive, default=2, help="Ray actors")
+    parser.add_argument("--group-size", type=positive, default=4,
+                        help="consecutive sub-envs that play one task with one seed")
+    parser.add_argument("--rounds", type=positive, default=2, help="episodes per sub-env")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     args = parser.parse_args()
@@ -55,11 +67,13 @@ def main() -> None:
         import ray
 
         ray.init(address=args.address)
-    backend = json.loads(args.backend) if args.backend.startswith("{") else args.backend
-    simulated = {"backend": backend} if args.env_id in ENV_IDS else {}  # AgentFloor: no model
+    simulated = {"backend": args.backend} if args.env_id in ENV_IDS else {}  # AgentFloor: none
     rng = np.random.default_rng(args.seed)
-    envs = RayVectorEnv(args.env_id, args.num_envs, num_actors=args.num_actors,
-                        group_size=args.group_size, **simulated)
+    try:
+        envs = RayVectorEnv(args.env_id, args.num_envs, num_actors=args.num_actors,
+                            group_size=args.group_size, **simulated)
+    except ValueError as exc:  # counts that do not fit, refused before Ray starts
+        raise UsageError(str(exc)) from None
     try:
         for round_index in range(args.rounds):
             rewards = play_round(envs, args.seed + round_index * args.num_envs, rng)
@@ -73,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

@@ -19,9 +19,10 @@ Quick check (CPU, seconds; too short to learn): ``python examples/sb3_ppo_floor.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import torch
@@ -29,8 +30,11 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 import floor_tasks
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageParser, int_at_least
 from agentworld_envs.wrappers import CandidateScoringPolicy, wrap_for_sb3
 from floor_tasks.candidates import candidate_actions
+from floor_tasks.harness.cli import check_task_ids
 
 
 @dataclass
@@ -59,19 +63,29 @@ class Args:
 
 def parse_args(argv: list[str] | None = None) -> Args:
     """Read :class:`Args` from the command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default="B2,C4,D2,E5", type=lambda s: s.split(","))
-    parser.add_argument("--timesteps", type=int, default=16384)
-    parser.add_argument("--eval-every", type=int, default=2048)
-    parser.add_argument("--n-envs", type=int, default=4)
-    parser.add_argument("--n-steps", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=128)
+    parser = UsageParser(description=__doc__.splitlines()[0])
+    positive = int_at_least(1)
+    parser.add_argument("--tasks", default="B2,C4,D2,E5", type=lambda s: s.split(","),
+                        help="comma-separated AgentFloor task ids, one PPO run each")
+    parser.add_argument("--timesteps", type=positive, default=16384,
+                        help="training budget per task, in env steps")
+    parser.add_argument("--eval-every", type=positive, default=2048,
+                        help="timesteps between greedy evaluations (a multiple of n-envs * "
+                             "n-steps)")
+    parser.add_argument("--n-envs", type=positive, default=4, help="parallel envs per PPO run")
+    parser.add_argument("--n-steps", type=positive, default=64,
+                        help="rollout length per env between updates")
+    parser.add_argument("--max-length", type=positive, default=128,
+                        help="token ids kept per text")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--plot", default=None)
+    parser.add_argument("--threads", type=positive, default=1, help="torch CPU threads")
+    parser.add_argument("--plot", default=None, help="where to save the curves (PNG)")
     args = Args(**vars(parser.parse_args(argv)))
     if args.eval_every % (args.n_envs * args.n_steps):
         parser.error("--eval-every must be a multiple of --n-envs * --n-steps")
+    check_task_ids(args.tasks)  # all checked before the first task trains for minutes
+    if args.plot and not Path(args.plot).resolve().parent.is_dir():
+        parser.error(f"--plot {args.plot}: its folder does not exist")
     return args
 
 
@@ -157,4 +171,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

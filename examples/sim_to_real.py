@@ -12,7 +12,10 @@ Quick check (seconds, placeholder world model for both sim arms):
 --world-model scripted``.
 """
 
+import sys
+
+from agentworld_envs.cli import run_command
 from trainers.experiments.sim_to_real import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

@@ -37,7 +37,10 @@ import gymnasium as gym
 import numpy as np
 
 import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
-from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, TooManyFaultsError
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
+from agentworld_envs.backends.registry import check_backend_config
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageParser, int_at_least
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.registration import env_id
 
@@ -88,25 +91,31 @@ def backend_config(args: argparse.Namespace) -> str | dict:
 
 def main(argv: list[str] | None = None) -> list[float]:
     """Train; returns the mean episode reward of each update."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = UsageParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--domain", default="search", choices=sorted(DOMAINS))
-    parser.add_argument("--num-envs", type=int, default=8)
-    parser.add_argument("--updates", type=int, default=30, help="batches of num-envs episodes")
+    parser.add_argument("--num-envs", type=int_at_least(1), default=8,
+                        help="episodes played at once; each step is one batched model call")
+    parser.add_argument("--updates", type=int_at_least(1), default=30,
+                        help="batches of num-envs episodes")
     parser.add_argument("--learning-rate", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base-url", help="an OpenAI-compatible world-model server")
-    parser.add_argument("--model", default="Qwen/Qwen-AgentWorld-35B-A3B")
+    parser.add_argument("--model", default="Qwen/Qwen-AgentWorld-35B-A3B",
+                        help="the model the server serves")
     parser.add_argument("--api-key-env", default=None, help="variable holding the API key")
-    parser.add_argument("--timeout-s", type=float, default=600.0)
-    parser.add_argument("--max-tokens", type=int, default=8192)
+    parser.add_argument("--timeout-s", type=float, default=600.0,
+                        help="each world-model request's time limit")
+    parser.add_argument("--max-tokens", type=int_at_least(1), default=8192,
+                        help="the world model's token limit per observation")
     parser.add_argument("--record", help="record every world-model call to this JSONL file")
     parser.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
                         help="failed world-model calls to go on after; -1: never stop")
     args = parser.parse_args(argv)
-
-    envs = gym.make_vec(env_id(args.domain), num_envs=args.num_envs,
-                        backend=backend_config(args), record_path=args.record,
-                        sampling={"max_tokens": args.max_tokens}, max_faults=args.max_faults)
+    backend = backend_config(args)
+    check_backend_config(backend)  # a bad URL or timeout: one line, before any env is built
+    envs = gym.make_vec(env_id(args.domain), num_envs=args.num_envs, backend=backend,
+                        record_path=args.record, sampling={"max_tokens": args.max_tokens},
+                        max_faults=args.max_faults)
     try:
         with warnings.catch_warnings():  # each step's fault warning: faults.check says it once
             warnings.filterwarnings("ignore", "the world model", RuntimeWarning)
@@ -155,7 +164,4 @@ def train(envs: gym.vector.VectorEnv, args: argparse.Namespace) -> list[float]:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except TooManyFaultsError as exc:
-        sys.exit(f"error: {exc}")
+    sys.exit(run_command(main))

@@ -9,7 +9,10 @@ Run: ``python examples/teamtr_evidence.py`` writes
 ``--quick`` is a tiny version that checks the script.
 """
 
+import sys
+
+from agentworld_envs.cli import run_command
 from trainers.experiments.teamtr_evidence import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_command(main))

@@ -11,7 +11,10 @@ docs/teamtr_reasoning.md was run::
         --out runs/teamtr_reasoning/results.json --resume
 """
 
+import sys
+
+from agentworld_envs.cli import run_command
 from trainers.experiments.teamtr_reasoning import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

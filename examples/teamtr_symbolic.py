@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import pettingzoo
 
 import team_envs  # noqa: F401  (registers team_envs/... in PettingZoo)
+from agentworld_envs.cli import run_command
 from trainers import teamtr
 from trainers.common.flags import parse_args
 
@@ -61,4 +62,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

@@ -20,12 +20,15 @@ Quick check (CPU, about a minute; one step of 16 rollouts): ``python examples/tr
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageError
 from trainers.common.flags import parse_with_config
 
 
@@ -107,8 +110,11 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     tasks, variants = args.tasks.split(","), args.variants.split(",")
-    rows = floor_rows(tasks, variants, system_prompt=None if args.model else
-                      "Use the tools, then answer.", seed=config.seed)
+    try:
+        rows = floor_rows(tasks, variants, system_prompt=None if args.model else
+                          "Use the tools, then answer.", seed=config.seed)
+    except ValueError as exc:  # a task or variant that does not exist, named
+        raise UsageError(str(exc)) from None
     turns = args.adapter == "turns"
     model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")),
                                      tool_methods=not turns)
@@ -136,4 +142,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

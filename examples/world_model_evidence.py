@@ -13,7 +13,10 @@ Quick check (the data step only, seconds): ``python examples/world_model_evidenc
 --out wm --explore-repeats 1 --mcp-episodes 4``
 """
 
+import sys
+
+from agentworld_envs.cli import run_command
 from trainers.experiments.world_model_evidence import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

@@ -38,7 +38,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     play.set_defaults(handler=_play)
     train = commands.add_parser(
         "train", help="train a team; options: agentworld team train ALGORITHM --help")
-    train.add_argument("algorithm", choices=sorted(ALGORITHMS))
+    train.add_argument("algorithm", choices=sorted(ALGORITHMS),
+                       help="TeamTR or a baseline (each one's settings: ALGORITHM --help)")
     train.add_argument("options", nargs=argparse.REMAINDER,
                        help="the trainer's options (see ALGORITHM --help)")
     train.set_defaults(handler=_train)

@@ -300,7 +300,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", default="all", type=task_selector,
                    help='"all", "tier:A,B" or comma-separated ids')
     p.add_argument("--variants", default="v0", help='"all" or comma-separated names (v0,i1)')
-    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=1, help="runs of each task and variant")
     p.add_argument("--max-steps", type=int, help="override every task's step budget")
     p.add_argument("--max-tokens", type=int, help="completion token limit per turn")
     p.add_argument("--system-prompt-suffix", help="text appended to the system prompt")
@@ -310,7 +310,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_cmd_run)
 
     p = commands.add_parser("sweep", help="run a YAML sweep config")
-    p.add_argument("config", type=Path)
+    p.add_argument("config", type=Path, help="the sweep's YAML file (see examples/sweeps/)")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
 
@@ -323,8 +323,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     p = commands.add_parser("compare", help="exit 1 if NEW regressed against BASE or lacks "
                             "some of its cases")
-    p.add_argument("base")
-    p.add_argument("new")
+    p.add_argument("base", help="the reference corpus (a directory or its runs.jsonl)")
+    p.add_argument("new", help="the corpus checked against it")
     p.add_argument("--threshold", type=fraction, default=0.10,
                    help="largest tolerated drop of a task or tier pass rate, from 0 to 1")
     p.add_argument("--allow-missing", action="store_true",
@@ -332,7 +332,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_cmd_compare)
 
     p = commands.add_parser("rescore", help="re-score a corpus without calling any model")
-    p.add_argument("corpus")
+    p.add_argument("corpus", help="a corpus directory or its runs.jsonl")
     p.add_argument("--out", type=directory_arg,
                    help="corpus for the re-scored runs, its runs.jsonl replaced "
                         "(default: rescored/ beside the corpus's runs.jsonl)")
