@@ -1,9 +1,11 @@
 """Backend for any OpenAI-compatible chat server (vLLM, SGLang, ``transformers serve``), over httpx.
 
-Requests of a batch run concurrently on an asyncio loop; each attempt is bounded as a whole
-(connect, send, wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are
-retried with exponential backoff (a minute at most), or after the server's ``Retry-After``; a
-reply is read up to ``max_reply_bytes`` and a longer one is a fault. Several server replicas
+Requests of a batch run concurrently on an asyncio loop, at most ``concurrency`` in flight
+across all the threads calling the backend; each attempt is bounded as a whole (connect, send,
+wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are retried with
+exponential backoff (a minute at most), or after the server's ``Retry-After``, while the wait
+ends within the call's time, ``timeout_s * (max_retries + 1)``; a reply is read up to
+``max_reply_bytes`` and a longer one is a fault. Several server replicas
 share the load, and a failing replica sits out a cool-down. Replies become completions in
 :mod:`agentworld_envs.backends.replies`, with credentials masked.
 """
@@ -11,6 +13,8 @@ share the load, and a failing replica sits out a cool-down. Replies become compl
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import datetime as dt
 import email.utils
 import functools
@@ -22,7 +26,7 @@ import threading
 import time
 import urllib.parse
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -120,11 +124,88 @@ def _run(make: Callable[[], Awaitable[_T]]) -> _T:
         return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
+class _Slots:
+    """At most ``limit`` holders at once across every thread and event loop (each batch runs
+    on its own loop, so an ``asyncio.Semaphore`` would bound one batch only). Thread-safe."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._free = limit
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_limit": self._limit}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["_limit"])  # type: ignore[misc]
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold a slot for the body; a cancelled wait takes none (or passes on one it was
+        handed)."""
+        with self._lock:
+            waiter = None
+            if self._free:
+                self._free -= 1
+            else:
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiting.append(waiter)
+        if waiter is not None:
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                with self._lock:
+                    handed = waiter not in self._waiting
+                    if not handed:
+                        self._waiting.remove(waiter)
+                if handed:
+                    self._release()
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    self._free += 1
+                    return
+                waiter = self._waiting.popleft()
+            try:
+                waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+                return
+            except RuntimeError:  # its loop has closed: the slot goes to the next waiter
+                continue
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # a cancelled waiter passes its slot on (see _Slots.held)
+        waiter.set_result(None)
+
+
+def _plain_url(url: str) -> tuple[str, httpx.BasicAuth | None]:
+    """``url`` without its userinfo, and that userinfo as HTTP Basic auth (so that no request
+    URL, which httpx logs, carries a credential)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:  # reported by the request, as a connection error
+        return url, None
+    if not parsed.userinfo:
+        return url, None
+    plain = str(parsed.copy_with(userinfo=b"")).rstrip("/")
+    return plain, httpx.BasicAuth(parsed.username, parsed.password)
+
+
 class _Replicas:
     """Round-robin over server replicas; a failed replica sits out ``cooldown_s``. Thread-safe."""
 
     def __init__(self, urls: list[str], cooldown_s: float) -> None:
         self.urls = urls
+        self.plain = [_plain_url(url) for url in urls]
+        """Each replica's URL without credentials, and its credentials as Basic auth."""
         self._cooldown_s = cooldown_s
         self._down_until = [0.0] * len(urls)
         self._failed_at = [float("-inf")] * len(urls)
@@ -181,11 +262,14 @@ class OpenAIBackend(Backend):
             entire reply, however slowly it trickles in. A model served on a CPU (``transformers
             serve --device cpu``) needs minutes for a long answer: give it 900 or more.
         max_retries: Retries after the first attempt, on HTTP 408, 425, 429, 500, 502, 503 and
-            504, connection errors, undecodable replies and timeouts.
-        backoff_s: First backoff; it doubles on each retry, up to 60 s.
+            504, connection errors, undecodable replies, a success without a JSON object (a
+            reply cut short) and timeouts. A wait that would end later than ``timeout_s *
+            (max_retries + 1)`` after the call began (the time a simulated env gives the
+            call) is not waited: the call fails at once with the fault that asked for it.
+        backoff_s: First backoff; it doubles on each retry, up to 60 s (no jitter).
         max_retry_after_s: Longest wait honoured from a server's ``Retry-After`` header (which
             replaces the backoff when given).
-        concurrency: Most requests in flight at once.
+        concurrency: Most requests in flight at once, however many threads call the backend.
         native_tools: Send tool schemas as the API's ``tools``; when False the caller is expected
             to describe tools in the prompt, and calls are read from the text.
         replica_cooldown_s: How long a failing replica stays out of rotation.
@@ -233,6 +317,7 @@ class OpenAIBackend(Backend):
         self._replicas = _Replicas([u.rstrip("/") for u in urls], replica_cooldown_s)
         self._url_secrets = [s for u in urls for s in url_secrets(u)]
         self._refused: frozenset[str] = frozenset()
+        self._slots = _Slots(concurrency)
         self._running: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = set()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -374,14 +459,13 @@ class OpenAIBackend(Backend):
             headers, secrets = self._secrets()
         except BackendError as exc:
             return [exc] * len(payloads)
-        limit = asyncio.Semaphore(self.concurrency)
         pool = httpx.Limits(max_connections=self.concurrency,
                             max_keepalive_connections=self.concurrency)
         async with httpx.AsyncClient(verify=_ssl_context(), limits=pool,
                                      timeout=self.timeout_s) as client:
 
             async def one(payload: dict[str, Any]) -> Completion | BackendError:
-                async with limit:
+                async with self._slots.held():
                     return await self._send(client, payload, headers, secrets)
 
             return list(await asyncio.gather(*(one(p) for p in payloads)))
@@ -397,8 +481,8 @@ class OpenAIBackend(Backend):
             except (TypeError, ValueError) as exc:
                 return BackendError(f"the request cannot be sent as JSON: {exc}")
             try:
-                data, latency_s = await self._post(client, body, headers, secrets)
-                return completion_from_reply(data, latency_s, secrets)
+                data, latency_s, repairs = await self._post(client, body, headers, secrets)
+                return completion_from_reply(data, latency_s, secrets, repairs)
             except OpenAIRequestError as exc:
                 error = self._learn_refusal(exc, sent)
                 if error is not None or retried:
@@ -440,23 +524,27 @@ class OpenAIBackend(Backend):
                                   status=status, attempts=attempts, reply=reply)
 
     async def _post(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str],
-                    secrets: list[str]) -> tuple[Any, float]:
+                    secrets: list[str]) -> tuple[dict[str, Any], float, list[str]]:
         """POST to ``/chat/completions`` with retries and fail-over.
 
         Returns:
-            The decoded response JSON and the latency of the successful attempt.
+            The decoded response JSON, the latency of the successful attempt and what decoding
+            repaired (see :func:`_json_object`).
         """
         attempts = retries = failovers = 0
+        budget_s = self.timeout_s * (self.max_retries + 1)
+        deadline = time.monotonic() + budget_s
         while True:
             index = self._replicas.pick()
-            url = f"{self._replicas.urls[index]}/chat/completions"
+            base, auth = self._replicas.plain[index]
+            url = f"{base}/chat/completions"
             attempts += 1
             status: int | None = None
             hinted_wait: float | None = None
             start = time.perf_counter()
             try:
                 response, content = await asyncio.wait_for(  # asyncio.timeout: Python 3.11
-                    self._fetch(client, url, body, headers), self.timeout_s)
+                    self._fetch(client, url, body, headers, auth), self.timeout_s)
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
                 error = (f"timeout after {self.timeout_s:g} s (a slow server needs a larger "
                          f"timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
@@ -471,16 +559,21 @@ class OpenAIBackend(Backend):
                     raise self._failure(
                         f"POST {url} failed (not retried): HTTP {status} with a reply over "
                         f"max_reply_bytes ({self.max_reply_bytes})", url, status, attempts, secrets)
-                if response.is_success:
+                data, repairs = _json_object(content) if response.is_success else (None, [])
+                if data is not None:
                     self._replicas.answered(index)
-                    return self._json(response, content, url, attempts, secrets), latency_s
-                error = f"HTTP {status}: {_snippet(response, content, secrets)}"
-                if status not in _RETRIED:
-                    raise self._failure(f"POST {url} failed (not retried): {error}"
-                                        f"{self._status_hint(status)}",
+                    return data, latency_s, repairs
+                snippet = _snippet(response, content, secrets)
+                if response.is_success:  # a reply cut short (its length unsaid), or broken
+                    error = f"HTTP {status} without a JSON object: {snippet}"
+                elif status not in _RETRIED:
+                    raise self._failure(f"POST {url} failed (not retried): HTTP {status}: "
+                                        f"{snippet}{self._status_hint(status)}",
                                         url, status, attempts, secrets,
                                         _reply_text(response, content, secrets))
-                hinted_wait = retry_after_s(response.headers.get("retry-after"))
+                else:
+                    error = f"HTTP {status}: {snippet}"
+                    hinted_wait = retry_after_s(response.headers.get("retry-after"))
             if status != 429:  # the replica itself failed; rate limits are only backed off
                 self._replicas.failed(index)
                 if failovers < len(self._replicas.urls) - 1 and self._replicas.any_healthy():
@@ -490,15 +583,22 @@ class OpenAIBackend(Backend):
                 raise self._failure(f"POST {url} failed after {attempts} attempt(s): {error}",
                                     url, status, attempts, secrets)
             # The exponent is bounded so that many retries never overflow a float.
-            await asyncio.sleep(min(self.backoff_s * 2**min(retries, 64), _MAX_BACKOFF_S)
-                                if hinted_wait is None
-                                else min(hinted_wait, self.max_retry_after_s))
+            wait = (min(self.backoff_s * 2**min(retries, 64), _MAX_BACKOFF_S)
+                    if hinted_wait is None else min(hinted_wait, self.max_retry_after_s))
+            if time.monotonic() + wait > deadline:
+                raise self._failure(
+                    f"POST {url} failed after {attempts} attempt(s): {error} (not retried: "
+                    f"waiting {wait:g} s would outlast the call's {budget_s:g} s, timeout_s "
+                    f"x (max_retries + 1))", url, status, attempts, secrets)
+            await asyncio.sleep(wait)
             retries += 1
 
     async def _fetch(self, client: httpx.AsyncClient, url: str, body: bytes,
-                     headers: dict[str, str]) -> tuple[httpx.Response, bytes | None]:
+                     headers: dict[str, str], auth: httpx.BasicAuth | None,
+                     ) -> tuple[httpx.Response, bytes | None]:
         """POST and read the reply; its content is None when it runs past ``max_reply_bytes``."""
-        async with client.stream("POST", url, content=body, headers=headers) as response:
+        async with client.stream("POST", url, content=body, headers=headers,
+                                 auth=auth or httpx.USE_CLIENT_DEFAULT) as response:
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
@@ -508,18 +608,24 @@ class OpenAIBackend(Backend):
                 chunks.append(chunk)
             return response, b"".join(chunks)
 
-    def _json(self, response: httpx.Response, content: bytes, url: str, attempts: int,
-              secrets: list[str]) -> Any:
+
+def _json_object(content: bytes) -> tuple[dict[str, Any] | None, list[str]]:
+    """A reply body's JSON object (None if it holds none) and what reading it repaired: bytes
+    that are not UTF-8 (which JSON between systems must be, RFC 8259) read as U+FFFD."""
+    repairs = []
+    try:
+        data = json.loads(content)
+    except UnicodeDecodeError:
+        text = content.decode("utf-8", "replace")
+        count = text.count("\ufffd") - content.count("\ufffd".encode())
+        repairs.append(f"replaced {count} byte sequence(s) that are not UTF-8 with U+FFFD")
         try:
-            data = json.loads(content)
+            data = json.loads(text)
         except (ValueError, RecursionError):
             data = None
-        if not isinstance(data, dict):
-            raise self._failure(
-                f"POST {url} returned HTTP {response.status_code} without a JSON object: "
-                f"{_snippet(response, content, secrets)}",
-                url, response.status_code, attempts, secrets)
-        return data
+    except (ValueError, RecursionError):
+        data = None
+    return (data, repairs) if isinstance(data, dict) else (None, [])
 
 
 def _at_least(value: Any, least: float, kind: type) -> bool:

@@ -156,8 +156,10 @@ class RequestCache:
     """An append-only JSONL cache of completions, safe to share between processes.
 
     Each completion is one line written with a single ``write`` to a file opened with
-    ``O_APPEND``, then fsynced, so concurrent writers never interleave lines. Unreadable lines
-    (a write cut short by a crash) are skipped with a warning; the last line for a key wins.
+    ``O_APPEND``, then fsynced, so concurrent writers never interleave lines; a line is begun
+    with a line break where the file does not end with one (another writer's line cut short by
+    its crash), so that it stays whole. Unreadable lines (a write cut short by a crash) are
+    skipped with a warning; the last line for a key wins.
     Lines of an older ``"v"`` were keyed as the module says; :meth:`key_for` finds them.
 
     Args:
@@ -171,7 +173,6 @@ class RequestCache:
         self._models: dict[str, Any] = {}
         """The models of the lines that name theirs, by their canonical JSON."""
         self._fd: int | None = None
-        self._needs_newline = False
         self._lock = threading.Lock()
         if self.path.exists():
             self._load()
@@ -187,7 +188,6 @@ class RequestCache:
 
     def _load(self) -> None:
         data = self.path.read_bytes()
-        self._needs_newline = bool(data) and not data.endswith(b"\n")
         for number, line in enumerate(data.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -273,10 +273,10 @@ class RequestCache:
         with self._lock:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            if self._needs_newline:  # end the cut-short line so this one stays readable
+                self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            end = os.fstat(self._fd).st_size
+            if end and os.pread(self._fd, 1, end - 1) != b"\n":  # end a line cut short
                 data = b"\n" + data
-                self._needs_newline = False
             os.write(self._fd, data)
             os.fsync(self._fd)
             self._entries[key] = entry
@@ -337,6 +337,9 @@ class RecordingBackend(Backend):
         self._replays = len(self.cache) > 0
         """Whether a hit may still be an earlier run's answer not yet reported."""
         self._earlier = frozenset(self.cache.keys()) if self._replays else frozenset()
+        self._cancels = 0
+        """How many times :meth:`cancel` was called: a call begun before the last records
+        nothing (its caller was told it failed)."""
 
     @property
     def blocking(self) -> bool:  # type: ignore[override]
@@ -357,15 +360,23 @@ class RecordingBackend(Backend):
         misses = {k: r for k, r in zip(keys, requests, strict=True) if k not in self.cache}
         if self._replays:
             self._say_replayed(sum(k in self._earlier for k in keys), len(keys))
-        failed: dict[str, BackendError] = {}
+        unrecorded: dict[str, Completion | BackendError] = {}
         if misses:
+            cancels = self._cancels
             fresh = self.inner.complete_each(list(misses.values()))
             for key, outcome in zip(misses, fresh, strict=True):
-                if isinstance(outcome, BackendError):
-                    failed[key] = outcome
+                if isinstance(outcome, BackendError) or cancels != self._cancels:
+                    unrecorded[key] = outcome
                 else:
                     self.cache.put(key, outcome, self.model)
-        return [failed[k] if k in failed else self.cache.get(k) for k in keys]  # type: ignore[misc]
+        return [unrecorded[k] if k in unrecorded else self.cache.get(k)  # type: ignore[misc]
+                for k in keys]
+
+    def cancel(self) -> None:
+        """Cancel the inner backend's calls; those in flight record nothing, so that an answer
+        that comes after its caller gave up (a timed-out call) is never replayed."""
+        self._cancels += 1
+        self.inner.cancel()
 
     def _say_replayed(self, replayed: int, asked: int) -> None:
         if replayed:

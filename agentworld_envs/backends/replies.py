@@ -174,14 +174,15 @@ def _object(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def completion_from_reply(data: Any, latency_s: float,
-                          secrets: Iterable[str | None] = ()) -> Completion:
+def completion_from_reply(data: Any, latency_s: float, secrets: Iterable[str | None] = (),
+                          repairs: Iterable[str] = ()) -> Completion:
     """Turn a decoded chat-completions reply into a clean :class:`Completion`.
 
     Args:
         data: The decoded JSON body.
         latency_s: How long the request took.
         secrets: Credential values to mask wherever they appear (a server may echo them).
+        repairs: What decoding the body repaired already, said first in the repairs.
 
     Raises:
         MalformedReplyError: the reply's shape or usage counts are unusable.
@@ -214,7 +215,7 @@ def completion_from_reply(data: Any, latency_s: float,
     usage = data.get("usage")
     usage = {} if usage is None else _object(usage, "usage")
     text = scrub(text)
-    repairs = scrub.repairs()
+    repairs = [*repairs, *scrub.repairs()]
     return Completion(
         text=text,
         tool_calls=tool_calls,

@@ -201,7 +201,8 @@ class ModelClient:
         try:
             return self._worker.run(lambda: self.backend.complete_each(requests), self.timeout_s)
         except (_TimedOut, KeyboardInterrupt):
-            self._inner.cancel()  # the abandoned call must not keep the server busy
+            self.backend.cancel()  # the abandoned call must not keep the server busy, nor
+            # its late answer be recorded
             raise
 
     def close(self) -> None:
