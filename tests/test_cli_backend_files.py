@@ -81,3 +81,14 @@ def test_a_missing_local_model_folder_is_one_line_and_no_hub_attempt(
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     check_backend_config({"name": "hf", "model": "HuggingFaceTB/SmolLM2-135M"})  # a hub name
+
+
+@pytest.mark.parametrize("command", ["floor run", "wm fidelity"])
+def test_a_replay_path_that_is_a_folder_says_so(command: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "no such file or directory" of a folder that exists."""
+    argv = _argv(command, _replay(tmp_path), tmp_path)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "is a folder, not a file of recorded completions" in err and err.count("\n") == 1
+    assert out == "" and not (tmp_path / "out").exists()

@@ -69,8 +69,8 @@ def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("group", ["floor", "team"])
-def test_every_argument_of_the_floor_and_team_commands_has_help(group: str) -> None:
+@pytest.mark.parametrize("group", ["floor", "team", "sim", "wm"])
+def test_every_argument_of_the_commands_has_help(group: str) -> None:
     parser = build_parser()
     [groups] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert _undocumented(groups.choices[group], f"agentworld {group}") == []

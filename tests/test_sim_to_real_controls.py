@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.mcp.twin import McpTwin
 from floor_tasks.database import load_fixture
@@ -108,11 +109,11 @@ def test_the_fixture_split_is_still_there(s2r, tmp_path: Path) -> None:
 
     assert records(task.train) == {"31", "33"} and records(task.eval) == {"35", "36"}
     assert len(task.eval) == 10  # two records, five wordings each
-    with pytest.raises(SystemExit, match="C1 only"):
+    with pytest.raises(UsageError, match="C1 only"):
         s2r.make_task(s2r.Args(out=tmp_path, task="C3"))
-    with pytest.raises(SystemExit, match="two counts"):
+    with pytest.raises(UsageError, match="two counts"):
         s2r.make_task(s2r.Args(out=tmp_path, floor_records=[20]))
-    with pytest.raises(SystemExit, match="--floor-records: each split needs"):
+    with pytest.raises(UsageError, match="--floor-records: each split needs"):
         s2r.make_task(s2r.Args(out=tmp_path, floor_records=[20, 30]))
 
 
@@ -447,3 +448,17 @@ def test_a_run_says_once_that_it_reuses_recorded_answers_and_its_own_replays_are
         assert not [w for w in shown if issubclass(w.category, ReplayedWarning)]
         assert calls.stat().st_size > 0
         assert ("reusing the world-model answers" in capsys.readouterr().out) == (run == 1)
+
+
+@pytest.mark.parametrize("flags", [["--seeds", "0"], ["--updates", "0", "--batch", "0"],
+                                   ["--agent", "x"], ["--task", "mcp:nope"]])
+def test_the_examples_bad_settings_are_one_line_status_2(flags: list[str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """``--seeds 0`` raised IndexError after the run; the others exited 1."""
+    from agentworld_envs.cli import run_command
+
+    argv = ["--out", str(tmp_path / "out"), "--world-model", "scripted", *flags]
+    assert run_command(lambda: sim_to_real.main(argv)) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

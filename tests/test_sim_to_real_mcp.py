@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.domains.mcp.servers import mcp_server_scenario
 from agentworld_envs.domains.mcp.twin import McpTwin
 from agentworld_envs.world.controls import control_text
@@ -44,7 +45,7 @@ def test_the_split_is_one_family_with_disjoint_servers(s2r, tmp_path: Path) -> N
     seen = set().union(*(s2r.identities(task.scenario(v)) for v in task.train))
     assert {r["sku"] for v in task.train for r in task.scenario(v).mcp.records} <= seen
     assert all(not s2r.identities(task.scenario(v)) & seen for v in task.eval)
-    with pytest.raises(SystemExit, match="no generated MCP family"):
+    with pytest.raises(UsageError, match="no generated MCP family"):
         _task(s2r, tmp_path, task="mcp:bakery")
 
 

@@ -373,8 +373,10 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
                        help="judge attempts per sample (at least 1), as eval.py's "
                             "--max-retries (default: 3)")
     bench.add_argument("--retries", action=_Renamed, new="--max-retries", help=argparse.SUPPRESS)
-    bench.add_argument("--judge-max-tokens", type=int, default=32768)
-    bench.add_argument("--judge-temperature", type=float, default=0.6)
+    bench.add_argument("--judge-max-tokens", type=int, default=32768,
+                       help="judge's new tokens (default: AgentWorld's eval.py)")
+    bench.add_argument("--judge-temperature", type=float, default=0.6,
+                       help="judge's temperature (default: AgentWorld's eval.py)")
     bench.add_argument("--rule-caps", action="store_true",
                        help="also report our rule-capped scores, beside the compatible ones")
     bench.set_defaults(handler=_cmd_bench)
@@ -386,9 +388,11 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     export = commands.add_parser("export", help="run corpora to train/val transition files")
     export.add_argument("--corpus", action="append", required=True,
                         help="an AgentFloor run corpus folder (repeatable)")
-    export.add_argument("--out", required=True)
+    export.add_argument("--out", required=True,
+                        help="folder for the train and val transition files")
     export.add_argument("--val-fraction", type=number_type(float, 0, 1, below_high=True),
                         default=0.2, help="share of TASKS held out, in [0, 1)")
-    export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--seed", type=int, default=0,
+                        help="the draw of the held-out tasks")
     export.set_defaults(handler=_cmd_export)
     return commands

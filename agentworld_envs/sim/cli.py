@@ -228,22 +228,25 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=_cmd_list)
 
     scenarios = commands.add_parser("scenarios", help="a domain's hand-written scenarios")
-    scenarios.add_argument("domain", type=_domain_name)
+    scenarios.add_argument("domain", type=_domain_name, help="a simulated domain (see list)")
     scenarios.add_argument("--json", action="store_true", help="one JSON scenario per line")
     scenarios.set_defaults(handler=_cmd_scenarios)
 
     generate = commands.add_parser("generate", help="procedurally generated scenarios (JSONL)")
-    generate.add_argument("domain", choices=["search", "mcp"])
+    generate.add_argument("domain", choices=["search", "mcp"],
+                          help="a domain with a scenario generator")
     generate.add_argument("--seed", type=int_at_least(0), default=0, help="first seed")
-    generate.add_argument("--count", type=int_at_least(1), default=1)
+    generate.add_argument("--count", type=int_at_least(1), default=1,
+                          help="scenarios, one per seed from --seed")
     generate.set_defaults(handler=_cmd_generate)
 
     request = commands.add_parser(
         "request", help="the world-model request one action sends (JSON), without a model")
-    request.add_argument("domain", type=_domain_name)
+    request.add_argument("domain", type=_domain_name, help="a simulated domain (see list)")
     request.add_argument("action", help="the agent's action, e.g. a JSON tool call")
     request.add_argument("--scenario", help="a scenario id (default: drawn from --seed)")
-    request.add_argument("--seed", type=int_at_least(0), default=0)
+    request.add_argument("--seed", type=int_at_least(0), default=0,
+                         help="the reset seed (it draws the scenario and the request's seed)")
     _prompts_option(request)
     request.set_defaults(handler=_cmd_request)
 
@@ -255,10 +258,14 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--tasks", default="all", type=_floor_tasks,
                           help='"all", "tier:A,B" or task ids: C3,E4')
     fidelity.add_argument("--variants", default="v0", help="all, or variant names: v0,i1")
-    fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated")
-    fidelity.add_argument("--seed", type=int_at_least(0), default=0)
-    fidelity.add_argument("--max-tokens", type=int_at_least(1), default=8192)
-    fidelity.add_argument("--json", action="store_true")
+    fidelity.add_argument("--mode", choices=["simulated", "hybrid"], default="simulated",
+                          help="simulated: the world model answers every call; hybrid: the "
+                               "real tools answer the deciding ones (submit_decision)")
+    fidelity.add_argument("--seed", type=int_at_least(0), default=0,
+                          help="the reset seed: sub-env i (a task variant) gets seed + i")
+    fidelity.add_argument("--max-tokens", type=int_at_least(1), default=8192,
+                          help="the world model's new tokens per observation")
+    fidelity.add_argument("--json", action="store_true", help="the table as JSON")
     fidelity.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                           help="failed world-model calls to go on after; one more stops the run;"
                                " -1: never stop. Any failed call ends the run with status 1 and "

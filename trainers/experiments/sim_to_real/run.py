@@ -15,6 +15,7 @@ import numpy as np
 from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, embedded_world_model
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.backends.replay import ReplayedWarning
+from agentworld_envs.cli_errors import UsageError
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL
 from trainers.experiments.sim_to_real.args import Args
@@ -41,6 +42,10 @@ from trainers.experiments.sim_to_real.shown_statuses import shown_statuses
 from trainers.experiments.sim_to_real.tasks import FloorTask, McpTask, make_task
 
 AGENTS = {"linear": LinearAgent, "ppo": PPOAgent}
+_COUNTS = ("mcp_train", "mcp_eval", "seeds", "updates", "batch", "train_steps", "eval_every",
+           "ppo_envs", "ppo_steps", "ppo_epochs", "ppo_minibatch", "ppo_max_length",
+           "ppo_candidate_length")
+"""Settings that must be at least 1."""
 INTERVAL_TEXT = (f"{INTERVAL}; the items resampled within each decision, the score balanced "
                  "over decisions (an MCP family has one decision)")
 """How ``results.json`` describes its intervals (:func:`~.scoring.interval`)."""
@@ -117,16 +122,19 @@ def _main(argv: list[str] | None) -> None:
         for name, entry in resummarize_file(args.summarize).items():
             print(f"## {name}\n\n{table(entry['summary'])}", flush=True)
         return
+    if small := [f"--{f.name.replace('_', '-')}" for f in fields(args)
+                 if f.name in _COUNTS and getattr(args, f.name) < 1]:
+        raise UsageError(f"{', '.join(small)} must be at least 1")
     task = make_task(args)
     if args.agent not in AGENTS:
-        raise SystemExit(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
+        raise UsageError(f"unknown agent {args.agent!r}; choose from {sorted(AGENTS)}")
     if args.decided_by not in ("scenario", "shown"):
-        raise SystemExit(f"unknown --decided-by {args.decided_by!r}; choose scenario or shown")
+        raise UsageError(f"unknown --decided-by {args.decided_by!r}; choose scenario or shown")
     floor = isinstance(task, FloorTask)
     arms = task_arms(task)
     args.arms = args.arms or list(arms)
     if unknown := [a for a in args.arms if a not in arms]:
-        raise SystemExit(f"unknown arms {unknown} for {args.task}; "
+        raise UsageError(f"unknown arms {unknown} for {args.task}; "
                          f"choose from {arms} "
                          f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
                          "an MCP family)")

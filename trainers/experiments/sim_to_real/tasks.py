@@ -13,6 +13,7 @@ import gymnasium as gym
 from gymnasium.wrappers import TimeLimit
 
 import floor_tasks
+from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.domains import get_domain
 from agentworld_envs.domains.mcp.servers import FAMILIES, mcp_server_scenario
 from agentworld_envs.sim.env import AgentWorldEnv
@@ -53,15 +54,15 @@ class FloorTask:
     def __init__(self, args: Args) -> None:
         if args.floor_records:
             if args.task != "C1":
-                raise SystemExit(f"records are generated for C1 only, not {args.task}; pass "
+                raise UsageError(f"records are generated for C1 only, not {args.task}; pass "
                                  "--floor-records '' and --train-variants/--eval-variants")
             if len(args.floor_records) != 2:
-                raise SystemExit(f"--floor-records takes two counts, training and held-out "
+                raise UsageError(f"--floor-records takes two counts, training and held-out "
                                  f"records (such as 20,40), not {args.floor_records}")
             try:
                 split = generated_c1(*args.floor_records, seed=args.floor_records_seed)
             except ValueError as error:
-                raise SystemExit(f"--floor-records: {error}") from error
+                raise UsageError(f"--floor-records: {error}") from error
             self.train, self.eval = split.train, split.held_out
         else:
             self.train = [f"{args.task}/{v}" for v in args.train_variants]
@@ -130,7 +131,7 @@ class McpTask:
     def __init__(self, args: Args) -> None:
         family = args.task.removeprefix("mcp:")
         if family not in FAMILIES:
-            raise SystemExit(f"no generated MCP family {family!r}; choose from {FAMILIES}")
+            raise UsageError(f"no generated MCP family {family!r}; choose from {FAMILIES}")
         servers = ((str(seed), s) for seed in itertools.count()
                    if (s := mcp_server_scenario(seed)).mcp.family == family)
         train = dict(itertools.islice(servers, args.mcp_train))
@@ -178,6 +179,6 @@ def make_task(args: Args) -> FloorTask | McpTask:
     if args.task.startswith("mcp:"):
         return McpTask(args)
     if args.task not in branching_tasks():
-        raise SystemExit(f"{args.task} is not a branching task; choose from {branching_tasks()} "
+        raise UsageError(f"{args.task} is not a branching task; choose from {branching_tasks()} "
                          "or mcp:<family>")
     return FloorTask(args)
