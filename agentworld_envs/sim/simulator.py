@@ -14,6 +14,7 @@ The env raises a step's error only once the step is done.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -44,7 +45,17 @@ def _warn_placeholder_once(backend: str | None) -> None:
         warnings.warn(f"this AgentWorld env runs on the {backend!r} backend: its observations "
                       "are placeholders, not a world model's (observation_source "
                       "'placeholder'); pass backend=... to attach one", UserWarning,
-                      stacklevel=4)
+                      stacklevel=_outside_level())
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` of the caller's first frame outside this package and gymnasium (the
+    user's ``gym.make``, ``make_vec`` or constructor call, however deep it reached here)."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back and frame.f_globals.get("__name__", "").startswith(
+            ("agentworld_envs.", "gymnasium.")):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class Simulator:
