@@ -5,6 +5,7 @@ model's end tokens and context length."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from agentworld_envs.backends.grouped_attention import group_attention_heads
@@ -56,7 +57,10 @@ def _merged(model: Any, adapter: str) -> Any:
         from peft import PeftModel
     except ImportError as exc:
         raise ImportError('loading an adapter needs peft: pip install "agentworld[hf]"') from exc
-    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    with warnings.catch_warnings():  # peft calls a name transformers deprecated: not ours to fix
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated",
+                                FutureWarning)
+        return PeftModel.from_pretrained(model, adapter).merge_and_unload()
 
 
 def context_length(model: Any) -> int | None:
