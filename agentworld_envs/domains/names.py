@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["fictional_person", "fictional_word", "pick", "sample", "shuffled"]
+__all__ = ["distinct", "distinct_draws", "fictional_person", "fictional_word", "pick", "sample",
+           "shuffled"]
 
 T = TypeVar("T")
 
@@ -25,6 +26,22 @@ def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
 def sample(rng: np.random.Generator, items: Sequence[T], count: int) -> list[T]:
     """``count`` distinct items, in random order."""
     return [items[int(i)] for i in rng.permutation(len(items))[:count]]
+
+
+def distinct(rng: np.random.Generator, values: Sequence[T], count: int) -> list[T]:
+    """``count`` distinct draws from ``values`` (a ``range`` is never listed), uniformly, so
+    that the records or answers they go into are exchangeable: none stands out by its value."""
+    return [values[int(i)] for i in rng.choice(len(values), count, replace=False)]
+
+
+def distinct_draws(rng: np.random.Generator, draw: Callable[[np.random.Generator], T],
+                   count: int) -> list[T]:
+    """``count`` distinct results of ``draw``, in the order drawn (repeats are drawn again)."""
+    found: list[T] = []
+    while len(found) < count:
+        if (value := draw(rng)) not in found:
+            found.append(value)
+    return found
 
 
 def shuffled(rng: np.random.Generator, items: Sequence[T],

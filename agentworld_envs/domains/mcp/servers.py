@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,12 +31,15 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.domains.names import (
+    distinct,
+    distinct_draws,
     fictional_person,
     fictional_word,
     pick,
     sample,
     shuffled,
 )
+from agentworld_envs.world.rewards import answer_matches
 from agentworld_envs.world.scenario import Check, Control, McpServerRef, RewardSpec, Scenario
 
 __all__ = ["FAMILIES", "PERTURBATIONS", "mcp_server_scenario"]
@@ -71,14 +75,8 @@ def _code(rng: np.random.Generator, prefix: str) -> str:
     return f"{prefix}-{int(rng.integers(1000, 10000))}"
 
 
-def _distinct(rng: np.random.Generator, values: list[Any], count: int) -> list[Any]:
-    """``count`` distinct draws from ``values``, uniformly (so the records they go into are
-    exchangeable: none of them stands out by its value)."""
-    return [values[int(i)] for i in rng.choice(len(values), count, replace=False)]
-
-
 def _inventory(rng: np.random.Generator, company: str) -> _Server:
-    stocks = _distinct(rng, list(range(900)), 5)
+    stocks = distinct(rng, range(900), 5)
     records = [{"sku": _code(rng, "SKU"), "name": f"{fictional_word(rng)} "
                 f"{pick(rng, ['valve', 'bracket', 'sensor', 'gasket', 'pump'])}",
                 "category": pick(rng, ["hardware", "fluidics", "electronics"]),
@@ -104,7 +102,7 @@ _STARTS = [f"{hour:02d}:{minute}" for hour in range(8, 18) for minute in ("00", 
 
 
 def _calendar(rng: np.random.Generator, company: str) -> _Server:
-    starts = _distinct(rng, _STARTS, 5)
+    starts = distinct(rng, _STARTS, 5)
     records = [{"event_id": _code(rng, "EVT"), "title": f"{fictional_word(rng)} "
                 f"{pick(rng, ['review', 'sync', 'planning', 'retro'])}",
                 "date": f"2026-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d}",
@@ -124,21 +122,12 @@ def _calendar(rng: np.random.Generator, company: str) -> _Server:
         [other["start"], third["start"]])
 
 
-def _people(rng: np.random.Generator, count: int) -> list[str]:
-    """``count`` distinct invented names."""
-    people: list[str] = []
-    while len(people) < count:
-        if (person := fictional_person(rng)) not in people:
-            people.append(person)
-    return people
-
-
 def _tickets(rng: np.random.Generator, company: str) -> _Server:
     records = [{"ticket_id": _code(rng, "TCK"), "title": f"{fictional_word(rng)} "
                 f"{pick(rng, ['login fails', 'export hangs', 'sync drops', 'report wrong'])}",
                 "status": pick(rng, ["open", "open", "closed"]),
                 "assignee": person, "priority": f"P{rng.integers(1, 5)}"}
-               for person in _people(rng, 5)]
+               for person in distinct_draws(rng, fictional_person, 5)]
     for record in records:
         record["comments"] = []
     target, other, third = sample(rng, records, 3)
@@ -163,7 +152,7 @@ def _crm(rng: np.random.Generator, company: str) -> _Server:
                      for _ in range(2))
     account, rival_account = _code(rng, "ACC"), _code(rng, "ACC")
     # the answer, the client's lost deal and a rival's open deal: three values drawn alike
-    largest, lost, rivals = (250 * v for v in _distinct(rng, list(range(2, 400)), 3))
+    largest, lost, rivals = (250 * v for v in distinct(rng, range(2, 400), 3))
     smaller = [250 * int(rng.integers(1, largest // 250)) for _ in range(3)]
     records = [{"deal_id": _code(rng, "DL"), "account_id": account, "value_eur": value,
                 "stage": "open"} for value in sorted({*smaller, largest})]
@@ -210,7 +199,7 @@ _DATES = [f"2026-{month:02d}-{day:02d}" for month in range(1, 13) for day in ran
 
 def _fleet(rng: np.random.Generator, company: str) -> _Server:
     depot = fictional_word(rng, 3)
-    dates = _distinct(rng, _DATES, 4)
+    dates = distinct(rng, _DATES, 4)
     records = [{"vehicle_id": _code(rng, "VH"),
                 "plate": f"{fictional_word(rng, 1)[:2].upper()}{rng.integers(10, 99)} "
                          f"{fictional_word(rng, 1)[:3].upper()}",
@@ -249,10 +238,15 @@ def _perturbations(rng: np.random.Generator, tools: list[str]) -> list[Control]:
 
 
 def mcp_server_scenario(seed: int) -> Scenario:
-    """The fictional, perturbed MCP server scenario of one seed."""
-    rng = np.random.default_rng(seed)
-    company = fictional_word(rng)
-    server = pick(rng, _FAMILIES)(rng, company)
+    """The fictional, perturbed MCP server scenario of one seed (drawn again, from
+    ``[seed, n]``, while its question would state its own answer: a calendar's start time
+    ``11:15`` reads as its date ``2026-11-15``)."""
+    for attempt in itertools.count():
+        rng = np.random.default_rng([seed, attempt] if attempt else seed)
+        company = fictional_word(rng)
+        server = pick(rng, _FAMILIES)(rng, company)
+        if not answer_matches(server.question, server.answer, server.match):
+            break
     names = [t["name"] for t in server.tools]
     records = "\n".join(json.dumps(r, ensure_ascii=False) for r in server.records)
     calls = [*dict.fromkeys(json.dumps({"name": n, "arguments": a}, ensure_ascii=False)

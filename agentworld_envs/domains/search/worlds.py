@@ -5,6 +5,10 @@ discovery, a sports club, a novel and its sequel). The facts, including near-nam
 distractors, go to the world model as ground truth; the question goes to the agent; the
 reference answer is scored by the rule verifier. Some questions need two hops.
 
+The wrong candidate answers are drawn like the right one (distinct values from the same range,
+names made the same way), so a policy that compares the candidates without searching is right
+at chance; the answer check fails an answer that also states one of them.
+
 Example:
     >>> a, b = search_world_scenario(7), search_world_scenario(7)
     >>> a == b, a.fictional, a.reference_answer is not None
@@ -13,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -21,11 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentworld_envs.domains.names import (
+    distinct,
+    distinct_draws,
     fictional_person,
     fictional_word,
     pick,
     shuffled,
 )
+from agentworld_envs.world.rewards import answer_matches
 from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
 
 __all__ = ["search_world_scenario"]
@@ -45,79 +53,81 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _year(rng: np.random.Generator, low: int = 1820, high: int = 2015) -> int:
-    return int(rng.integers(low, high))
+def _people(rng: np.random.Generator, count: int) -> list[str]:
+    return distinct_draws(rng, fictional_person, count)
 
 
 def _town(rng: np.random.Generator) -> _World:
     town, other = fictional_word(rng, 3), fictional_word(rng, 3)
     bridge, river = f"{fictional_word(rng)} Bridge", f"River {fictional_word(rng)}"
-    year, other_year = _year(rng), _year(rng)
-    engineer, rival = fictional_person(rng), fictional_person(rng)
-    population = int(rng.integers(2_000, 400_000))
+    year, other_year, third_year = distinct(rng, range(1820, 2015), 3)
+    engineer, rival, third_person = _people(rng, 3)
+    population, *other_populations = distinct(rng, range(2_000, 400_000), 3)
     facts = [f"{town} is a town on the {river}; population {population:,}.",
              f"The {bridge} in {town} was completed in {year} to a design by the engineer "
              f"{engineer}.",
              f"The neighbouring town of {other} has a crossing built in {other_year} by {rival}."]
     question, answer, match, wrong = pick(rng, [
         (f"Which engineer designed the {bridge} in {town}?", engineer, "contains",
-         [rival, fictional_person(rng)]),
+         [rival, third_person]),
         (f"In which year was the {bridge} in {town} completed?", str(year), "number",
-         [str(other_year), str(year + 7)]),
+         [str(other_year), str(third_year)]),
         (f"What is the population of the town where the {bridge} stands?", str(population),
-         "number", [str(population // 2 + 13), str(population * 3)]),
+         "number", [str(p) for p in other_populations]),
     ])
     return _World(facts, question, answer, match, [f"{bridge} {town}", f"{town} {river}"], wrong)
 
 
 def _company(rng: np.random.Generator) -> _World:
     name = f"{fictional_word(rng)} {pick(rng, ['Systems', 'Foods', 'Robotics', 'Textiles'])}"
-    city, founder, ceo = fictional_word(rng, 3), fictional_person(rng), fictional_person(rng)
-    year, staff = _year(rng, 1900), int(rng.integers(12, 90_000))
+    city, *other_cities = distinct_draws(rng, lambda r: fictional_word(r, 3), 3)
+    founder, ceo, third_person = _people(rng, 3)
+    year = int(rng.integers(1900, 2015))
+    staff, *other_staff = distinct(rng, range(12, 90_000), 3)
     product = f"the {fictional_word(rng)} {pick(rng, ['X1', 'Pro', 'Mini', 'One'])}"
-    facts = [f"{name} was founded in {city} in {year} by {founder}.",
+    facts = [f"{name} was founded in {city} in {year} by {founder}, and is headquartered there.",
              f"Its chief executive is {ceo}; it employs {staff:,} people.",
              f"Its best-known product is {product}."]
     question, answer, match, wrong = pick(rng, [
         (f"Who founded the company that makes {product}?", founder, "contains",
-         [ceo, fictional_person(rng)]),
-        (f"In which city is {name} headquartered?", city, "contains",
-         [fictional_word(rng, 3), fictional_word(rng, 3)]),
+         [ceo, third_person]),
+        (f"In which city is {name} headquartered?", city, "contains", other_cities),
         (f"How many people does {name} employ?", str(staff), "number",
-         [str(staff + 400), str(max(1, staff // 3))]),
+         [str(s) for s in other_staff]),
     ])
     return _World(facts, question, answer, match, [name, f"{product} maker"], wrong)
 
 
 def _discovery(rng: np.random.Generator) -> _World:
     effect = f"{fictional_word(rng)} effect"
-    scientist, colleague = fictional_person(rng), fictional_person(rng)
-    institute = f"{fictional_word(rng, 3)} Institute"
-    year = _year(rng, 1880)
+    scientist, colleague = _people(rng, 2)
+    institute, later, third_institute = distinct_draws(
+        rng, lambda r: f"{fictional_word(r, 3)} Institute", 3)
+    year, *other_years = distinct(rng, range(1880, 2015), 3)
     facts = [f"The {effect} was first described in {year} by {scientist}.",
              f"{scientist} worked at the {institute} at the time, with {colleague}.",
-             f"{colleague} later moved to the {fictional_word(rng, 3)} Institute."]
+             f"{colleague} later moved to the {later}."]
     question, answer, match, wrong = pick(rng, [
         (f"At which institute did the scientist who described the {effect} work at the time?",
-         institute, "contains", [f"{fictional_word(rng, 3)} Institute", "Royal Institute"]),
+         institute, "contains", [later, third_institute]),
         (f"In which year was the {effect} first described?", str(year), "number",
-         [str(year + 11), str(year - 5)]),
+         [str(y) for y in other_years]),
     ])
     return _World(facts, question, answer, match, [effect, f"{scientist} {effect}"], wrong)
 
 
 def _club(rng: np.random.Generator) -> _World:
     club = f"{fictional_word(rng, 3)} {pick(rng, ['Rovers', 'Comets', 'Harriers', 'Falcons'])}"
-    cup, year = f"{fictional_word(rng)} Cup", _year(rng, 1950, 2024)
-    stadium, seats = f"{fictional_word(rng)} Park", int(rng.integers(800, 60_000))
-    coach = fictional_person(rng)
+    cup, year = f"{fictional_word(rng)} Cup", int(rng.integers(1950, 2024))
+    stadium = f"{fictional_word(rng)} Park"
+    seats, *other_seats = distinct(rng, range(800, 60_000), 3)
+    coach, *other_coaches = _people(rng, 3)
     facts = [f"The {club} won the {cup} in {year} under the coach {coach}.",
              f"The {club} play at {stadium}, which seats {seats:,}."]
     question, answer, match, wrong = pick(rng, [
         (f"How many seats does the stadium of the club that won the {cup} in {year} have?",
-         str(seats), "number", [str(seats + 1500), str(seats // 2)]),
-        (f"Who coached the {club} when they won the {cup}?", coach, "contains",
-         [fictional_person(rng), fictional_person(rng)]),
+         str(seats), "number", [str(s) for s in other_seats]),
+        (f"Who coached the {club} when they won the {cup}?", coach, "contains", other_coaches),
     ])
     return _World(facts, question, answer, match, [f"{cup} {year} winner", club], wrong)
 
@@ -125,15 +135,17 @@ def _club(rng: np.random.Generator) -> _World:
 def _novel(rng: np.random.Generator) -> _World:
     title, sequel = (f"The {fictional_word(rng)} {pick(rng, ['Tide', 'Ledger', 'Orchard'])}",
                      f"Return to {fictional_word(rng, 3)}")
-    author, publisher = fictional_person(rng), f"{fictional_word(rng)} Press"
-    other_publisher, year = f"{fictional_word(rng)} Books", _year(rng, 1900)
+    author, *other_authors = _people(rng, 3)
+    publisher, other_publisher, third_publisher = distinct_draws(
+        rng, lambda r: f"{fictional_word(r)} {pick(r, ['Press', 'Books', 'House'])}", 3)
+    year = int(rng.integers(1900, 2015))
     facts = [f"{title} is a novel by {author}, first published in {year} by {publisher}.",
              f"Its sequel, {sequel}, appeared {int(rng.integers(2, 9))} years later from "
              f"{other_publisher}."]
     question, answer, match, wrong = pick(rng, [
         (f"Which publisher brought out the sequel to {title}?", other_publisher, "contains",
-         [publisher, f"{fictional_word(rng)} House"]),
-        (f"Who wrote {title}?", author, "contains", [fictional_person(rng)]),
+         [publisher, third_publisher]),
+        (f"Who wrote {title}?", author, "contains", other_authors),
     ])
     return _World(facts, question, answer, match, [title, f"{title} sequel"], wrong)
 
@@ -147,9 +159,13 @@ def _call(name: str, arguments: dict[str, object]) -> str:
 
 
 def search_world_scenario(seed: int) -> Scenario:
-    """The fictional search world of one seed."""
-    rng = np.random.default_rng(seed)
-    world = pick(rng, _TEMPLATES)(rng)
+    """The fictional search world of one seed (drawn again, from ``[seed, n]``, while its
+    question would state its own answer)."""
+    for attempt in itertools.count():
+        rng = np.random.default_rng([seed, attempt] if attempt else seed)
+        world = pick(rng, _TEMPLATES)(rng)
+        if not answer_matches(world.question, world.answer, world.match):
+            break
     calls = [*(_call("web_search", {"queries": [query]}) for query in world.queries),
              _call("web_extractor", {"url": f"https://www.{_slug(world.queries[0])}.example/"})]
     answers = [*dict.fromkeys(f"The answer is {a}." for a in (world.answer, *world.wrong_answers))]
@@ -159,6 +175,7 @@ def search_world_scenario(seed: int) -> Scenario:
         instruction=f"{world.question} Search the web, then answer in one sentence.",
         world="\n".join(f"- {fact}" for fact in world.facts),
         reference_answer=world.answer,
-        reward=RewardSpec(checks=[Check(check="answer_matches", match=world.match),
+        reward=RewardSpec(checks=[Check(check="answer_matches", match=world.match,
+                                        excludes=world.wrong_answers),
                                   Check(check="answer_observed", match=world.match)]),
         candidate_actions=candidates, solution=solution, fictional=True)
