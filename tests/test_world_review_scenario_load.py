@@ -57,3 +57,15 @@ def test_sound_checks_controls_and_tools_still_load() -> None:
                            {"check": "observation_contains", "value": "ok!"}]})
     assert scenario.tools[0]["function"]["description"] == ""
     assert scenario.controls[0].turns == [1, 3]
+
+
+@pytest.mark.parametrize("bad", [{"id": ""}, {"id": "  "}, {"instruction": ""},
+                                 {"max_steps": True},
+                                 {"tools": [{"name": "t"}, {"name": "t"}]}])
+def test_a_blank_id_or_instruction_a_bool_budget_and_repeated_tools_are_refused(
+        bad: dict) -> None:
+    """Each loaded before: a bool budget as 1 step, a repeated tool as two schemas."""
+    fields = {"id": "x", "domain": "search", "instruction": "Find it.",
+              "candidate_actions": ["a"], **bad}
+    with pytest.raises(pydantic.ValidationError, match=next(iter(bad))):
+        Scenario(**fields)

@@ -192,9 +192,9 @@ def normalise_tool(tool: dict[str, Any]) -> dict[str, Any]:
 class Scenario(_Frozen):
     """One simulated task."""
 
-    id: str
+    id: str = pydantic.Field(pattern=r"\S")
     domain: DomainKey
-    instruction: str
+    instruction: str = pydantic.Field(pattern=r"\S")
     tools: list[dict[str, Any]] = []
     """Tools the agent may call (tool domains), on top of the domain's default tools."""
     initial_state: str | None = None
@@ -215,6 +215,13 @@ class Scenario(_Frozen):
     floor: FloorRef | None = None
     mcp: McpServerRef | None = None
 
+    @pydantic.field_validator("max_steps", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic reads True as 1
+            raise ValueError(f"max_steps must be an integer, not {value!r}")
+        return value
+
     @pydantic.field_validator("tools", mode="before")
     @classmethod
     def _normalise_tools(cls, tools: Any) -> Any:
@@ -226,6 +233,8 @@ class Scenario(_Frozen):
     def _consistent(self) -> Scenario:
         for check in self.reward.checks:
             self._passable(check)
+        if repeated := sorted({n for n in self.tool_names if self.tool_names.count(n) > 1}):
+            raise ValueError(f"scenario {self.id}: tools repeat the names {repeated}")
         if len(set(self.candidate_actions)) != len(self.candidate_actions):
             raise ValueError(f"scenario {self.id}: candidate actions repeat")
         if any(not 0 <= i < len(self.candidate_actions) for i in self.solution):
