@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any
 
 from agentworld_envs.cli_errors import UsageError, int_at_least, name_of
+from trainers.common.flags import json_object
 
 __all__ = ["ALGORITHMS", "add_commands"]
 
@@ -52,16 +52,6 @@ def _known_team_envs() -> list[str]:
 
 
 _team_env_id = name_of("team env id", _known_team_envs, listing="agentworld team envs")
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """Parse a JSON object for ``--env-kwargs``."""
-    import json
-
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("expected a JSON object")
-    return value
 
 
 def _envs(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ from agentworld_envs.cli_errors import UsageParser
 from trainers.common.args import ConfigError
 
 __all__ = ["ConfigHelp", "add_dataclass_args", "config_help", "dataclass_from_args", "field_docs",
-           "parse_args", "parse_config", "parse_with_config"]
+           "json_object", "parse_args", "parse_config", "parse_with_config"]
 
 T = TypeVar("T")
 
@@ -85,20 +85,56 @@ def _attribute_docs(klass: type) -> dict[str, str]:
 
 
 def _converter(hint: Any) -> tuple[Any, dict[str, Any]]:
-    """An argparse ``type`` for a field, and extra ``add_argument`` keywords."""
+    """An argparse ``type`` for a field, and extra ``add_argument`` keywords; its name is what
+    an unreadable value's error says was expected."""
     options = [h for h in typing.get_args(hint) if h is not type(None)]
-    optional = type(None) in typing.get_args(hint)
-    base = options[0] if optional and len(options) == 1 else hint
-    if typing.get_origin(base) is Literal:
-        return type(typing.get_args(base)[0]), {"choices": typing.get_args(base)}
-    if typing.get_origin(base) is dict:
-        return json.loads, {}
-    if typing.get_origin(base) is list:
-        item = typing.get_args(base)[0]
-        return (lambda text: [item(part) for part in text.split(",") if part]), {}
-    if optional:
-        return (lambda text: None if text.lower() == "none" else base(text)), {}
-    return base, {}
+    if type(None) not in typing.get_args(hint) or len(options) != 1:
+        return _plain_converter(hint)
+    convert, extra = _plain_converter(options[0])
+
+    def read(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    read.__name__ = f"{convert.__name__} or none"
+    if "choices" in extra:
+        extra = {**extra, "choices": (*extra["choices"], None)}
+    return read, extra
+
+
+def _plain_converter(hint: Any) -> tuple[Any, dict[str, Any]]:
+    if typing.get_origin(hint) is Literal:
+        return type(typing.get_args(hint)[0]), {"choices": typing.get_args(hint)}
+    if dict in (hint, typing.get_origin(hint)):
+        return json_object, {}
+    if typing.get_origin(hint) is list:
+        item = typing.get_args(hint)[0]
+
+        def items(text: str) -> list[Any]:
+            return [item(part) for part in text.split(",") if part]
+
+        items.__name__ = f"comma-separated {getattr(item, '__name__', item)}"
+        return items, {}
+    if hint is bool:  # an optional bool (a plain one is --flag/--no-flag)
+        return _boolean, {}
+    return hint, {}
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A flag's JSON object (argparse's ``type``: anything else is a one-line error)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def _boolean(text: str) -> bool:
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return words[text.lower()]
 
 
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -113,6 +149,7 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
         default = None if required else (item.default if item.default is not dataclasses.MISSING
                                          else item.default_factory())
         text = docs.get(item.name, "") + ("" if required else f" (default: {default})")
+        text = text.replace("%", "%%")  # argparse formats help with %
         if hints[item.name] is bool:
             parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=default,
                                 required=required, help=text)

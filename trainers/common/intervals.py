@@ -54,15 +54,30 @@ def seed_item_interval(table: np.ndarray, groups: Sequence[Sequence[int]] | None
             columns are resampled within it. One group of every item when None.
         draws: Bootstrap draws.
         seed: Seeds the draws, so the interval is reproducible.
+
+    Raises:
+        ValueError: a table that is not seeds x items, holds a score that is not finite (its
+            interval would be NaN), a group with no column or one outside the table, or no
+            draws.
     """
     table = np.asarray(table, dtype=float)
     if table.ndim != 2 or not table.size:
         raise ValueError(f"table must be seeds x items with at least one of each, "
                          f"not of shape {table.shape}")
+    if not np.isfinite(table).all():
+        seed_row, item = np.argwhere(~np.isfinite(table))[0]
+        raise ValueError(f"table holds {np.count_nonzero(~np.isfinite(table))} scores that are "
+                         f"not finite (first: seed row {seed_row}, item {item}: "
+                         f"{table[seed_row, item]})")
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
     columns = [np.asarray(g, dtype=int) for g in groups] if groups is not None else [
         np.arange(table.shape[1])]
     if any(not len(g) for g in columns):
         raise ValueError("every group needs at least one item column")
+    if any(((g < 0) | (g >= table.shape[1])).any() for g in columns):
+        raise ValueError(f"group columns must lie in 0 to {table.shape[1] - 1}, the table's "
+                         f"items")
     # the seeds' and the items' draws from streams of their own, so the items drawn do not
     # depend on the number of seeds
     seed_rng, item_rng = (np.random.default_rng(s)

@@ -116,10 +116,10 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
     else:
         initial = team.evaluate(args.eval_episodes, eval_seed)
     logger = RunLogger(args, run_dir, history)
-    if initial is not None:
-        logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial,
-                    **team.evaluate_held_out(args.pass_k, eval_seed)}, 0)
     try:
+        if initial is not None:
+            logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial,
+                        **team.evaluate_held_out(args.pass_k, eval_seed)}, 0)
         while team.episodes + stage_cost(stage) <= args.total_episodes:
             before, start = dict(team.clock), time.perf_counter()
             record = {"stage": stage, **play_stage(stage)}

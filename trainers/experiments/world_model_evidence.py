@@ -75,9 +75,11 @@ from agentworld_envs.bench.transitions import (
     split_by_task,
     task_of,
 )
+from agentworld_envs.cli_errors import UnknownNameError, UsageError
+from agentworld_envs.domains.mcp.servers import FAMILIES
 from agentworld_envs.models import DRAFT_CORPUS
 from floor_tasks import load_tasks
-from floor_tasks.harness.corpus import RunCorpus
+from floor_tasks.harness.corpus import write_records
 from floor_tasks.harness.runner import Job, run_jobs
 from floor_tasks.harness.stats import wilson_interval
 from trainers.common.flags import parse_args
@@ -89,12 +91,11 @@ _FAMILY = re.compile(r"MCP server \S+-(\w+) \(")
 
 
 def oracle_corpus(out: Path) -> Path:
-    """Every variant of every task played by the reference solutions."""
+    """Every variant of every task played by the reference solutions (seconds), written at
+    once: a step interrupted before leaves no corpus, and a rerun writes the same one."""
     jobs = [Job(task_id=t.id, variant=v, model="oracle") for t in load_tasks()
             for v in t.variant_names]
-    corpus = RunCorpus(out)
-    for record in run_jobs(jobs, "oracle", batch_size=32):
-        corpus.append(record)
+    write_records(out, run_jobs(jobs, "oracle", batch_size=32))
     return out
 
 
@@ -142,7 +143,15 @@ def _arguments(tool: dict[str, Any], scenario: Any, rng: np.random.Generator) ->
 
 
 def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: str) -> None:
-    """Write ``<out>/{train,val}/{floor,mcp}.jsonl``."""
+    """Write ``<out>/{train,val}/{floor,mcp}.jsonl``.
+
+    Raises:
+        UnknownNameError: ``val_family`` is no MCP server family.
+        UsageError: the MCP episodes hold no transition of the held-out family, or none of
+            the others (raise ``mcp_episodes``).
+    """
+    if val_family not in FAMILIES:  # else nothing is held out and every family trains
+        raise UnknownNameError("MCP server family (--mcp-val-family)", val_family, FAMILIES)
     corpora = [oracle_corpus(out / "corpora" / "oracle"),
                explore_corpus(out / "corpora" / "explore", explore_repeats, 0, mistakes=0.3)]
     train, val = split_by_task(corpus_transitions(corpora), 0.2, 0)
@@ -152,8 +161,13 @@ def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: st
                    mode="hybrid", max_steps=8)
     items = simulated_transitions(env, mcp_episodes, seed=0, policy=mcp_policy)
     items = [i for i in items if i.source.get("ground_truth") == "real"]
+    held_out = [i for i in items if family_of(i) == val_family]
+    if not held_out or len(held_out) == len(items):
+        split = "held-out" if not held_out else "training"
+        raise UsageError(f"{mcp_episodes} MCP episodes gave no {split} transition (family "
+                         f"{val_family} held out): raise --mcp-episodes")
     write_items([i for i in items if family_of(i) != val_family], out / "train" / "mcp.jsonl")
-    write_items([i for i in items if family_of(i) == val_family], out / "val" / "mcp.jsonl")
+    write_items(held_out, out / "val" / "mcp.jsonl")
     write_draft_corpus(out)
     print({"floor_train": len(train), "floor_val": len(val),
            "floor_val_tasks": sorted({task_of(i) for i in val}), "mcp": len(items),
@@ -362,9 +376,13 @@ def main(argv: list[str] | None = None) -> None:
     """Run one step: ``world_model_evidence.py data|train|eval [--flags]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     step = argv[0] if argv else ""
+    usage = (f"usage: world_model_evidence.py {{{','.join(STEPS)}}} [flags] (a step's flags: "
+             "world_model_evidence.py <step> --help)")
+    if step in ("-h", "--help"):
+        print(usage)
+        return
     if step not in STEPS:
-        raise SystemExit(f"usage: world_model_evidence.py {{{','.join(STEPS)}}} [flags] "
-                         "(a step's flags: world_model_evidence.py <step> --help)")
+        raise UsageError(f"{f'unknown step {step!r}' if step else 'no step given'}; {usage}")
     args = parse_args(Args, argv[1:], prog=f"world_model_evidence.py {step}")
     try:
         if step == "data":
