@@ -55,6 +55,10 @@ def load_fixture(name: str | None) -> FixtureDB:
     Fixtures are read-only: tools return copies of what they read, so one parsed fixture
     serves every env.
     """
+    if name and name not in _REGISTERED and "_g" in name:  # a generated task's, maybe
+        from floor_tasks.generated import regenerate_fixture
+
+        regenerate_fixture(name)
     return _REGISTERED[name] if name in _REGISTERED else _packaged_fixture(name)
 
 

@@ -34,6 +34,7 @@ from agentworld_envs.protocol.endings import (
     SUBMITTED,
 )
 from agentworld_envs.protocol.integers import is_integer
+from agentworld_envs.protocol.reset_options import check_reset_options
 from agentworld_envs.protocol.seeding import shuffled
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
@@ -119,7 +120,8 @@ class FloorEnv(gym.Env[str, str]):
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode; the observation is the task prompt. A variant that does not exist
         raises before anything changes: the episode under way and ``np_random`` stay as they
-        were."""
+        were; so does any option other than ``variant``."""
+        check_reset_options(options, ("variant",))
         key = (options or {}).get("variant", self.fixed_variant)
         chosen = self.task.variant(key) if key is not None else None
         super().reset(seed=seed)
@@ -223,6 +225,8 @@ class StepBudgetSync(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Registered as an additional wrapper of every AgentFloor env: ``gym.make(id,
     max_episode_steps=N)`` then truncates at N with a verdict, exactly like the default budget.
+    An episode that terminates on the budget's last step is terminated, not truncated, as the
+    env reports it (``TimeLimit`` would set both).
 
     Example:
         >>> env = gym.make("AgentFloor/C3-v0", max_episode_steps=20)
@@ -250,3 +254,8 @@ class StepBudgetSync(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 env.unwrapped.max_steps_override = budget
                 break
             inner = inner.env
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step the env; a terminating step is never also truncated."""
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated and not terminated, info

@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ from floor_tasks.database import register_fixture
 from floor_tasks.task import Task, load_task, register_task
 from floor_tasks.verifier import check_names
 
-__all__ = ["GeneratedSplit", "generated_c1"]
+__all__ = ["GeneratedSplit", "generated_c1", "regenerate", "regenerate_fixture"]
 
 _QUALIFIERS = ("Primary", "Auxiliary", "Forward", "Upper", "Inner", "Main", "North", "Port",
                "Reserve", "Secondary", "Aft", "Lower", "Outer", "Central", "South", "Starboard")
@@ -48,6 +49,9 @@ _PARTS = ("Pump", "Valve", "Filter", "Relay", "Sensor", "Heater", "Bearing", "Ma
           "Regulator")
 _KINDS = ("Module", "Unit", "Assembly", "Block", "Cartridge", "Housing", "Stage", "Array")
 _DECISIONS = (("active", "assign_primary"), ("inactive", "assign_fallback"))
+_GENERATED_ID = re.compile(
+    r"C1_g(\d{1,4})_(\d{1,4})(?:_p(\d{1,4}))?_s(\d{1,10})_(?:train|held_out)\d+")
+"""A generated task's id: its split's records, per task (when not 4) and seed."""
 
 
 @dataclass(frozen=True)
@@ -122,3 +126,24 @@ def generated_c1(train: int, held_out: int, seed: int = 0, per_task: int = 4) ->
                                          ids[first:first + per_task],
                                          names[first:first + per_task], first)
     return GeneratedSplit(variants["train"], variants["held_out"])
+
+
+def regenerate(task_id: str) -> bool:
+    """Register, in this process, the generated task ``task_id`` names (its split's settings
+    are in its id, and its draws come from them alone), as a worker process that unpickled an
+    env needs (spawned ``AsyncVectorEnv`` workers, Ray actors); whether it is registered now."""
+    from floor_tasks.task import is_registered
+
+    if match := _GENERATED_ID.fullmatch(task_id):
+        train, held_out, per_task, seed = match.groups()
+        try:
+            generated_c1(int(train), int(held_out), int(seed), int(per_task or 4))
+        except ValueError:  # settings no split has
+            return False
+    return is_registered(task_id)
+
+
+def regenerate_fixture(name: str) -> bool:
+    """:func:`regenerate` for the generated task whose fixture is ``name``."""
+    base = load_task("C1").fixture or ""
+    return name.startswith(base) and regenerate("C1" + name.removeprefix(base))

@@ -23,8 +23,8 @@ import yaml
 
 from agentworld_envs.protocol.integers import is_integer
 
-__all__ = ["Task", "Variant", "Check", "TIERS", "TIER_NAMES", "load_task", "load_tasks",
-           "fill", "register_task"]
+__all__ = ["Task", "Variant", "Check", "TIERS", "TIER_NAMES", "is_registered", "load_task",
+           "load_tasks", "fill", "register_task"]
 
 TIERS = ("A0", "A", "B", "C", "D", "E")
 TIER_NAMES = {
@@ -175,8 +175,19 @@ def register_task(task: Task) -> None:
 
 
 def load_task(task_id: str) -> Task:
-    """Load one task by id, e.g. ``"C3"`` (or a registered one, :func:`register_task`)."""
+    """Load one task by id, e.g. ``"C3"`` (or a registered one, :func:`register_task`; a
+    generated one is registered again from its id in a process that has not,
+    :func:`floor_tasks.generated.regenerate`)."""
+    if task_id not in _REGISTERED and task_id.startswith("C1_g"):
+        from floor_tasks.generated import regenerate
+
+        regenerate(task_id)
     return _REGISTERED[task_id] if task_id in _REGISTERED else _packaged_task(task_id)
+
+
+def is_registered(task_id: str) -> bool:
+    """Whether :func:`register_task` registered ``task_id`` in this process."""
+    return task_id in _REGISTERED
 
 
 @functools.cache

@@ -92,3 +92,32 @@ def test_a_split_that_cannot_balance_its_decisions_is_refused(train, held_out,
                                                               per_task) -> None:
     with pytest.raises(ValueError, match="per_task"):
         generated_c1(train, held_out, per_task=per_task)
+
+
+def test_a_process_that_never_generated_a_task_rebuilds_it_from_its_id(monkeypatch) -> None:
+    """A spawned worker or Ray actor unpickles an env of a generated task without having
+    called ``generated_c1``: the task and its fixture failed to load there."""
+    from floor_tasks import database, task
+
+    split = generated_c1(train=4, held_out=4, seed=3, per_task=2)
+    name = split.held_out[0].split("/")[0]
+    before, records = load_task(name), load_fixture(load_task(name).fixture).records
+    monkeypatch.setattr(task, "_REGISTERED", {})
+    monkeypatch.setattr(database, "_REGISTERED", {})
+    assert load_fixture(before.fixture).records == records
+    assert load_task(name) == before
+    with pytest.raises(KeyError, match="unknown AgentFloor task"):
+        load_task("C1_g4_4_p3_s0_train0")  # settings no split has
+
+
+def test_a_spawned_vector_env_plays_a_generated_task() -> None:
+    split = generated_c1(train=4, held_out=4, seed=0)
+    envs = gym.make_vec("AgentFloor/C1-v0", num_envs=1, vectorization_mode="async",
+                        vector_kwargs={"context": "spawn", "shared_memory": False},
+                        task_id=split.tasks[0])
+    try:
+        observations, _ = envs.reset(seed=0)
+    finally:
+        envs.close()
+    shown = _records([v for v in split.train if v.startswith(f"{split.tasks[0]}/")])
+    assert any(record_id in observations[0] for record_id in shown)

@@ -24,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentworld_envs.errors import transportable_errors
+from agentworld_envs.protocol.reset_options import check_reset_options
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -34,7 +35,10 @@ from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.world.scenario import Scenario
 
-__all__ = ["AgentWorldEnv", "render_transcript"]
+__all__ = ["RESET_OPTIONS", "AgentWorldEnv", "render_transcript"]
+
+RESET_OPTIONS = ("scenario",)
+"""The reset options an ``AgentWorld`` env reads (its vector env also ``reset_mask``)."""
 
 
 def render_transcript(episode: Episode) -> str:
@@ -100,7 +104,8 @@ class AgentWorldEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``options={"scenario": id | dict | Scenario}`` picks the scenario,
-        otherwise it is drawn from ``np_random``."""
+        otherwise it is drawn from ``np_random``. Any other option raises ``ValueError``."""
+        check_reset_options(options, RESET_OPTIONS)
         super().reset(seed=seed)
         self.episode = self.sim.episode(self.np_random, options, self.max_steps,
                                         exact=self._exact_budget)

@@ -36,6 +36,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from agentworld_envs.protocol.reset_options import check_reset_options
 from agentworld_envs.protocol.seeding import episode_seed
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
@@ -43,7 +44,7 @@ from agentworld_envs.protocol.text_space import (
     UnicodeText,
 )
 from agentworld_envs.sim.config import SimConfig, step_budget
-from agentworld_envs.sim.env import AgentWorldEnv
+from agentworld_envs.sim.env import RESET_OPTIONS, AgentWorldEnv
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.sim.vector_info import batch_infos
@@ -182,8 +183,10 @@ class AgentWorldVectorEnv(VectorEnv):
         """Reset every sub-env, or those in ``options["reset_mask"]``.
 
         ``seed=s`` seeds sub-env i with ``s + i``. ``options["scenario"]`` applies to every
-        sub-env, or, given as a list of ``num_envs`` scenarios, one to each.
+        sub-env, or, given as a list of ``num_envs`` scenarios, one to each. Any other option
+        raises ``ValueError``.
         """
+        check_reset_options(options, (*RESET_OPTIONS, "reset_mask"))
         seeds = self._seeds(seed)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
