@@ -37,6 +37,7 @@ from trainers.world_model.sft import (
     check_at_least,
     check_model,
     device_defaults,
+    epoch_seeded,
     load_model,
     require_trl,
     resume_checkpoint,
@@ -193,10 +194,11 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
         model, tokenizer = load_model(args.model)
         rewards = [rule_reward] + ([make_judge_reward(judge, items, judged)]
                                    if judge is not None else [])
-        trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config,
-                              train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length),
-                              processing_class=tokenizer,
-                              callbacks=[KeptTally(judged, checkpoint)])
+        trainer = epoch_seeded(GRPOTrainer)(model=model, reward_funcs=rewards, args=config,
+                                            train_dataset=rl_dataset(
+                                                tokenizer, items, args.max_prompt_length),
+                                            processing_class=tokenizer,
+                                            callbacks=[KeptTally(judged, checkpoint)])
         trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history

@@ -11,8 +11,8 @@ tokenised here rather than by TRL so that a too-long pair keeps its target and t
 can mark every observation of a trajectory. The model is a local pretrained causal LM
 (``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
 trained on the training items. Deterministic for a given seed on a given machine.
-``--resume_from_checkpoint`` (a ``checkpoint-N`` folder, or ``last``: the newest in
-``output_dir``) goes on from a checkpoint, making only the remaining steps.
+``--resume_from_checkpoint`` (a ``checkpoint-N`` folder, or ``last``: the newest whole one
+in ``output_dir``) goes on from a checkpoint, making only the remaining steps.
 
 Example (CLI: our flags, then any of ``SFTConfig``'s)::
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
-           "check_model", "device_defaults", "encode", "final_turns", "load_model",
+           "check_model", "device_defaults", "encode", "epoch_seeded", "final_turns", "load_model",
            "load_tokenizer", "lora_config", "prepare_model", "prepare_tokenizer", "require_trl",
            "resume_checkpoint", "sft_config", "sft_dataset", "sft_example", "sft_settings",
            "train_sft", "training_items"]
@@ -207,20 +208,28 @@ def training_items(path: str) -> list[BenchItem]:
     return items
 
 
+def _last_checkpoint(output: Path) -> str | None:
+    """The newest whole ``checkpoint-N`` folder in ``output``: one with its
+    ``trainer_state.json``, which Transformers writes last, so that a folder a kill cut short
+    while saving is passed over for the one before it."""
+    whole = {int(found[1]): path for path in (output.iterdir() if output.is_dir() else ())
+             if (found := re.fullmatch(r"checkpoint-(\d+)", path.name))
+             and (path / "trainer_state.json").is_file()}
+    return str(whole[max(whole)]) if whole else None
+
+
 def resume_checkpoint(config: Any) -> str | None:
     """The checkpoint ``config.resume_from_checkpoint`` names: a ``checkpoint-N`` folder, or
-    ``last``, the newest in ``config.output_dir`` (Transformers' ``get_last_checkpoint``);
-    None when the run starts afresh.
+    ``last``, the newest whole one in ``config.output_dir`` (:func:`_last_checkpoint`); None
+    when the run starts afresh.
 
     Raises:
         ConfigError: when there is no such checkpoint.
     """
     value = config.resume_from_checkpoint
     if value == "last":
-        from transformers.trainer_utils import get_last_checkpoint
-
         output = Path(config.output_dir)
-        value = get_last_checkpoint(output) if output.is_dir() else None
+        value = _last_checkpoint(output)
         if value is None:
             raise ConfigError("resume_from_checkpoint",
                               f"last: {output} holds no checkpoint-N folder to resume from")
@@ -228,6 +237,50 @@ def resume_checkpoint(config: Any) -> str | None:
         raise ConfigError("resume_from_checkpoint",
                           f"{value} is not a checkpoint folder (it has no trainer_state.json)")
     return value or None
+
+
+class _EpochSeededSampler:
+    """A sampler that draws its order from ``sampler.generator``, seeded with ``seed + epoch``
+    at the start of each epoch (the trainer calls :meth:`set_epoch` before each)."""
+
+    def __init__(self, sampler: Any, seed: int, generator: Any) -> None:
+        self.sampler, self.seed = sampler, seed
+        sampler.generator = generator
+        self.set_epoch(0)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Seed the order of ``epoch``."""
+        self.sampler.generator.manual_seed(self.seed + epoch)
+
+    def __iter__(self) -> Any:
+        return iter(self.sampler)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
+def epoch_seeded(trainer_cls: type) -> type:
+    """``trainer_cls`` drawing each epoch's order of the training rows from the data seed and
+    the epoch, as Accelerate draws a plain shuffle's.
+
+    Transformers' length-grouped sampler (our SFT default) draws it from the global RNG, and
+    TRL's GRPO sampler from one generator seeded once, so an epoch's order depended on the
+    epochs the process had run before it: a run resumed from a checkpoint in a later epoch drew
+    another order and skipped other rows than those its checkpoint had trained (some trained
+    twice in that epoch, others not at all)."""
+    torch = require_trl()
+
+    class EpochSeeded(trainer_cls):  # type: ignore[valid-type, misc]
+        def _get_train_sampler(self, *args: Any, **kwargs: Any) -> Any:
+            sampler = super()._get_train_sampler(*args, **kwargs)
+            if isinstance(sampler, torch.utils.data.RandomSampler) or \
+                    not hasattr(sampler, "generator"):
+                return sampler  # Accelerate seeds a plain shuffle by epoch itself
+            seed = self.args.seed if self.args.data_seed is None else self.args.data_seed
+            return _EpochSeededSampler(sampler, seed, torch.Generator())
+
+    EpochSeeded.__name__ = EpochSeeded.__qualname__ = trainer_cls.__name__
+    return EpochSeeded
 
 
 def require_trl() -> Any:
@@ -464,9 +517,9 @@ def train_sft(args: SFTArgs, config: Any = None,
     parts = {"model": model, "args": config, "processing_class": tokenizer,
              "train_dataset": dataset, "callbacks": [LossHook(log)] if log else None,
              "peft_config": lora_config(args, model.config.num_hidden_layers)}
-    trainer = BudgetedSFTTrainer(**parts, budget=TrainingBudget(
+    trainer = epoch_seeded(BudgetedSFTTrainer)(**parts, budget=TrainingBudget(
         config.max_steps, args.max_minutes, int(config.warmup_steps))) if args.max_minutes \
-        else SFTTrainer(**parts)
+        else epoch_seeded(SFTTrainer)(**parts)
     before = json.loads(Path(checkpoint, "trainer_state.json").read_text(encoding="utf-8")
                         ).get("num_input_tokens_seen", 0) if checkpoint else 0
     metrics = trainer.train(resume_from_checkpoint=checkpoint).metrics
