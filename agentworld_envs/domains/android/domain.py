@@ -17,6 +17,7 @@ from agentworld_envs.world.termination import Interpretation, finish, simulate
 __all__ = ["ACTIONS", "DOMAIN", "AndroidDomain"]
 
 _TARGET = ("index", "x", "y")
+_TAPS = ("click", "double_tap", "long_press")
 ACTIONS: dict[str, dict[str, Any]] = {
     "click": {"optional": _TARGET},
     "double_tap": {"optional": _TARGET},
@@ -60,9 +61,9 @@ def _problem(action: dict[str, Any]) -> str | None:
     if missing or extra:
         return f"{kind} takes {list(required) + list(optional) or 'no fields'}" + (
             f"; missing {missing}" if missing else "") + (f"; unexpected {extra}" if extra else "")
-    if kind in ("click", "double_tap", "long_press") and not (
-            "index" in fields or {"x", "y"} <= fields):
-        return f"{kind} needs an index or both x and y"
+    target = [f for f in _TARGET if f in fields]
+    if target not in (["index"], ["x", "y"]) and (target or kind in _TAPS):
+        return f"{kind} needs an index or both x and y" + (f", not {target}" if target else "")
     for name in sorted(fields):
         problem = _field_problem(name, action[name])
         if problem:

@@ -2,12 +2,17 @@
 
 An action is one call from BrowserGym's action set, written as Python, e.g. ``click('a51')`` or
 ``fill('b12', "Velmora")``. It is read with :mod:`ast` and never evaluated: only literal
-arguments are accepted. ``send_msg_to_user`` and ``report_infeasible`` end the episode.
+arguments are accepted, of the types BrowserGym's signatures name (a ``bid`` is a string, a
+coordinate a number, ``button`` one of left/middle/right, a key one Playwright knows): a call that
+BrowserGym would answer with an action error is invalid here. ``send_msg_to_user`` and
+``report_infeasible`` end the episode.
 """
 
 from __future__ import annotations
 
 import ast
+import string
+from collections.abc import Callable
 from typing import Any
 
 from agentworld_envs.domains.base import StateDomain
@@ -42,6 +47,87 @@ ACTIONS: dict[str, tuple[tuple[str, ...], int]] = {
 }
 """BrowserGym's 21 actions: parameter names, and how many are required."""
 
+_BUTTONS = ("left", "middle", "right")
+_MODIFIERS = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
+_KEYS = frozenset([
+    *("Escape Backquote Minus Equal Backslash Backspace Tab BracketLeft BracketRight CapsLock "
+      "Semicolon Quote Enter ShiftLeft ShiftRight ControlLeft ControlRight MetaLeft MetaRight "
+      "AltLeft AltRight AltGraph Space ContextMenu Comma Period Slash PrintScreen ScrollLock Pause "
+      "PageUp PageDown Insert Delete Home End ArrowLeft ArrowUp ArrowRight ArrowDown "
+      "AudioVolumeMute AudioVolumeDown AudioVolumeUp MediaTrackNext MediaTrackPrevious "
+      "MediaPlayPause NumLock NumpadDivide NumpadMultiply NumpadSubtract NumpadAdd NumpadDecimal "
+      "NumpadEnter Shift Control Alt Meta ControlOrMeta").split(),
+    *(f"F{i}" for i in range(1, 13)), *(f"Digit{i}" for i in range(10)),
+    *(f"Numpad{i}" for i in range(10)), *(f"Key{c}" for c in string.ascii_uppercase),
+    *map(chr, range(32, 127)), "\n", "\r"])
+"""The key names of Playwright's US keyboard layout (case-sensitive), as ``keyboard_press`` takes
+them: codes, modifier aliases and the printable ASCII characters the layout types."""
+
+
+def _key_combination(value: Any) -> bool:
+    """Whether Playwright presses ``value``: keys joined by ``+`` (``Control+a``, ``Shift++``)."""
+    if not isinstance(value, str):
+        return False
+    keys, start = [], 0
+    for i, char in enumerate(value):  # Playwright's split: a "+" that starts a key is the key
+        if char == "+" and i > start:
+            keys.append(value[start:i])
+            start = i + 1
+    keys.append(value[start:])
+    return all(key in _KEYS for key in keys)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list)
+                                      and all(isinstance(v, str) for v in value))
+
+
+_ARGUMENT_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("bid", "value", "text", "url", "reason"), (_string, "a string")),
+    **dict.fromkeys(("x", "y", "delta_x", "delta_y", "wait_ms"), (_number, "a number")),
+    "index": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "enable_autocomplete_menu": (lambda v: isinstance(v, bool), "True or False"),
+    "button": (lambda v: isinstance(v, str) and v in _BUTTONS, f"one of {list(_BUTTONS)}"),
+    "modifiers": (lambda v: isinstance(v, list) and all(
+        isinstance(m, str) and m in _MODIFIERS for m in v), f"a list of {list(_MODIFIERS)}"),
+    "key": (_key_combination, "a Playwright key name or combination, e.g. 'Enter', "
+                              "'ArrowDown', 'Control+a' (names are case-sensitive)"),
+    "options": (_strings, "a string or a list of strings"),
+}
+"""How each parameter's value is checked (the same name has the same type in every action),
+and what it must be."""
+
+
+def _argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
+    for param, value in arguments.items():
+        accepts, expected = _ARGUMENT_TYPES[param]
+        if not accepts(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            return f"{name}: {param} must be {expected}, not {shown}"
+    return None
+
+
+_UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _not_one_expression(text: str) -> str:
+    try:
+        statements = len(ast.parse(text).body)
+    except _UNPARSABLE:
+        statements = 0
+    if statements > 1:  # BrowserGym without multiaction refuses these too
+        return f"the action is {statements} statements, not one Python call: one action per turn"
+    return "the action is not one Python call expression"
+
 
 def read_call(text: str) -> tuple[str, dict[str, Any]] | str:
     """Read one action call into ``(name, arguments)``, or return what is wrong with it.
@@ -51,11 +137,13 @@ def read_call(text: str) -> tuple[str, dict[str, Any]] | str:
         ('fill', {'bid': 'b12', 'value': 'Velmora'})
         >>> read_call("__import__('os').system('ls')")
         'the action must be a call to one of the browser actions by name'
+        >>> read_call("click('a51', 'double')")
+        "click: button must be one of ['left', 'middle', 'right'], not 'double'"
     """
     try:
         tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "the action is not one Python call expression"
+    except _UNPARSABLE:
+        return _not_one_expression(text)
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         return "the action must be a call to one of the browser actions by name"
@@ -79,7 +167,8 @@ def read_call(text: str) -> tuple[str, dict[str, Any]] | str:
     missing = [p for p in params[:required] if p not in values]
     if missing:
         return f"{name} needs {missing}"
-    return name, {p: values[p] for p in params if p in values}
+    arguments = {p: values[p] for p in params if p in values}
+    return _argument_problem(name, arguments) or (name, arguments)
 
 
 class WebDomain(StateDomain):
@@ -100,9 +189,9 @@ class WebDomain(StateDomain):
             return self.reject(read, state)
         name, arguments = read
         if name == "send_msg_to_user":
-            return finish(MESSAGE, state, answer=str(arguments["text"]))
+            return finish(MESSAGE, state, answer=arguments["text"])
         if name == "report_infeasible":
-            return finish(INFEASIBLE, state, answer=str(arguments["reason"]))
+            return finish(INFEASIBLE, state, answer=arguments["reason"])
         return simulate(text, "python")  # verbatim, as the agent wrote it
 
 
