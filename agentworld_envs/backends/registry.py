@@ -16,9 +16,9 @@ from agentworld_envs.backends.base import Backend
 from agentworld_envs.backends.embedded import EMBEDDED_SAMPLING
 from agentworld_envs.cli_errors import UnknownNameError, UsageError
 
-__all__ = ["BackendConfigError", "BackendUnavailableError", "budget_defaults",
-           "check_backend_config", "declared_sampling", "factory_defaults", "make_backend",
-           "parse_backend_arg", "register_backend"]
+__all__ = ["TRANSPORT", "BackendConfigError", "BackendUnavailableError", "answering_settings",
+           "budget_defaults", "check_backend_config", "declared_sampling", "factory_defaults",
+           "make_backend", "parse_backend_arg", "register_backend"]
 
 _BUILTIN = {
     "openai": "agentworld_envs.backends.openai_compat:OpenAIBackend",
@@ -169,6 +169,16 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
         raise
     except ValueError as exc:  # a value the backend refuses (``timeout_s: -1``)
         raise BackendConfigError(f"backend {name!r}: {exc}") from None
+
+
+TRANSPORT = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s",
+                       "max_retry_after_s", "concurrency"})
+"""Backend settings that do not change answers: a resumed run may change them."""
+
+
+def answering_settings(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What of a backend config decides its answers: all but its :data:`TRANSPORT` settings."""
+    return None if config is None else {k: v for k, v in config.items() if k not in TRANSPORT}
 
 
 def factory_defaults(factory: Callable[..., Any]) -> dict[str, Any]:

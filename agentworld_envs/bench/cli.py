@@ -35,17 +35,13 @@ from agentworld_envs.backends import (
 )
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
+from agentworld_envs.backends.registry import answering_settings
 from agentworld_envs.cli_errors import Interrupted, UsageError, int_at_least, number_type
 
 if TYPE_CHECKING:
     from agentworld_envs.bench.journal import BenchJournal
 
 __all__ = ["add_commands"]
-
-_TRANSPORT = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s",
-                        "max_retry_after_s", "concurrency"})
-"""Backend settings that do not change answers: a resumed run may change them."""
-
 
 def _watched(config: dict[str, Any], role: str, total: int | None,
              max_faults: int) -> tuple[Backend, WatchedBackend]:
@@ -107,18 +103,13 @@ def _source(args: argparse.Namespace, items: list[Any]) -> _Source:
     return _Source(config=parse_backend_arg(args.backend), sampling=sampling)
 
 
-def _answering(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What of a backend config decides its answers: all but its transport settings."""
-    return None if config is None else {k: v for k, v in config.items() if k not in _TRANSPORT}
-
-
 def _journal(args: argparse.Namespace, items: list[Any], source: _Source, **settings: Any
              ) -> BenchJournal:
     """The run's journal in ``--out`` (none without it), gone on with under ``--resume``."""
     from agentworld_envs.bench.journal import BenchJournal
 
     settings = {"command": args.command, "items": [item.to_dict() for item in items],
-                "predictions": source.saved, "world_model": _answering(source.config),
+                "predictions": source.saved, "world_model": answering_settings(source.config),
                 "sampling": source.sampling.to_dict() if source.sampling else None, **settings}
     return BenchJournal(args.out or None, settings, [item.key for item in items], args.resume)
 
@@ -235,7 +226,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     judge_config = parse_backend_arg(args.judge)
     sampling = _sampling("--judge-temperature/--judge-max-tokens",
                          temperature=args.judge_temperature, max_tokens=args.judge_max_tokens)
-    with _journal(args, items, source, judge=_answering(judge_config),
+    with _journal(args, items, source, judge=answering_settings(judge_config),
                   judge_sampling=sampling.to_dict(), max_retries=args.max_retries,
                   prompts=[prompts.instructions, systems]) as journal:
         # after every check (the journal's too), so that a refused run prints its error alone

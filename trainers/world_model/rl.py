@@ -30,7 +30,9 @@ from typing import Any
 
 from agentworld_envs.backends import make_backend, parse_backend_arg
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
+from agentworld_envs.backends.registry import answering_settings
 from agentworld_envs.bench.items import BenchItem
+from agentworld_envs.bench.journal import fingerprint
 from trainers.common.args import ConfigError
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import (
@@ -171,12 +173,13 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
     history. ``config``: TRL's ``GRPOConfig`` (default: :func:`grpo_config`); its
     ``reward_weights`` are :meth:`RLArgs.reward_weights`, and its ``resume_from_checkpoint``
     is read by :func:`~trainers.world_model.sft.resume_checkpoint`. The judge's config, the
-    checkpoint and the data are checked before the model loads; the judge is built once, and
-    closed when the run ends."""
+    checkpoint, the data and a resumed run's settings
+    (:func:`~trainers.world_model.budget.keep_settings`) are checked before the model loads;
+    the judge is built once, and closed when the run ends."""
     torch = require_trl()
     from trl import GRPOTrainer
 
-    from trainers.world_model.budget import KeptTally
+    from trainers.world_model.budget import KeptTally, keep_settings, run_settings
 
     config = config if config is not None else grpo_config()
     config = copy.copy(config)  # replace() would redo the config's derived settings
@@ -186,6 +189,9 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
     check_at_least(config, 1, "max_completion_length")
     check_model(args.model)
     items = training_items(args.train)
+    ours = {**asdict(args), "judge": fingerprint(answering_settings(judge_config))}
+    del ours["judge_weight"]  # compared as the config's reward_weights
+    kept = keep_settings(checkpoint, run_settings(config, **ours))
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(config.seed)
@@ -198,7 +204,7 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
                                             train_dataset=rl_dataset(
                                                 tokenizer, items, args.max_prompt_length),
                                             processing_class=tokenizer,
-                                            callbacks=[KeptTally(judged, checkpoint)])
+                                            callbacks=[KeptTally(judged, checkpoint), kept])
         trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history

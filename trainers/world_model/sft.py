@@ -12,7 +12,8 @@ can mark every observation of a trajectory. The model is a local pretrained caus
 (``model``) or built from scratch (:mod:`trainers.world_model.scratch`) with a tokenizer
 trained on the training items. Deterministic for a given seed on a given machine.
 ``--resume_from_checkpoint`` (a ``checkpoint-N`` folder, or ``last``: the newest whole one
-in ``output_dir``) goes on from a checkpoint, making only the remaining steps.
+in ``output_dir``) goes on from a checkpoint, making only the remaining steps, with the settings
+it was trained with (:func:`~trainers.world_model.budget.keep_settings`).
 
 Example (CLI: our flags, then any of ``SFTConfig``'s)::
 
@@ -500,7 +501,13 @@ def train_sft(args: SFTArgs, config: Any = None,
     torch = require_trl()
     from trl import SFTTrainer
 
-    from trainers.world_model.budget import BudgetedSFTTrainer, LossHook, TrainingBudget
+    from trainers.world_model.budget import (
+        BudgetedSFTTrainer,
+        LossHook,
+        TrainingBudget,
+        keep_settings,
+        run_settings,
+    )
 
     config = config if config is not None else sft_config()
     checkpoint = resume_checkpoint(config)
@@ -511,11 +518,12 @@ def train_sft(args: SFTArgs, config: Any = None,
     if args.model:
         check_model(args.model)
     items = training_items(args.train)
+    kept = keep_settings(checkpoint, run_settings(config, **asdict(args)))
     tokenizer = prepare_tokenizer(args, items, config)
     dataset = sft_dataset(tokenizer, items, args, config.max_length)
     model = prepare_model(args, tokenizer, config)
     parts = {"model": model, "args": config, "processing_class": tokenizer,
-             "train_dataset": dataset, "callbacks": [LossHook(log)] if log else None,
+             "train_dataset": dataset, "callbacks": [kept, *([LossHook(log)] if log else [])],
              "peft_config": lora_config(args, model.config.num_hidden_layers)}
     trainer = epoch_seeded(BudgetedSFTTrainer)(**parts, budget=TrainingBudget(
         config.max_steps, args.max_minutes, int(config.warmup_steps))) if args.max_minutes \
