@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from agentworld_envs.cli_errors import UsageError, int_at_least, name_of
+from agentworld_envs.cli_errors import Interrupted, UsageError, int_at_least, name_of
 from trainers.common.flags import json_object
 
 __all__ = ["ALGORITHMS", "add_commands"]
@@ -88,4 +88,9 @@ def _train(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:  # a library of the train extra (torch)
         raise ImportError(f"agentworld team train needs {exc.name}: "
                           'pip install "agentworld[train]"', name=exc.name) from exc
-    return trainer.main(args.options)
+    try:
+        return trainer.main(args.options)
+    except KeyboardInterrupt as exc:  # the trainers' loop says what it saved
+        if not str(exc):
+            raise
+        raise Interrupted(str(exc)) from None

@@ -34,7 +34,8 @@ from agentworld_envs.atomic_write import write_text_atomic
 from trainers.common.args import ConfigError, TeamArgs
 from trainers.common.team import Team, make_optimizer
 
-__all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint", "resume_settings", "RESUMABLE"]
+__all__ = ["save_checkpoint", "load_checkpoint", "has_checkpoint", "saved_stages",
+           "resume_settings", "RESUMABLE"]
 
 _LATEST = "latest.json"
 _ADAPTER_FILE = "adapter_model.safetensors"
@@ -107,6 +108,14 @@ def _check_settings(saved: dict[str, Any] | None, settings: dict[str, Any] | Non
 def has_checkpoint(directory: str | Path) -> bool:
     """Whether ``directory`` holds a complete checkpoint."""
     return (Path(directory) / _LATEST).is_file()
+
+
+def saved_stages(directory: str | Path) -> int:
+    """How many stages the checkpoint in ``directory`` has finished (0 without a readable one)."""
+    try:
+        return int(_stage_dir(Path(directory)).name.removeprefix("stage_"))
+    except ConfigError:
+        return 0
 
 
 def _unreadable(root: Path, problem: str) -> ConfigError:

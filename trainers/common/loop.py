@@ -19,6 +19,7 @@ from trainers.common.checkpoint import (
     load_checkpoint,
     resume_settings,
     save_checkpoint,
+    saved_stages,
 )
 from trainers.common.runlog import RunLogger
 from trainers.common.team import EVAL_SEED_OFFSET, Team
@@ -73,10 +74,38 @@ def _phases(before: dict[str, float], after: dict[str, float], stage_s: float
     return record
 
 
+def _resume_note(args: TeamArgs) -> str:
+    """What an interrupted run has saved, and how to go on."""
+    if not args.checkpoint_dir:
+        return "nothing is saved (no checkpoint_dir, --checkpoint-dir): a rerun starts afresh"
+    stages = saved_stages(args.checkpoint_dir)
+    if not stages:
+        return (f"no stage finished, so {args.checkpoint_dir!r} holds no checkpoint: rerun "
+                f"without resume to start afresh")
+    return (f"the checkpoint in {args.checkpoint_dir!r} holds {stages} finished "
+            f"stage{'' if stages == 1 else 's'}: rerun with the same settings and resume "
+            f"(--resume) to go on from there")
+
+
+def _resumed_logger(args: TeamArgs, run_dir: str | None,
+                    history: list[dict[str, Any]]) -> RunLogger:
+    """The logger of a resumed run, with the last saved stage's record written again.
+
+    Its writer purges every point from that stage's step on, where a run stopped after the
+    stage, or already finished, may also have logged its final evaluation: each point is then
+    logged once, however often the run is resumed."""
+    logger = RunLogger(args, run_dir, history[:-1])
+    logger.log(history[-1], history[-1]["episodes"])
+    return logger
+
+
 def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str, Any]],
                stage_cost: Callable[[int], int],
                on_stage_end: StageHook | None = None) -> TrainResult:
     """Run stages until the budget is spent; evaluate, log and checkpoint along the way.
+
+    Ctrl-C stays a ``KeyboardInterrupt`` (an experiment that catches each run's errors still
+    stops), its message saying what is saved and how to go on.
 
     Args:
         args: Trainer settings.
@@ -91,6 +120,14 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
             ``checkpoint_dir`` (a mistyped folder would otherwise start afresh unnoticed); a
             fresh run whose ``checkpoint_dir`` holds a checkpoint (it would be replaced).
     """
+    try:
+        return _run_stages(args, team, play_stage, stage_cost, on_stage_end)
+    except KeyboardInterrupt as exc:
+        raise KeyboardInterrupt(_resume_note(args)) from exc
+
+
+def _run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str, Any]],
+                stage_cost: Callable[[int], int], on_stage_end: StageHook | None) -> TrainResult:
     eval_seed = args.seed + EVAL_SEED_OFFSET
     stage, history, run_dir, initial = 0, None, None, None
     if args.resume and not has_checkpoint(args.checkpoint_dir):
@@ -115,7 +152,7 @@ def run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str,
                                             f"settings): nothing would train")
     else:
         initial = team.evaluate(args.eval_episodes, eval_seed)
-    logger = RunLogger(args, run_dir, history)
+    logger = _resumed_logger(args, run_dir, history) if args.resume else RunLogger(args)
     try:
         if initial is not None:
             logger.log({"stage": -1, "episodes": 0, "charts/eval_team_reward": initial,

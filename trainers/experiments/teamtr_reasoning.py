@@ -29,8 +29,10 @@ and scoring nothing (how the committed results took the current interval)::
 
 from __future__ import annotations
 
+import glob
 import importlib
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ import numpy as np
 from agentworld_envs.atomic_write import write_text_atomic
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
+from trainers.common.runlog import run_name
 from trainers.common.team import EVAL_SEED_OFFSET, Team, build_team
 from trainers.experiments.journal import RunJournal
 
@@ -89,7 +92,8 @@ class Args:
     """torch CPU threads (0: torch's default)."""
     out: Path = Path("runs/teamtr_reasoning/results.json")
     """Where the results go (JSON); each finished run also goes at once into the journal
-    beside it (``<out stem>.runs.jsonl``)."""
+    beside it (``<out stem>.runs.jsonl``), and logs to TensorBoard in ``runs/<out stem>/``
+    beside it (a run an interruption cut short is logged afresh when it is run again)."""
     resume: bool = False
     """keep the runs already in the journal and run only the rest (same settings only)"""
     summarize: bool = False
@@ -101,7 +105,7 @@ def trainer_args(args: Args, method: str, seed: int) -> Any:
     """The trainer's own ``Args`` for one run."""
     module = importlib.import_module(f"trainers.{method}")
     return module.Args(
-        seed=seed, env_id="team_envs/reasoning-v0", n_agents=args.n_agents,
+        exp_name=method, seed=seed, env_id="team_envs/reasoning-v0", n_agents=args.n_agents,
         env_kwargs={"task": args.task, "config": args.config, "held_out": args.held_out},
         model=args.model, lora_rank=args.lora_rank, temperature=args.temperature,
         max_new_tokens=args.max_new_tokens, answer_prefix=args.answer_prefix,
@@ -110,7 +114,20 @@ def trainer_args(args: Args, method: str, seed: int) -> Any:
         learning_rate=args.learning_rate, update_epochs=args.update_epochs,
         eval_episodes=args.prompts_per_rollout, eval_every=10**6, pass_k=1,
         adv_std_ddof=0,  # the population std, with which the committed runs were measured
-        log_dir=str(args.out.parent / "runs"), torch_threads=args.torch_threads)
+        log_dir=str(log_dir(args)), torch_threads=args.torch_threads)
+
+
+def log_dir(args: Args) -> Path:
+    """Where the experiment's runs log (TensorBoard), beside ``out`` and named for it."""
+    return args.out.parent / "runs" / args.out.stem
+
+
+def clear_cut_run(args: Args, method: str, seed: int) -> None:
+    """Delete the log of a run of ``method`` and ``seed`` that an interruption cut short (the
+    journal lacks it), so that its rerun's points are not logged twice, in two folders."""
+    prefix = run_name(trainer_args(args, method, seed)).rsplit("__", 1)[0] + "__"
+    for folder in log_dir(args).glob(f"{glob.escape(prefix)}*"):
+        shutil.rmtree(folder)
 
 
 def greedy_items(team: Team, seed: int) -> list[float]:
@@ -121,6 +138,7 @@ def greedy_items(team: Team, seed: int) -> list[float]:
 def run(args: Args, method: str, seed: int) -> dict[str, Any]:
     """Train one method from one seed; its greedy held-out rewards, item by item."""
     started = time.perf_counter()
+    clear_cut_run(args, method, seed)
     result = importlib.import_module(f"trainers.{method}").train(
         trainer_args(args, method, seed))
     items = greedy_items(result.team, seed)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, embedded_world_model
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.backends.replay import ReplayedWarning
@@ -184,14 +185,14 @@ def _main(argv: list[str] | None) -> None:
                 simulators_shown[trained_in]
         print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
               f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
-        (args.out / "results.json").write_text(json.dumps(  # after every arm
+        write_text_atomic(args.out / "results.json", json.dumps(  # after every arm
             {"args": {**asdict(args), "out": str(args.out)},
              "interval": INTERVAL_TEXT,
              "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
              **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
              "runs": results},
             indent=2))
-        (args.out / "table.md").write_text(table(summary))
+        write_text_atomic(args.out / "table.md", table(summary))
     plot(results, args.out / "curves.png", task.score)
 
 
@@ -301,5 +302,5 @@ def resummarize_file(path: Path) -> dict[str, dict[str, Any]]:
         if len(picks) != 1:
             raise ValueError(f"{path}: {name}'s runs came from several tasks: {picks}")
         entries[name] = resummarize(entry, stored_task(stored[0]))
-    path.write_text(json.dumps(entries["results.json"] if single else entries, indent=2))
+    write_text_atomic(path, json.dumps(entries["results.json"] if single else entries, indent=2))
     return entries
