@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import agentworld_envs  # noqa: F401 - registers the envs
@@ -107,6 +108,13 @@ def _calls(info: dict[str, Any], num_envs: int) -> Any:
     return calls[0] if num_envs == 1 else calls
 
 
+def _check_no_fault(info: dict[str, Any]) -> None:
+    """Fail on a world-model fault in a step's ``info`` (one env's or a vector's): the env
+    would answer it with a fallback observation, and its time would be the fault's."""
+    faults = [f for f in np.atleast_1d(info["world_model"]["fault"]) if f]
+    assert not faults, f"the world model failed: {info['world_model']['fault_message']}"
+
+
 def _use(backend: HFBackend, setting: str) -> None:
     """Decode with ``setting`` from now on, on a fresh decoder and an empty prefix cache."""
     backend.draft, backend.prefix_cache, backend.complete.hinted, corpus = SETTINGS[setting]
@@ -141,9 +149,10 @@ def test_env_episode(benchmark: Any, backend: HFBackend, domain: str, num_envs: 
         wall.append([])
         for _ in range(STEPS):
             start, start_wall = time.process_time(), time.perf_counter()
-            env.step(calls)
+            info = env.step(calls)[4]
             cpu[-1].append(time.process_time() - start)
             wall[-1].append(time.perf_counter() - start_wall)
+            _check_no_fault(info)
         return list(backend.complete.calls)
 
     out = benchmark.pedantic(episode, setup=fresh, rounds=1, iterations=1)
@@ -321,6 +330,24 @@ def _replay(call: dict[str, Any], rule: Any, cost: Any) -> tuple[float, list[tup
     return total, [tuple(row) for row in stats]
 
 
+def recording(decode: Any, calls: list[dict[str, Any]]) -> Any:
+    """``DraftedDecoder.decode`` (given as ``decode``), each call also appended to ``calls``
+    with what :func:`_replay` reads: prompts, hints, the recent answers and corpus it drafted
+    from, its answers and each row's (forward passes, drafted tokens fed, drafted tokens
+    kept)."""
+    def recorded(self: Any, prompts: Any, max_new_tokens: int, eos_ids: set[int],
+                 hints: Any = None, stopped: Any = None) -> Any:
+        recent = [list(answer) for answer in self._recent]
+        new, stats = decode(self, prompts, max_new_tokens, eos_ids, hints, stopped)
+        calls.append({"prompts": [list(p) for p in prompts], "recent": recent,
+                      "hints": [list(h) for h in hints or [()] * len(prompts)],
+                      "answers": new, "max_new_tokens": max_new_tokens,
+                      "corpus": self._corpus,
+                      "stats": [(s.forwards, s.proposed, s.accepted) for s in stats]})
+        return new, stats
+    return recorded
+
+
 def _fixed(most: int) -> Any:
     """Drafts of at most ``most`` tokens."""
     return lambda draft, reach, history: draft[:most]
@@ -372,30 +399,18 @@ def test_draft_length_rules(benchmark: Any, backend: HFBackend,
     from agentworld_envs.backends.drafting import DraftedDecoder, draft_length
 
     calls: dict[str, list[dict[str, Any]]] = {}
-    decode = DraftedDecoder.decode
-
-    def recorded(self: Any, prompts: Any, max_new_tokens: int, eos_ids: set[int],
-                 hints: Any = None) -> Any:
-        recent = [list(answer) for answer in self._recent]
-        new, stats = decode(self, prompts, max_new_tokens, eos_ids, hints)
-        calls[setting].append({"prompts": [list(p) for p in prompts], "recent": recent,
-                               "hints": [list(h) for h in hints or [()] * len(prompts)],
-                               "answers": new, "max_new_tokens": max_new_tokens,
-                               "corpus": self._corpus,
-                               "stats": [(s.forwards, s.proposed, s.accepted) for s in stats]})
-        return new, stats
-
-    monkeypatch.setattr(DraftedDecoder, "decode", recorded)
+    recorded: list[dict[str, Any]] = []
+    monkeypatch.setattr(DraftedDecoder, "decode", recording(DraftedDecoder.decode, recorded))
     for domain in ENVS:
         for num_envs in (1, 16):
-            setting = f"{domain} x{num_envs}"
-            calls[setting] = []
             _use(backend, "default")
             env = _env(domain, num_envs, backend)
             _, info = env.reset(seed=0)
             for _ in range(STEPS):
-                env.step(_calls(info, num_envs))
+                _check_no_fault(env.step(_calls(info, num_envs))[4])
             env.close()
+            calls[f"{domain} x{num_envs}"] = recorded[:]
+            recorded.clear()
     model, costs = backend._model, {}
     with torch.inference_mode():
         for rows in (1, 2, 4, 8, 12, 16):

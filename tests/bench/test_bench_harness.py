@@ -27,6 +27,12 @@ def _steps(records: list[RunRecord]) -> int:
     return sum(r.trajectory.turns for r in records)
 
 
+def _mean_s(benchmark) -> float | None:
+    """The benchmark's mean seconds per round; None under ``--benchmark-disable`` (no stats)."""
+    stats = getattr(benchmark, "stats", None)
+    return None if stats is None else stats.stats.mean
+
+
 def _served(tiny_server: tuple[str, str], concurrency: int = 8) -> OpenAIBackend:
     base_url, model = tiny_server
     return OpenAIBackend(model=model, base_url=base_url, api_key_env=None,
@@ -45,7 +51,9 @@ def test_step_through_transformers_serve(benchmark, tiny_server) -> None:
     backend = _served(tiny_server)
     records = benchmark.pedantic(lambda: list(run_jobs(JOBS, backend, SETTINGS, batch_size=1)),
                                  rounds=3, iterations=1)
-    RESULTS["served_step_s"] = benchmark.stats.stats.mean / _steps(records)
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    RESULTS["served_step_s"] = mean / _steps(records)
     benchmark.extra_info["s_per_step"] = RESULTS["served_step_s"]
 
 
@@ -53,7 +61,9 @@ def test_harness_overhead_with_replay(benchmark, recording, tiny_server) -> None
     backend = ReplayBackend(recording, model=tiny_server[1])
     records = benchmark.pedantic(lambda: list(run_jobs(JOBS, backend, SETTINGS, batch_size=1)),
                                  rounds=5, iterations=1)
-    RESULTS["overhead_step_s"] = benchmark.stats.stats.mean / _steps(records)
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    RESULTS["overhead_step_s"] = mean / _steps(records)
     benchmark.extra_info["s_per_step"] = RESULTS["overhead_step_s"]
     if "served_step_s" in RESULTS:
         ratio = RESULTS["overhead_step_s"] / RESULTS["served_step_s"]
@@ -68,7 +78,9 @@ def test_throughput_vs_concurrency(benchmark, tiny_server, concurrency: int) -> 
     records = benchmark.pedantic(
         lambda: list(run_jobs(jobs, backend, SETTINGS, batch_size=len(jobs))),
         rounds=2, iterations=1)
-    steps_per_s = _steps(records) / benchmark.stats.stats.mean
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    steps_per_s = _steps(records) / mean
     RESULTS[f"c{concurrency}"] = steps_per_s
     benchmark.extra_info["steps_per_s"] = steps_per_s
     speedup = steps_per_s / RESULTS.get("c1", steps_per_s)

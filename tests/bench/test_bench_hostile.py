@@ -109,8 +109,8 @@ SHAPES: dict[str, Shape] = {
     "redact_schemes": Shape(_redact, "", "a://"),
     "redact_userinfo": Shape(_redact, "", "a://b@"),
     "redact_urls_and_keys": Shape(_redact, "", "see http://u:pw@host/v1?k=sk-secret "),
-    "sweep_long_name": Shape(_load_sweep, SWEEP.replace("name: m", "name: "), "m",
-                             prepare=_write_sweep),
+    "sweep_long_name": Shape(_load_sweep, "sweep_name: s\nmodels:\n  - backend: {name: oracle}\n"
+                             "    name: ", "m", "\n", prepare=_write_sweep),
     "sweep_nesting": Shape(_load_sweep, SWEEP + "description: ", "[", prepare=_write_sweep),
     "sweep_aliases": Shape(_load_sweep, SWEEP + "    extra:\n      a: &a [1, 2, 3, 4, 5, 6, 7, "
                            "8]\n      b:\n", "        - *a\n", prepare=_write_sweep),
@@ -127,6 +127,11 @@ SHAPES: dict[str, Shape] = {
 PER_BYTE = PerByte()
 
 
+def shape_text(spec: Shape, scale: str) -> str:
+    """The input of ``spec`` at ``scale`` (a key of :data:`SCALES`)."""
+    return spec.head + spec.unit * (spec.base * SCALES[scale] // len(spec.unit)) + spec.tail
+
+
 @pytest.fixture(scope="module")
 def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Context]:
     reply: list[Reply] = []
@@ -138,7 +143,7 @@ def context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Context]:
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_hostile_time_per_byte(benchmark: Any, context: Context, shape: str, scale: str) -> None:
     spec = SHAPES[shape]
-    text = spec.head + spec.unit * (spec.base * SCALES[scale] // len(spec.unit)) + spec.tail
+    text = shape_text(spec, scale)
     argument = spec.prepare(text, context) if spec.prepare else text
     benchmark.pedantic(spec.run, args=(argument,), rounds=max(3, 20 // SCALES[scale]),
                        iterations=1)

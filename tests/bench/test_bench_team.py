@@ -1,8 +1,10 @@
 """Benchmarks (not in the default run): ``pytest tests/bench -m benchmark --benchmark-only``.
 
 * rollout throughput of the symbolic team envs, batched with policy sampling, against playing
-  the same episodes one by one through the PettingZoo AEC API;
-* the cost of one TeamTR stage against one stale sequential stage at the same team size;
+  the same episodes one by one through the PettingZoo AEC API (``batched_over_pettingzoo``,
+  episodes per second, at 2 and 8 agents);
+* the cost of one TeamTR stage against one stale sequential stage at the same team size
+  (``teamtr_over_stale_sequential``, mean seconds);
 * the AEC step of each symbolic team env against PettingZoo's ``rps_v2`` (the same random-action
   AEC loop, the two timed alternately); ``speed_vs_rps`` (team steps per second over rps steps
   per second, goal at least 0.5) goes to ``benchmark.extra_info`` and to the terminal. Needs
@@ -35,6 +37,16 @@ from trainers.policies.lm import CausalLMPolicy
 
 pytestmark = pytest.mark.benchmark
 EPISODES = 1024
+EPISODES_PER_S: dict[tuple[str, int], float] = {}
+"""Episodes per second of the rollout benchmarks of this run, by (way, team size)."""
+STAGE_S: dict[tuple[str, int], float] = {}
+"""Mean seconds of the stage benchmarks of this run, by (algorithm, team size)."""
+
+
+def _mean_s(benchmark) -> float | None:
+    """The benchmark's mean seconds per round; None under ``--benchmark-disable`` (no stats)."""
+    stats = getattr(benchmark, "stats", None)
+    return None if stats is None else stats.stats.mean
 
 
 @pytest.mark.parametrize("n_agents", [2, 4, 8])
@@ -42,7 +54,10 @@ def test_batched_rollout_throughput(benchmark, n_agents: int) -> None:
     team = build_team(teamtr.Args(n_agents=n_agents, log_dir=""))
     batch = benchmark(team.collect, EPISODES // 4, 4)
     assert batch.episodes == EPISODES
-    benchmark.extra_info["episodes_per_second"] = EPISODES / benchmark.stats["mean"]
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    EPISODES_PER_S["batched", n_agents] = EPISODES / mean
+    benchmark.extra_info["episodes_per_second"] = EPISODES / mean
 
 
 @pytest.mark.parametrize("n_agents", [2, 8])
@@ -67,7 +82,14 @@ def test_pettingzoo_rollout_throughput(benchmark, n_agents: int) -> None:
                 env.step(message[0])
 
     benchmark(play)
-    benchmark.extra_info["episodes_per_second"] = 64 / benchmark.stats["mean"]
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    benchmark.extra_info["episodes_per_second"] = 64 / mean
+    if ("batched", n_agents) in EPISODES_PER_S:
+        ratio = EPISODES_PER_S["batched", n_agents] / (64 / mean)
+        benchmark.extra_info["batched_over_pettingzoo"] = round(ratio, 1)
+        print(f"\n{n_agents} agents: batched rollouts {ratio:.1f}x the PettingZoo AEC loop's "
+              "episodes per second")
 
 
 @pytest.mark.parametrize("n_agents", [2, 4, 8])
@@ -84,6 +106,13 @@ def test_stage_cost(benchmark, algorithm: str, n_agents: int) -> None:
 
     result = benchmark.pedantic(module.train, setup=fresh_team, rounds=5)
     assert result.team.collections == rollouts
+    if (mean := _mean_s(benchmark)) is None:
+        return
+    STAGE_S[algorithm, n_agents] = mean
+    if ("teamtr", n_agents) in STAGE_S and ("stale_sequential", n_agents) in STAGE_S:
+        ratio = STAGE_S["teamtr", n_agents] / STAGE_S["stale_sequential", n_agents]
+        benchmark.extra_info["teamtr_over_stale_sequential"] = round(ratio, 2)
+        print(f"\n{n_agents} agents: a TeamTR stage costs {ratio:.2f}x a stale sequential one")
 
 
 AEC_EPISODES = 200
@@ -282,6 +311,20 @@ def _stage_in(checkout: Path | None, settings: dict[str, Any]) -> dict[str, floa
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def baseline_checkout() -> Path:
+    """The checkout ``AGENTWORLD_BASELINE`` names; the benchmark is skipped when it is unset,
+    and fails with the reason when it names no checkout of the project (the stage would run on
+    the installed code, this checkout's, and be compared with itself)."""
+    value = os.environ.get("AGENTWORLD_BASELINE")
+    if not value:
+        pytest.skip("set AGENTWORLD_BASELINE to another checkout of the project")
+    path = Path(value).resolve()
+    if not (path / "trainers" / "teamtr.py").is_file():
+        pytest.fail(f"AGENTWORLD_BASELINE={value}: not a checkout of the project (no "
+                    f"trainers/teamtr.py in {path})", pytrace=False)
+    return path
+
+
 def test_lm_team_stage_against_a_checkout(benchmark) -> None:
     """The stage of :func:`test_lm_team_stage` (SmolLM2-135M, 3 agents, 4 episodes, 32-token
     messages) in ``AGENTWORLD_BASELINE``'s code with its defaults, then in this checkout's with
@@ -291,9 +334,7 @@ def test_lm_team_stage_against_a_checkout(benchmark) -> None:
     (:mod:`tests.bench.lm_stage_floor`: the passes and the prefill as measured, decoding at the
     cost of its matrix products alone) and the speed-up that floor would give."""
     pytest.importorskip("peft")
-    if not os.environ.get("AGENTWORLD_BASELINE"):
-        pytest.skip("set AGENTWORLD_BASELINE to another checkout of the project")
-    baseline = Path(os.environ["AGENTWORLD_BASELINE"]).resolve()
+    baseline = baseline_checkout()
     shared = {**LM_STAGE, "model": _smollm2(), "max_new_tokens": 32}
     runs = {"baseline": (baseline, shared), "float32": (None, shared),
             "bfloat16": (None, {**shared, "dtype": "bfloat16"})}
