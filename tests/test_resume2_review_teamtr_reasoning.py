@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.reasoning import small_experiment
 from trainers import teamtr
 from trainers.common.team import Team
 from trainers.experiments import teamtr_reasoning
@@ -35,10 +36,7 @@ def logged_runs(root: Path) -> dict[Path, dict[str, list[tuple[int, float]]]]:
 
 def test_a_run_cut_short_is_logged_once_when_it_is_run_again(
         tiny_lm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    argv = ["--model", str(tiny_lm_dir), "--n-agents", "2", "--held-out", "2", "--seeds", "1",
-            "--methods", "teamtr", "--total-episodes", "16", "--prompts-per-rollout", "2",
-            "--group-size", "2", "--max-new-tokens", "3", "--lora-rank", "2",
-            "--update-epochs", "1", "--torch-threads", "1"]
+    argv = small_experiment(tiny_lm_dir, seeds=1, total_episodes=16)
     teamtr_reasoning.main([*argv, "--out", str(tmp_path / "whole" / "results.json")])
     (whole,) = logged_runs(tmp_path / "whole").values()
     train = teamtr.train

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.reasoning import small_experiment
 from trainers.experiments import teamtr_reasoning
 
 pytest.importorskip("reasoning_gym")
@@ -19,11 +20,8 @@ def test_the_experiment_compares_methods_at_one_budget_on_unseen_items(
         tiny_lm_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     results = teamtr_reasoning.main([
-        "--model", str(tiny_lm_dir), "--n-agents", "2", "--held-out", "3", "--seeds", "1",
-        "--methods", "teamtr,stale_sequential",
-        "--total-episodes", "8", "--prompts-per-rollout", "2", "--group-size", "2",
-        "--max-new-tokens", "4", "--lora-rank", "2", "--update-epochs", "1",
-        "--torch-threads", "1",
+        *small_experiment(tiny_lm_dir, seeds=1, total_episodes=8,
+                          methods="teamtr,stale_sequential", held_out=3, max_new_tokens=4),
         "--out", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(results))
     runs, summary = results["runs"], results["summary"]
@@ -46,10 +44,7 @@ def test_the_experiment_compares_methods_at_one_budget_on_unseen_items(
 
 def test_an_interrupted_experiment_resumes_with_no_run_lost_or_repeated(
         tiny_lm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    argv = ["--model", str(tiny_lm_dir), "--n-agents", "2", "--held-out", "2", "--seeds", "2",
-            "--methods", "teamtr", "--total-episodes", "8", "--prompts-per-rollout", "2",
-            "--group-size", "2", "--max-new-tokens", "3", "--lora-rank", "2",
-            "--update-epochs", "1", "--torch-threads", "1"]
+    argv = small_experiment(tiny_lm_dir, seeds=2, total_episodes=8)
     whole = teamtr_reasoning.main([*argv, "--out", str(tmp_path / "whole.json")])
     trained = []
     run = teamtr_reasoning.run
