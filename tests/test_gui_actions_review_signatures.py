@@ -115,3 +115,15 @@ def test_every_builtin_candidate_action_and_demonstration_is_valid(key: str) -> 
         if isinstance(domain, StateDomain):
             for demo in [*domain.catalog.demonstrations, *scenario.demonstrations]:
                 assert domain.interpret(demo.action, scenario, demo.state).kind == "simulate"
+
+
+@pytest.mark.parametrize("code", ["return 5", "break", "await page.click()", "nonlocal x"])
+def test_os_code_that_python_cannot_compile_is_invalid(code: str) -> None:
+    """They parse (``ast.parse`` took them) but do not compile, so no desktop could run them."""
+    read = get_domain("os").interpret(code, None, "screen")
+    assert read.kind == "invalid" and "SyntaxError" in read.error
+
+
+def test_os_code_that_compiles_is_simulated() -> None:
+    read = get_domain("os").interpret("def f():\n    return 1\nx = '\\d'", None, "screen")
+    assert read.kind == "simulate"

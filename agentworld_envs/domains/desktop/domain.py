@@ -8,7 +8,7 @@ model: it is never executed. ``DONE`` ends the episode as complete, ``FAIL`` as 
 
 from __future__ import annotations
 
-import ast
+import warnings
 
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.endings import INFEASIBLE, TASK_COMPLETE
@@ -39,8 +39,10 @@ class DesktopDomain(StateDomain):
             return simulate("WAIT", "python")
         if not text.strip():
             return self.reject("the action is empty", state)
-        try:
-            ast.parse(text)
+        try:  # compiled, never run: also refuses what only compiling finds (`return` at top)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # an invalid escape's SyntaxWarning
+                compile(text, "<action>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return self.reject(f"the code does not parse: {type(exc).__name__}", state)
         return simulate(text, "python")
