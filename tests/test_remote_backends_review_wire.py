@@ -103,17 +103,17 @@ def test_bytes_that_are_not_utf8_cost_their_characters_not_the_answer() -> None:
 
 def test_a_retry_after_past_the_calls_time_fails_at_once_with_its_cause() -> None:
     def rate_limited(hit: int, body: dict[str, Any]) -> Reply:
-        return Reply(429, {"error": "rate limited"}, headers={"Retry-After": "30"})
+        return Reply(429, {"error": "rate limited"}, headers={"Retry-After": "300"})
 
     with FakeOpenAIServer(rate_limited) as server:
         client = ModelClient({"name": "openai", "model": "fake", "base_url": server.base_url,
-                              "api_key_env": None, "max_retries": 1}, timeout_s=2.0)
+                              "api_key_env": None, "max_retries": 1}, timeout_s=20.0)
         try:
             (fault,) = client.complete([ask()])
         finally:
             client.close()
     assert fault.kind == "backend_error"  # was "timeout", the 429 lost
-    assert "HTTP 429" in fault.message and "waiting 30 s would outlast" in fault.message
+    assert "HTTP 429" in fault.message and "would outlast the call's 20 s" in fault.message
     assert server.hits == 1
 
 
@@ -127,3 +127,14 @@ def test_no_log_line_carries_the_urls_credentials(caplog: pytest.LogCaptureFixtu
     assert server.headers[0]["authorization"] == f"Basic {token}"
     assert "HTTP Request: POST http://127.0.0.1" in caplog.text  # httpx logged the request
     assert PASSWORD not in caplog.text and "alice" not in caplog.text
+
+
+def test_a_streamed_reply_is_refused_before_anything_is_sent() -> None:
+    """Its event stream failed every retry as "HTTP 200 without a JSON object"."""
+    from agentworld_envs.protocol.chat import SamplingParams
+
+    streamed = ChatRequest(messages=[{"role": "user", "content": "hi"}],
+                           sampling=SamplingParams(extra={"stream": True}))
+    with FakeOpenAIServer(lambda hit, body: Reply(body="data: {}\n\n")) as server:
+        (outcome,) = fake_backend(server.base_url, max_retries=2).complete_each([streamed])
+    assert "streamed reply ('stream')" in str(outcome) and server.hits == 0

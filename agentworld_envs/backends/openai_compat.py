@@ -476,6 +476,9 @@ class OpenAIBackend(Backend):
         retried = False
         while True:
             sent = {k: v for k, v in payload.items() if k not in self._refused}
+            if sent.get("stream"):  # its reply is a stream of events, not one JSON object
+                return BackendError("a sampling's extra asks for a streamed reply ('stream'), "
+                                    "which this backend does not read: leave it out")
             try:
                 body = json.dumps(sent, ensure_ascii=True).encode("ascii")
             except (TypeError, ValueError) as exc:
