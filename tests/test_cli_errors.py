@@ -125,7 +125,7 @@ def test_a_backend_key_typo_is_refused_before_any_folder_is_made(
     assert main(argv) == 2
     err = one_error_line(capsys)
     assert "backend 'hf': unknown key 'modle'; did you mean 'model'?" in err
-    assert command == "run" or f"{config}: models.0.backend: " in err
+    assert command == "run" or f"{config}:1: models.0.backend: " in err  # JSON: one line
     assert not out.exists()
 
 

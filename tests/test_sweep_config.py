@@ -199,9 +199,9 @@ HOSTILE = {  # the fuzzers' sweep files: text (or bytes), and what the one error
         MINIMAL + "interventions:\n  - name: i\n    extra:\n" + _laughs("      "),
         "sweep.yaml:14: interventions.0.extra.l5.0: more than 100000 values"),
     "repeats": (MINIMAL + "repeats: 1000000000\n",
-                "sweep.yaml: repeats: input should be less than or equal to 1000"),
+                "sweep.yaml:6: repeats: input should be less than or equal to 1000"),
     "a long name": (MINIMAL.replace("sweep_name: s", "sweep_name: " + "s" * 1_000_000),
-                    "sweep_name: string should have at most 100 characters"),
+                    "sweep.yaml:2: sweep_name: string should have at most 100 characters"),
     "a large file": (MINIMAL + "#" * (1 << 20), "sweep.yaml: larger than 1048576 bytes"),
     "nesting": (MINIMAL + "description: " + "[" * 100_000 + "]" * 100_000 + "\n",
                 "sweep.yaml:6: description.0.0.0.0.0.0.0...: nested deeper than 64 levels"),
@@ -235,3 +235,14 @@ def test_aliases_within_the_bound_still_work(tmp_path: Path) -> None:
     config = load_text(tmp_path, MINIMAL + "    extra: &shared {top_k: 5, stop: [x]}\n"
                        "interventions:\n  - {name: i, extra: *shared}\n")
     assert config.arms()[0].settings.extra == {"top_k": 5, "stop": ["x"]}
+
+
+def test_a_schema_error_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    """The README promises ``file:line: field.path: problem``; schema errors had no line."""
+    config = tmp_path / "sweep.yaml"
+    config.write_text(MINIMAL + "  - name: n\n    backend: {name: oracle}\n    extra: [1]\n")
+    from agentworld_envs.cli import main
+
+    assert main(["floor", "sweep", str(config)]) == 2
+    assert f"{config}:8: models.1.extra: " in capsys.readouterr().err

@@ -33,7 +33,7 @@ from pydantic import (
 from agentworld_envs.backends import SamplingParams
 from agentworld_envs.backends.registry import check_backend_config
 from floor_tasks.harness.runner import SYSTEM_PROMPT, RunSettings
-from floor_tasks.harness.yaml_limits import YAMLLimitError, load_yaml
+from floor_tasks.harness.yaml_limits import YAMLLimitError, line_of, load_yaml
 from floor_tasks.task import TIERS
 
 __all__ = [
@@ -271,13 +271,15 @@ class RunSpec:
         return f"{self.model_slug}|{self.task_id}|{self.variant}|{self.repeat}"
 
 
-def format_errors(source: Path | str, exc: ValidationError) -> str:
-    """One line per field error: ``<source>: <field.path>: <message>``."""
+def format_errors(source: Path | str, exc: ValidationError, lines_of: Path | None = None) -> str:
+    """One line per field error: ``<source>: <field.path>: <message>``, or
+    ``<source>:<line>: ...`` with the YAML file ``lines_of`` the data was read from."""
     lines = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {where}: {message[:1].lower()}{message[1:]}")
+        at = f"{source}:{line_of(lines_of, error['loc'])}" if lines_of else f"{source}"
+        lines.append(f"{at}: {where}: {message[:1].lower()}{message[1:]}")
     return "\n".join(lines)
 
 
@@ -301,7 +303,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     try:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
-        raise SweepConfigError(format_errors(source, exc)) from None
+        raise SweepConfigError(format_errors(source, exc, source)) from None
     config._source = source
     return config
 

@@ -9,13 +9,15 @@ a :class:`YAMLLimitError` that names the file, the line and the field path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_DIGITS", "MAX_NODES", "YAMLLimitError", "load_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_DIGITS", "MAX_NODES", "YAMLLimitError", "line_of",
+           "load_yaml"]
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 64
@@ -131,3 +133,24 @@ def load_yaml(path: str | Path) -> Any:
         raise YAMLLimitError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: a date such as 2026-13-45
         raise YAMLLimitError(f"{source}: invalid YAML: {' '.join(str(exc).split())}") from None
+
+
+def line_of(path: str | Path, where: Sequence[str | int]) -> int:
+    """The line of the value at ``where`` (keys and list positions) in the YAML file at
+    ``path``, already read by :func:`load_yaml`: of the deepest part of it the file holds (a
+    missing field's mapping), counted from 1."""
+    node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    line = node.start_mark.line if node is not None else 0
+    for part in where:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return line + 1
