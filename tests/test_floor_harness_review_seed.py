@@ -22,7 +22,7 @@ interventions:
 
 
 @pytest.mark.parametrize(("model_seed", "intervention_seed", "field"), [
-    (-3, 0, "models.0.seed"), (0, -1, "interventions.0.seed")])
+    (-3, 0, "6: models.0.seed"), (0, -1, "9: interventions.0.seed")])
 def test_a_negative_seed_is_refused_before_anything_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], model_seed: int,
         intervention_seed: int, field: str) -> None:
@@ -32,7 +32,7 @@ def test_a_negative_seed_is_refused_before_anything_runs(
     assert main(["floor", "sweep", str(sweep), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert f"neg.yaml: {field}: input should be greater than or equal to 0" in err
+    assert f"neg.yaml:{field}: input should be greater than or equal to 0" in err
     assert not out.exists()
 
 
@@ -47,7 +47,7 @@ def test_a_temperature_that_is_no_finite_number_is_refused_before_anything_runs(
     assert main(["floor", "sweep", str(sweep), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "hot.yaml: models.0.temperature: input should be a finite number" in err
+    assert "hot.yaml:6: models.0.temperature: input should be a finite number" in err
     assert not out.exists()
 
 
