@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from agentworld_envs.backends import Backend
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend
 from agentworld_envs.backends.redaction import redact
+from agentworld_envs.protocol.shown import shown
 from floor_tasks.harness.agents import as_backend
 from floor_tasks.harness.corpus import RunCorpus, read_metadata, writer_lock
 from floor_tasks.harness.runner import Job, RunSettings, run_jobs
@@ -118,8 +119,7 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
         return [change for key in sorted(old.keys() | new.keys())
                 for change in _differences(old.get(key, _ABSENT), new.get(key, _ABSENT),
                                            f"{where}.{key}" if where else key)]
-    shown = [text if len(text := repr(value)) <= 40 else f"{text[:37]}..." for value in (old, new)]
-    return [] if old == new else [f"{where}: {shown[0]} -> {shown[1]}"]
+    return [] if old == new else [f"{where}: {shown(old)} -> {shown(new)}"]
 
 
 def _check_fingerprints(corpus: RunCorpus, recorded: Mapping[str, Any],

@@ -32,6 +32,7 @@ from trl import SFTTrainer
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.faults import FaultTally
+from agentworld_envs.protocol.shown import shown
 from trainers.common.args import ConfigError
 
 __all__ = ["RESUMABLE", "SETTINGS_FILE", "TALLY_FILE", "BudgetedSFTTrainer", "KeptSettings",
@@ -231,18 +232,13 @@ def _saved_settings(checkpoint: str) -> dict[str, Any] | None:
     return saved if isinstance(saved, dict) else None
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
-
-
 def _changes(saved: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """Each setting both hold (one a version of TRL lacks is not compared) that differs, as
     ``name: old -> new``; ``max_minutes`` differs only between 0 and a time budget."""
     def compared(name: str, value: Any) -> Any:
         return bool(value) if name == "max_minutes" else value
 
-    return [f"{name}: {_shown(saved[name])} -> {_shown(settings[name])}"
+    return [f"{name}: {shown(saved[name])} -> {shown(settings[name])}"
             for name in sorted(saved.keys() & settings.keys())
             if compared(name, saved[name]) != compared(name, settings[name])]
 

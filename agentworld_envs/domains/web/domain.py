@@ -18,6 +18,7 @@ from typing import Any
 from agentworld_envs.domains.base import StateDomain
 from agentworld_envs.protocol.bounded_json import MAX_DEPTH, MAX_INT_DIGITS, is_bounded
 from agentworld_envs.protocol.endings import INFEASIBLE, MESSAGE
+from agentworld_envs.protocol.shown import shown
 from agentworld_envs.world.termination import Interpretation, finish, simulate
 
 __all__ = ["ACTIONS", "DOMAIN", "WebDomain", "read_call"]
@@ -110,9 +111,7 @@ def _argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
     for param, value in arguments.items():
         accepts, expected = _ARGUMENT_TYPES[param]
         if not accepts(value):
-            shown = repr(value)
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."
-            return f"{name}: {param} must be {expected}, not {shown}"
+            return f"{name}: {param} must be {expected}, not {shown(value)}"
     return None
 
 
