@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import re
@@ -28,6 +27,8 @@ import tempfile
 from dataclasses import dataclass
 from glob import escape as glob_escape
 from pathlib import Path
+
+from agentworld_envs.file_digest import file_sha256
 
 __all__ = ["BASES", "GGUFBase", "base_model_dir", "cache_dir", "convert_gguf", "resolve_model"]
 
@@ -71,14 +72,6 @@ def cache_dir() -> Path:
         return Path(explicit)
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "agentworld"
-
-
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
 
 
 def _staging_prefix(out: Path) -> str:
@@ -162,7 +155,7 @@ def base_model_dir(name: str = "smollm2") -> Path:
     """The converted base ``name``: from the cache, converting the GGUF file on first use."""
     base = BASES[name]
     path = base.path()
-    out = cache_dir() / "bases" / f"{path.stem}-{_digest(path)}"
+    out = cache_dir() / "bases" / f"{path.stem}-{file_sha256(path)[:16]}"
     if (out / "config.json").is_file():
         return out
     return convert_gguf(path, out)

@@ -32,6 +32,7 @@ from trl import SFTTrainer
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.faults import FaultTally
+from agentworld_envs.file_digest import file_sha256
 from agentworld_envs.protocol.shown import shown
 from trainers.common.args import ConfigError
 
@@ -169,22 +170,15 @@ class BudgetedSFTTrainer(SFTTrainer):
         return self.lr_scheduler
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as data:
-        while chunk := data.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def data_digest(path: str) -> str:
     """``sha256:`` and the SHA-256 of the training data at ``path``: a file's bytes, or the names
     and bytes of a folder's ``*.jsonl`` files, in the order they are read (so the data may move,
     and a lone file be renamed)."""
     root = Path(path)
     if not root.is_dir():
-        return f"sha256:{_sha256(root)}"
-    listing = "".join(f"{file.name}\t{_sha256(file)}\n" for file in sorted(root.glob("*.jsonl")))
+        return f"sha256:{file_sha256(root)}"
+    listing = "".join(f"{file.name}\t{file_sha256(file)}\n"
+                      for file in sorted(root.glob("*.jsonl")))
     return f"sha256:{hashlib.sha256(listing.encode()).hexdigest()}"
 
 
