@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from glob import escape as glob_escape
 from pathlib import Path
 
-from agentworld_envs.file_digest import file_sha256
+from agentworld_envs.protocol.file_digest import file_sha256
 
 __all__ = ["BASES", "GGUFBase", "base_model_dir", "cache_dir", "convert_gguf", "resolve_model"]
 

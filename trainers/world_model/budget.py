@@ -32,7 +32,7 @@ from trl import SFTTrainer
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.faults import FaultTally
-from agentworld_envs.file_digest import file_sha256
+from agentworld_envs.protocol.file_digest import file_sha256
 from agentworld_envs.protocol.shown import shown
 from trainers.common.args import ConfigError
 
