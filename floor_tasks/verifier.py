@@ -145,15 +145,41 @@ _BOOL_AFTER = re.compile(
 "certified? No"), or a question mark alone."""
 
 
-def numbers_in(text: str) -> list[float]:
-    """Every number written in ``text`` (thousands separators allowed)."""
+_NEGATED_VALUE = re.compile(
+    r"(?:\b(?:not|never|no longer|rather than|instead of|other than)|n't)"
+    r"(?:\s+(?:currently|presently|yet|really|actually))?[\s\"'*]*$", re.IGNORECASE)
+"""What, just before a value, denies it: "not active", "isn't 96", "rather than 52"."""
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether the value written at ``text[start:]`` is denied ("not 96")."""
+    return bool(_NEGATED_VALUE.search(text, max(0, start - 30), start))
+
+
+def _numbers(text: str, start: int = 0, end: int | None = None, *,
+             stated: bool = False) -> list[float]:
+    """The numbers written in ``text[start:end]``; with ``stated``, only those not denied
+    ("It is 20, not 96" states 20)."""
     found = []
-    for match in _NUMBER.finditer(text):
+    for match in _NUMBER.finditer(text, start, len(text) if end is None else end):
+        if stated and _negated(text, match.start()):
+            continue
         try:
             found.append(float(match.group(0).replace(",", "")))
         except ValueError:
             continue
     return found
+
+
+def _states(text: str, pattern: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``text[start:end]`` holds a match of ``pattern`` that is not denied."""
+    return any(not _negated(text, m.start()) for m in re.compile(pattern).finditer(
+        text, start, len(text) if end is None else end))
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number written in ``text`` (thousands separators allowed)."""
+    return _numbers(text)
 
 
 def _json_fields(text: str) -> dict[str, Any]:
@@ -221,22 +247,22 @@ def field_matches(text: str, key: str, expected: Any) -> str | None:
         return None
     if isinstance(expected, int | float) and not isinstance(expected, bool):
         targets = {float(expected)} | ({expected / 100, expected * 100} if "%" in text else set())
-        near_key = [numbers_in(lowered[m.end():m.end() + 60])[:1]
+        near_key = [_numbers(lowered, m.end(), m.end() + 60, stated=True)[:1]
                     for m in re.finditer(key_words, lowered)]
         if any(abs(n - t) < 1e-6 for found in near_key for n in found for t in targets):
             return "strict"
         if any(near_key):
             return None  # the key is stated with another value
-        return "weak" if any(abs(n - t) < 1e-6 for n in numbers_in(text) for t in targets) \
-            else None
+        return "weak" if any(abs(n - t) < 1e-6 for n in _numbers(lowered, stated=True)
+                             for t in targets) else None
     if isinstance(expected, list):
-        found = all(re.search(_value_pattern(v).lower(), lowered) for v in expected)
+        found = all(_states(lowered, _value_pattern(v).lower()) for v in expected)
         return "weak" if found else None
     pattern = _value_pattern(str(expected).lower())
     for match in re.finditer(key_words, lowered):
-        if re.search(pattern, lowered[match.end():match.end() + 60]):
+        if _states(lowered, pattern, match.end(), match.end() + 60):
             return "strict"
-    return "weak" if re.search(pattern, lowered) else None
+    return "weak" if _states(lowered, pattern) else None
 
 
 _CLAUSE_BREAK = re.compile(
@@ -407,6 +433,11 @@ def _answer_label(trace: Trace, expect: str, valid_set: list[str],
     return ok, f"answer asserts {expect!r}" if ok else f"answer asserts {labels}, not [{expect!r}]"
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]*[^\W\d_])")
+"""A full stop, question or exclamation mark, then a word in either case: "failed. the limiter"
+is two sentences ("approx. 47 minutes" and "v2.4" are one)."""
+
+
 @_register(ANSWER_CHECKS, "coverage")
 def _answer_coverage(trace: Trace, elements: dict[str, list[str]],
                      max_sentences: int) -> tuple[bool, str]:
@@ -415,7 +446,7 @@ def _answer_coverage(trace: Trace, elements: dict[str, list[str]],
                if not any(w.lower() in text for w in words)]
     if missing:
         return False, f"summary misses: {', '.join(missing)}"
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", trace.final_answer.strip()) if s]
+    sentences = [s for s in _SENTENCE_END.split(trace.final_answer.strip()) if s]
     if len(sentences) > max_sentences:
         return False, f"summary has {len(sentences)} sentences, at most {max_sentences} allowed"
     return True, "all required elements covered"
@@ -488,13 +519,26 @@ def _first_check_on(trace: Trace, record_id: str) -> tuple[bool, str]:
     return ok, (f"checked {record_id} first" if ok else f"did not check {record_id} first")
 
 
+def _strings(value: Any) -> set[str]:
+    """The strings of a list argument (``record_ids``). A simulated trace's ok call may carry
+    arguments the real tools refuse (a string, or lists in the list), which name no record."""
+    return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
+
+
+def _read_ids(trace: Trace) -> set[str]:
+    """Records read by a successful ``lookup_record`` or ``get_attribute`` call of their own
+    (a ``record_id`` that is not a string, possible in a simulated trace, reads none)."""
+    return {c["arguments"].get("record_id") for c in trace.ok_calls
+            if c["tool_name"] in FIELD_READS
+            and isinstance(c["arguments"].get("record_id"), str)}
+
+
 @_register(CHECKS, "disambiguated")
 def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
     compared = any(c["tool_name"] == "compare_records" and c["status"] == "ok"
-                   and len(set(c["arguments"].get("record_ids", [])) & set(ids)) >= 2
+                   and len(_strings(c["arguments"].get("record_ids")) & set(ids)) >= 2
                    for c in trace.calls)
-    looked = {c["arguments"].get("record_id") for c in trace.ok_calls
-              if c["tool_name"] in ("lookup_record", "get_attribute")} & set(ids)
+    looked = _read_ids(trace) & set(ids)
     ok = compared or len(looked) >= 2
     return ok, "compared the candidates" if ok else "picked without comparing the candidates"
 
@@ -503,8 +547,7 @@ def _disambiguated(trace: Trace, ids: list[str]) -> tuple[bool, str]:
 def _all_inspected(trace: Trace, ids: list[str]) -> tuple[bool, str]:
     """Each candidate read by its own lookup_record or get_attribute call (a comparison
     lists values but inspects no record)."""
-    seen = {c["arguments"].get("record_id") for c in trace.ok_calls
-            if c["tool_name"] in ("lookup_record", "get_attribute")}
+    seen = _read_ids(trace)
     missing = [i for i in ids if i not in seen]
     return (not missing, f"never inspected: {', '.join(missing)}" if missing
             else "all candidates inspected")
@@ -567,11 +610,24 @@ def _query_corrected(trace: Trace, target: str) -> tuple[bool, str]:
     return ok, f"a corrected search found {target}" if ok else f"no search found {target}"
 
 
+def _operands(arguments: dict[str, Any]) -> list[float]:
+    """The numbers among a call's argument values, however nested (not the names of its
+    inputs: ``{"98": 0}`` has the operand 0)."""
+    found, stack = [], [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict | list):
+            stack.extend(value.values() if isinstance(value, dict) else value)
+        elif isinstance(value, float) or (isinstance(value, int) and not isinstance(
+                value, bool) and value.bit_length() < 1024):  # a float can hold it
+            found.append(float(value))
+    return found
+
+
 @_register(CHECKS, "computed_with")
 def _computed_with(trace: Trace, value: float) -> tuple[bool, str]:
     ok = any(c["tool_name"] == "compute_value" and c["status"] == "ok" and any(
-        abs(n - value) < 1e-6 for n in numbers_in(json.dumps(c["arguments"])))
-        for c in trace.calls)
+        abs(n - value) < 1e-6 for n in _operands(c["arguments"])) for c in trace.calls)
     return ok, (f"computation used {value}" if ok else f"no computation used the value {value}")
 
 
