@@ -16,7 +16,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,12 @@ _BAD_NUMBER = f"a number is not finite or has more than {MAX_INT_DIGITS} digits"
 _OBJECT_START = re.compile(r'\{(?=\s*["}])')
 _LOOKAHEAD = 16  # the decoder reads at most this far past an error (``-Infinity``, ``\\uXXXX``)
 _STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
-# A fence's opening line after its backticks; unambiguous, so a failed match is linear.
-_FENCE_HEADER = re.compile(r"[ \t]*(?:([\w-]+)[ \t]*)?\n")
+# A fence's opening line after its backticks (``\r\n`` too); unambiguous, so a failed match is
+# linear.
+_FENCE_HEADER = re.compile(r"[ \t]*(?:([\w-]+)[ \t]*)?\r?\n")
+# In a JSON fence: a string (it never spans a line, so an unterminated one stops at the line's
+# end and each character is read once) or a closing fence outside one.
+_JSON_FENCE_TOKEN = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?|```')
 
 
 def _number_problem(item: Any) -> bool:
@@ -292,27 +296,43 @@ class Fence:
     end: int
     language: str
     body: str
+    closed: bool = True
 
 
-def fenced_blocks(text: str) -> Iterator[Fence]:
+def fenced_blocks(text: str, json_languages: Collection[str] = (),
+                  unclosed: bool = False) -> Iterator[Fence]:
     """The fenced blocks of a text: three backticks, an optional language tag and a newline,
-    up to the next three backticks. Linear time: each character is read a bounded number of
-    times.
+    up to the next three backticks; in a fence whose lower-cased tag is in ``json_languages``,
+    the next three backticks outside a JSON string (a call may write a Markdown fence into an
+    argument), else the next three. With ``unclosed``, a last fence left open runs to the end
+    of the text (``closed`` False). Linear time: each character is read a bounded number of
+    times (a JSON string cannot span lines, so scans that found no end would agree on every
+    later line and are not repeated).
 
     Example:
         >>> [(f.language, f.body) for f in fenced_blocks("a\\n```json\\n{}\\n```\\nb")]
         [('json', '{}\\n')]
+        >>> [f.body for f in fenced_blocks('```json\\n"```"\\n```', json_languages={"json"})]
+        ['"```"\\n']
     """
-    opening = text.find("```")
+    opening, scan_ends = text.find("```"), True
     while opening != -1:
         header = _FENCE_HEADER.match(text, opening + 3)
         if header is None:
             opening = text.find("```", opening + 1)
             continue
-        close = text.find("```", header.end())
+        language, close = header.group(1) or "", -1
+        if scan_ends and language.lower() in json_languages:
+            close = next((t.start() for t in _JSON_FENCE_TOKEN.finditer(text, header.end())
+                          if t.group() == "```"), -1)
+            scan_ends = close != -1
         if close == -1:
+            close = text.find("```", header.end())
+        if close == -1:
+            if unclosed:
+                yield Fence(opening, len(text), language, text[header.end():], closed=False)
             return
-        yield Fence(opening, close + 3, header.group(1) or "", text[header.end():close])
+        yield Fence(opening, close + 3, language, text[header.end():close])
         opening = text.find("```", close + 3)
 
 
@@ -332,4 +352,4 @@ def unfence(text: str) -> str:
     if header is None or close < header.end():
         return text
     body = stripped[header.end():close]
-    return body[:-1] if body.endswith("\n") else body
+    return body.removesuffix("\n").removesuffix("\r")

@@ -54,9 +54,15 @@ class SamplingParams:
              f"top_p must be a number in (0, 1] or None, not {self.top_p!r}"),
             (self.top_k is not None and (not is_integer(self.top_k) or self.top_k < 0),
              f"top_k must be an integer >= 0 (0: off) or None, not {self.top_k!r}"),
+            (self.seed is not None and not is_integer(self.seed),
+             f"seed must be an integer or None, not {self.seed!r}"),
+            (not isinstance(self.stop, list | tuple)  # a str would stop at each character
+             or not all(isinstance(s, str) for s in self.stop),
+             f"stop must be a list of strings, not {self.stop!r}"),
         ) if wrong]
         if bad:
             raise ValueError("; ".join(bad))
+        object.__setattr__(self, "stop", tuple(self.stop))
 
     def with_seed(self, seed: int | None) -> SamplingParams:
         """The same settings with another seed: ``dataclasses.replace`` without re-running

@@ -170,10 +170,12 @@ def parse_action(action: Any) -> ParsedAction:
         remainder = action
         if "```" in action:
             kept, position = [], 0
-            for fence in fenced_blocks(action):
+            for fence in fenced_blocks(action, json_languages=_CALL_FENCES, unclosed=True):
                 if fence.language.lower() not in _CALL_FENCES:
                     continue
                 calls = _calls_from_json(fence.body.strip(), strict=False)
+                if calls is not None and not fence.closed:  # a call cut short is no answer
+                    calls = [ParseError("unclosed ``` fence", _snippet(fence.body))]
                 if calls is not None:
                     found.extend(calls)
                     kept.append(action[position:fence.start])

@@ -78,12 +78,21 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return summary, args
 
 
-def _strip_titles(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+_NAMED = frozenset({"properties", "patternProperties", "$defs"})
+"""Schema keywords whose keys are names (a parameter may be called ``title``)."""
+_DATA = frozenset({"default", "const", "enum", "examples"})
+"""Schema keywords whose values are data, not schemas."""
+
+
+def _strip_titles(schema: Any, names: bool = False) -> Any:
+    """``schema`` without pydantic's ``title`` keywords; ``names``: ``schema`` maps names to
+    schemas, so its keys all stay."""
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
-    return schema
+    if not isinstance(schema, dict):
+        return schema
+    return {k: v if not names and k in _DATA else _strip_titles(v, not names and k in _NAMED)
+            for k, v in schema.items() if names or k != "title"}
 
 
 class _BoundTool:
