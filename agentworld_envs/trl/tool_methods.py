@@ -4,7 +4,10 @@ TRL renders an environment's tools with ``transformers.utils.get_json_schema``, 
 method's signature, type hints and Google-style docstring. :func:`tool_method` builds a method
 whose signature and docstring say what the schema says, so the schema the model sees is the
 tool's own. The method accepts any keyword arguments and hands them to the env unchecked: the
-env validates them, so a malformed call is labelled as in the harness.
+env validates them, so a malformed call is labelled as in the harness. ``get_json_schema`` reads
+``Args:``, ``Returns:`` and ``Raises:`` anywhere in a description as a section heading, and
+``(choices: ...)`` closing an argument's description as a JSON enum, so these are written with
+a space before the colon (``Returns :``).
 
 What ``get_json_schema`` cannot say: ``additionalProperties`` (an open object such as
 ``submit_decision``'s fields shows as no declared arguments, its description says what to pass)
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import re
 from collections.abc import Callable
 from typing import Any, Literal, Union
 
@@ -23,13 +27,19 @@ __all__ = ["tool_method", "act_method", "RESERVED_NAMES"]
 RESERVED_NAMES = frozenset({"reset", "get_reward"})
 """Method names TRL gives a meaning of its own; no tool may take them."""
 
+_DOCSTRING_MARKER = re.compile(r"(Args|Returns|Raises|\((?i:choices)):")
+"""What ``get_json_schema``'s Google-docstring parser reads as structure, not text."""
+
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
                                "null": type(None)}
 
 
 def _annotation(schema: dict[str, Any]) -> Any:
     """The Python type hint that ``get_json_schema`` turns back into ``schema`` (or close)."""
-    if "enum" in schema and all(isinstance(v, str | int | float | bool) for v in schema["enum"]):
+    if not isinstance(schema, dict):  # a boolean schema: true (anything) or false (nothing)
+        return Any
+    if schema.get("enum") and all(isinstance(v, str | int | float | bool | None)
+                                  for v in schema["enum"]):
         return Literal[tuple(schema["enum"])]
     options = schema.get("anyOf") or schema.get("oneOf")
     if options:
@@ -46,7 +56,8 @@ def _annotation(schema: dict[str, Any]) -> Any:
 
 
 def _one_line(text: str | None) -> str:
-    return " ".join((text or "").split())
+    """``text`` on one line, as ``get_json_schema`` reads it back (see the module docstring)."""
+    return _DOCSTRING_MARKER.sub(r"\1 :", " ".join((text or "").split()))
 
 
 def _docstring(description: str | None, arguments: dict[str, str]) -> str:
@@ -76,16 +87,23 @@ def tool_method(schema: dict[str, Any], call: Callable[[Any, str, dict[str, Any]
         raise ValueError(f"tool name {name!r} clashes with TRL's environment protocol")
     parameters = function.get("parameters") or {}
     required = set(parameters.get("required") or ())
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    properties = parameters.get("properties") or {}
+    # get_json_schema skips a first, unannotated "self" or "cls": the one no argument takes
+    receiver = "cls" if "self" in properties else "self"
+    if receiver in properties:
+        raise ValueError(f"tool {name!r} has arguments named both self and cls, so TRL cannot "
+                         f"expose it")
+    params = [inspect.Parameter(receiver, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
     arg_docs: dict[str, str] = {}
-    for arg, arg_schema in (parameters.get("properties") or {}).items():
+    for arg, arg_schema in properties.items():
         _check_name(arg, f"argument of {name}:")
         annotations[arg] = _annotation(arg_schema)
         default = inspect.Parameter.empty if arg in required else None
         params.append(inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=annotations[arg]))
-        arg_docs[arg] = _one_line(arg_schema.get("description")) or f"The {arg} argument."
+        described = arg_schema.get("description") if isinstance(arg_schema, dict) else None
+        arg_docs[arg] = _one_line(described) or f"The {arg} argument."
     description = function.get("description")
     if parameters.get("additionalProperties") is True and parameters.get("description"):
         description = (f"{_one_line(description)} Pass the fields as the call's arguments: "
