@@ -57,7 +57,9 @@ def test_the_backoff_doubles_up_to_a_minute(monkeypatch: pytest.MonkeyPatch) -> 
         backend = OpenAIBackend("m", server.base_url, api_key_env=None, max_retries=9)
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError) and outcome.attempts == 10
-    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0]
+    backoffs = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0]  # each wait drawn in [b/2, b]
+    assert len(waits) == len(backoffs)
+    assert all(b / 2 <= w <= b for w, b in zip(waits, backoffs, strict=True))
 
 
 def test_a_stalled_first_attempt_is_retried_within_the_calls_time() -> None:

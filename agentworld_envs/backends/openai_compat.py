@@ -2,12 +2,13 @@
 
 Requests of a batch run concurrently on an asyncio loop, at most ``concurrency`` in flight
 across all the threads calling the backend; each attempt is bounded as a whole (connect, send,
-wait and a slow trickle of bytes together) by ``timeout_s``. Failed requests are retried with
-exponential backoff (a minute at most), or after the server's ``Retry-After``, while the wait
-ends within the call's time, ``timeout_s * (max_retries + 1)``; a reply is read up to
-``max_reply_bytes`` and a longer one is a fault. Several server replicas
-share the load, and a failing replica sits out a cool-down. Replies become completions in
-:mod:`agentworld_envs.backends.replies`, with credentials masked.
+wait and a slow trickle of bytes together) by ``timeout_s`` and by what is left of the call's
+time, ``timeout_s * (max_retries + 1)``, which no attempt outlasts. Failed requests are retried
+after a jittered exponential backoff (a minute at most), or after the server's ``Retry-After``,
+while the wait ends within the call's time; a reply is read up to ``max_reply_bytes`` and a
+longer one is a fault. Several server replicas share the load, and a failing replica sits out a
+cool-down. Replies become completions in :mod:`agentworld_envs.backends.replies`, with
+credentials masked.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import functools
 import json
 import math
 import os
+import random
 import ssl
 import threading
 import time
@@ -34,7 +36,12 @@ import httpx
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
 from agentworld_envs.backends.redaction import redact, url_secrets
-from agentworld_envs.backends.replies import completion_from_reply, refused_fields
+from agentworld_envs.backends.replies import (
+    USAGE_UNKNOWN_KEY,
+    completion_from_reply,
+    refused_fields,
+    unknown_usage,
+)
 from agentworld_envs.protocol.chat import ChatRequest, Completion, SamplingParams
 from agentworld_envs.protocol.thinking import strip_thinking
 from agentworld_envs.protocol.tool_calls import parse_action
@@ -64,8 +71,11 @@ _RETRIED = frozenset({408, 425, 429, 500, 502, 503, 504})
 failing or overloaded server or gateway (501, 505 and the rest fail the same way again)."""
 _MAX_BACKOFF_S = 60.0
 """Longest backoff between attempts, however many retries."""
+_TIMEOUT_DECIMALS = 3
+"""Decimals of an attempt's time shown in a timeout message."""
 _REFUSALS = threading.Lock()
-"""Guards what backends learn of refused fields (batches may run in several threads)."""
+"""Guards what backends learn (refused fields, a server that sends no usage) and their batches
+in flight (batches may run in several threads)."""
 _T = TypeVar("_T")
 
 
@@ -265,10 +275,17 @@ class OpenAIBackend(Backend):
             504, connection errors, undecodable replies, a success without a JSON object (a
             reply cut short) and timeouts. A wait that would end later than ``timeout_s *
             (max_retries + 1)`` after the call began (the time a simulated env gives the
-            call) is not waited: the call fails at once with the fault that asked for it.
-        backoff_s: First backoff; it doubles on each retry, up to 60 s (no jitter).
+            call) is not waited: the call fails at once with the fault that asked for it. No
+            attempt, on any replica, outlasts that time either.
+        backoff_s: First backoff; it doubles on each retry, up to 60 s. Each wait is drawn
+            between half the backoff and the whole of it ("equal jitter"), so that the clients
+            of one overloaded server do not all come back at once.
         max_retry_after_s: Longest wait honoured from a server's ``Retry-After`` header (which
-            replaces the backoff when given).
+            replaces the backoff when given). The wait is the server's, plus up to half the
+            backoff drawn at random, never past this limit nor the call's time.
+        jitter_seed: Seed of the draws that jitter the waits, for waits that repeat from run to
+            run (they change timing only, never an answer); None draws them from the operating
+            system, so that copies of the backend (Ray actors, env workers) never wait in step.
         concurrency: Most requests in flight at once, however many threads call the backend.
         native_tools: Send tool schemas as the API's ``tools``; when False the caller is expected
             to describe tools in the prompt, and calls are read from the text.
@@ -300,9 +317,11 @@ class OpenAIBackend(Backend):
         native_tools: bool = True,
         replica_cooldown_s: float = 30.0,
         max_reply_bytes: int = 64 << 20,
+        jitter_seed: int | None = None,
     ) -> None:
         self.check_config(base_url, timeout_s, max_retries, max_retry_after_s, concurrency,
-                          max_reply_bytes)
+                          max_reply_bytes, backoff_s=backoff_s,
+                          replica_cooldown_s=replica_cooldown_s, jitter_seed=jitter_seed)
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         self.model = model
         self.api_key_env = api_key_env
@@ -314,6 +333,9 @@ class OpenAIBackend(Backend):
         self.native_tools = native_tools
         self.replica_cooldown_s = replica_cooldown_s
         self.max_reply_bytes = max_reply_bytes
+        self.jitter_seed = jitter_seed
+        self._jitter = _jitter_draws(jitter_seed)
+        self._usage_warned = False
         self._replicas = _Replicas([u.rstrip("/") for u in urls], replica_cooldown_s)
         self._url_secrets = [s for u in urls for s in url_secrets(u)]
         self._refused: frozenset[str] = frozenset()
@@ -321,8 +343,12 @@ class OpenAIBackend(Backend):
         self._running: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = set()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the batches in flight (a copy has none)."""
-        return {**self.__dict__, "_running": set()}
+        """Pickle without the batches in flight (a copy has none) or the jitter's draws (a copy
+        draws its own: from the seed again, or from the operating system)."""
+        return {**self.__dict__, "_running": set(), "_jitter": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _jitter=_jitter_draws(state["jitter_seed"]))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run metadata: URLs without credentials, the key's variable name only."""
@@ -339,6 +365,7 @@ class OpenAIBackend(Backend):
             "native_tools": self.native_tools,
             "replica_cooldown_s": self.replica_cooldown_s,
             "max_reply_bytes": self.max_reply_bytes,
+            "jitter_seed": self.jitter_seed,
             **({"refused_fields": sorted(self._refused)} if self._refused else {}),
         })
 
@@ -368,7 +395,9 @@ class OpenAIBackend(Backend):
 
     @staticmethod
     def check_config(base_url: Any, timeout_s: Any, max_retries: Any, max_retry_after_s: Any,
-                     concurrency: Any, max_reply_bytes: Any, **_: Any) -> None:
+                     concurrency: Any, max_reply_bytes: Any, backoff_s: Any = 1.0,
+                     replica_cooldown_s: Any = 30.0, jitter_seed: Any = None,
+                     **_: Any) -> None:
         """Raise ``ValueError`` for a setting no request can be sent with; a command checks an
         ``openai`` config with it (:func:`~agentworld_envs.backends.check_backend_config`)
         before it makes anything."""
@@ -386,6 +415,11 @@ class OpenAIBackend(Backend):
             ("concurrency", concurrency, _at_least(concurrency, 1, int), "an integer >= 1"),
             ("max_reply_bytes", max_reply_bytes, _at_least(max_reply_bytes, 1, int),
              "a positive integer"),
+            ("backoff_s", backoff_s, _at_least(backoff_s, 0, float), "a number >= 0"),
+            ("replica_cooldown_s", replica_cooldown_s, _at_least(replica_cooldown_s, 0, float),
+             "a number >= 0"),
+            ("jitter_seed", jitter_seed, jitter_seed is None or _at_least(jitter_seed, 0, int),
+             "an integer >= 0 or null"),
         ) if not fits]
         if problems:
             raise ValueError("; ".join(problems))
@@ -485,7 +519,9 @@ class OpenAIBackend(Backend):
                 return BackendError(f"the request cannot be sent as JSON: {exc}")
             try:
                 data, latency_s, repairs = await self._post(client, body, headers, secrets)
-                return completion_from_reply(data, latency_s, secrets, repairs)
+                completion = completion_from_reply(data, latency_s, secrets, repairs)
+                self._warn_of_unknown_usage(completion)
+                return completion
             except OpenAIRequestError as exc:
                 error = self._learn_refusal(exc, sent)
                 if error is not None or retried:
@@ -521,6 +557,32 @@ class OpenAIBackend(Backend):
                           RuntimeWarning, stacklevel=2)
         return None
 
+    def _warn_of_unknown_usage(self, completion: Completion) -> None:
+        """Warn, the first time only, of a reply that left token counts out (its
+        :class:`~agentworld_envs.protocol.chat.Usage` holds 0 for them)."""
+        missing = unknown_usage(completion)
+        if not missing:
+            return
+        with _REFUSALS:
+            first, self._usage_warned = not self._usage_warned, True
+        if first:
+            warnings.warn(f"the server of {self.model!r} sent a reply without "
+                          f"{', '.join(f'usage.{name}' for name in missing)}: its token counts "
+                          f"are unknown, counted as 0 (replies that lack them list them in "
+                          f"raw[{USAGE_UNKNOWN_KEY!r}])", RuntimeWarning, stacklevel=2)
+
+    def _wait_window(self, retries: int, hinted_s: float | None) -> tuple[float, float]:
+        """The least and the most to wait before retry ``retries + 1``, the wait being drawn
+        between them: half the backoff and the whole of it (equal jitter), or after a server's
+        ``Retry-After`` of ``hinted_s`` (capped), that and up to half the backoff more, within
+        the cap."""
+        # The exponent is bounded so that many retries never overflow a float.
+        backoff = min(self.backoff_s * 2**min(retries, 64), _MAX_BACKOFF_S)
+        if hinted_s is None:
+            return backoff / 2, backoff
+        least = min(hinted_s, self.max_retry_after_s)
+        return least, min(least + backoff / 2, self.max_retry_after_s)
+
     def _failure(self, message: str, url: str, status: int | None, attempts: int,
                  secrets: list[str], reply: str = "") -> OpenAIRequestError:
         return OpenAIRequestError(redact(message, secrets), url=redact(url),
@@ -536,21 +598,35 @@ class OpenAIBackend(Backend):
         """
         attempts = retries = failovers = 0
         budget_s = self.timeout_s * (self.max_retries + 1)
+        budget = f"the call's {budget_s:g} s, timeout_s x (max_retries + 1)"
         deadline = time.monotonic() + budget_s
+        url, error, status = "", "", None
         while True:
+            left = deadline - time.monotonic()
+            if attempts and left <= 0:
+                raise self._failure(f"POST {url} failed after {attempts} attempt(s): {error} "
+                                    f"(not retried: nothing is left of {budget})",
+                                    url, status, attempts, secrets)
             index = self._replicas.pick()
             base, auth = self._replicas.plain[index]
             url = f"{base}/chat/completions"
             attempts += 1
-            status: int | None = None
+            status = None
             hinted_wait: float | None = None
+            attempt_s = min(self.timeout_s, left)
+            at_end = left <= self.timeout_s  # the attempt may run to the call's end
             start = time.perf_counter()
             try:
                 response, content = await asyncio.wait_for(  # asyncio.timeout: Python 3.11
-                    self._fetch(client, url, body, headers, auth), self.timeout_s)
+                    self._fetch(client, url, body, headers, auth), attempt_s)
             except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException):
-                error = (f"timeout after {self.timeout_s:g} s (a slow server needs a larger "
-                         f"timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
+                error = (f"timeout after {round(attempt_s, _TIMEOUT_DECIMALS):g} s"
+                         f"{f', the end of {budget}' if at_end else ''} (a slow server needs a "
+                         f"larger timeout_s in the backend config: {CPU_SERVER_TIMEOUT_HINT})")
+                if at_end:
+                    self._replicas.failed(index)
+                    raise self._failure(f"POST {url} failed after {attempts} attempt(s): "
+                                        f"{error}", url, status, attempts, secrets) from None
             except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit
                 error = f"undecodable reply ({exc})"
             except httpx.HTTPError as exc:  # refused, no such host, TLS, cut off...: say which
@@ -585,15 +661,17 @@ class OpenAIBackend(Backend):
             if retries >= self.max_retries:
                 raise self._failure(f"POST {url} failed after {attempts} attempt(s): {error}",
                                     url, status, attempts, secrets)
-            # The exponent is bounded so that many retries never overflow a float.
-            wait = (min(self.backoff_s * 2**min(retries, 64), _MAX_BACKOFF_S)
-                    if hinted_wait is None else min(hinted_wait, self.max_retry_after_s))
-            if time.monotonic() + wait > deadline:
+            least, most = self._wait_window(retries, hinted_wait)
+            # Whether to retry never depends on the draw: on the longest backoff, or on the
+            # server's own wait (the jitter above it is cut at the call's end).
+            needed = most if hinted_wait is None else least
+            left = deadline - time.monotonic()
+            if needed > left:
                 raise self._failure(
                     f"POST {url} failed after {attempts} attempt(s): {error} (not retried: "
-                    f"waiting {wait:g} s would outlast the call's {budget_s:g} s, timeout_s "
-                    f"x (max_retries + 1))", url, status, attempts, secrets)
-            await asyncio.sleep(wait)
+                    f"waiting {needed:g} s would outlast {budget})", url, status, attempts,
+                    secrets)
+            await asyncio.sleep(self._jitter.uniform(least, min(most, left)))
             retries += 1
 
     async def _fetch(self, client: httpx.AsyncClient, url: str, body: bytes,
@@ -610,6 +688,12 @@ class OpenAIBackend(Backend):
                     return response, None
                 chunks.append(chunk)
             return response, b"".join(chunks)
+
+
+def _jitter_draws(seed: int | None) -> random.Random:
+    """The draws that jitter retry waits: from ``seed``, else from the operating system (no
+    state, so that no copy of a backend, pickled or forked, draws what another draws)."""
+    return random.SystemRandom() if seed is None else random.Random(seed)
 
 
 def _json_object(content: bytes) -> tuple[dict[str, Any] | None, list[str]]:

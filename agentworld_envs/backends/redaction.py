@@ -18,8 +18,11 @@ __all__ = ["MASK", "map_strings", "redact", "url_secrets"]
 
 MASK = "***"
 # A scheme is tried only where a run of scheme characters starts (the lookbehind), so each run is
-# read a bounded number of times: linear time. Without it, one long word was quadratic.
-_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])[0-9+.\-]*([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#@]+@")
+# read a bounded number of times: linear time. Without it, one long word was quadratic. The
+# userinfo runs to the authority's last "@", as URL parsers (urllib, httpx) read a password
+# holding an unescaped one; it stops at a "/", so no two userinfo runs overlap (each follows a
+# "://").
+_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])([0-9+.\-]*[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#]+@")
 
 
 def map_strings(value: Any, fn: Callable[[str], str]) -> Any:

@@ -6,7 +6,9 @@ encodable as UTF-8) becomes U+FFFD, and any credential is masked (see
 :func:`~agentworld_envs.backends.redaction.redact`). The shape is then checked (``choices[0]``
 and its ``message`` are objects, ``content`` is text, text parts or null, ``tool_calls`` a list or
 null, usage counts finite non-negative integers), so a malformed reply is a reported fault, never
-a crash later on. What was cleaned is said in ``raw["agentworld_repairs"]``.
+a crash later on. What was cleaned is said in ``raw["agentworld_repairs"]``. A usage count the
+reply leaves out is unknown, not zero: :class:`Usage` holds 0 for it, and
+``raw["agentworld_usage_unknown"]`` names it (read by :func:`unknown_usage`).
 
 An error reply that refuses request fields the server does not support is read by
 :func:`refused_fields`.
@@ -28,14 +30,20 @@ from agentworld_envs.protocol.tool_calls import ToolCall, parse_action
 
 __all__ = [
     "REPAIRS_KEY",
+    "USAGE_UNKNOWN_KEY",
     "MalformedReplyError",
     "completion_from_reply",
     "refused_fields",
     "replace_surrogates",
     "text_tool_calls",
+    "unknown_usage",
 ]
 
 REPAIRS_KEY = "agentworld_repairs"
+USAGE_UNKNOWN_KEY = "agentworld_usage_unknown"
+"""Key of a completion's ``raw`` that lists the usage counts its reply left out."""
+_USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
+"""The reply's usage counts, in :class:`Usage`'s order (input, output)."""
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SNIPPET = 300
 _REFUSAL = re.compile(
@@ -118,10 +126,23 @@ def _snippet(data: Any) -> str:
     return json.dumps(data, ensure_ascii=True, default=str)[:_SNIPPET]
 
 
-def _count(usage: dict[str, Any], field: str) -> int:
+def unknown_usage(completion: Completion) -> list[str]:
+    """The usage counts (``prompt_tokens``, ``completion_tokens``) that ``completion``'s reply
+    left out: unknown, though its :class:`Usage` holds 0 for them.
+
+    Example:
+        >>> unknown_usage(completion_from_reply({"choices": [{"message": {"content": "hi"}}]}, 0))
+        ['prompt_tokens', 'completion_tokens']
+    """
+    raw = completion.raw
+    return list(raw.get(USAGE_UNKNOWN_KEY, [])) if isinstance(raw, dict) else []
+
+
+def _count(usage: dict[str, Any], field: str) -> int | None:
+    """A usage count of the reply; None when it gives none."""
     value = usage.get(field)
     if value is None:
-        return 0
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise MalformedReplyError(f"usage.{field} is not a number: {_snippet(value)}")
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
@@ -214,13 +235,17 @@ def completion_from_reply(data: Any, latency_s: float, secrets: Iterable[str | N
         raise MalformedReplyError(f"finish_reason is not text: {_snippet(finish_reason)}")
     usage = data.get("usage")
     usage = {} if usage is None else _object(usage, "usage")
+    counts = [_count(usage, name) for name in _USAGE_FIELDS]
+    unknown = [name for name, count in zip(_USAGE_FIELDS, counts, strict=True) if count is None]
     text = scrub(text)
     repairs = [*repairs, *scrub.repairs()]
+    notes = {**({REPAIRS_KEY: repairs} if repairs else {}),
+             **({USAGE_UNKNOWN_KEY: unknown} if unknown else {})}
     return Completion(
         text=text,
         tool_calls=tool_calls,
         finish_reason=finish_reason or "stop",
-        usage=Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens")),
+        usage=Usage(*(count or 0 for count in counts)),
         latency_s=latency_s,
-        raw={**data, REPAIRS_KEY: repairs} if repairs else data,
+        raw={**data, **notes} if notes else data,
     )
