@@ -319,13 +319,15 @@ class DraftedDecoder:
 
     def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
                hints: Sequence[Sequence[int]] | None = None,
-               stopped: Callable[[list[int], int], bool] | None = None
+               stopped: Callable[[list[int], int], bool] | None = None,
+               interrupt: Callable[[], None] | None = None
                ) -> tuple[list[list[int]], list[DraftStats]]:
         """The greedy new tokens of each prompt, up to and including its first end token, and
         how each row was decoded. ``hints`` (one per prompt) only change the speed. A row also
         stops once ``stopped(new_tokens, fresh)`` (``fresh``: those of its last step) says its
         stop string is complete; its tokens may then run a little past it (an accepted
-        draft)."""
+        draft). ``interrupt`` goes to the prefill
+        (:meth:`~agentworld_envs.backends.ragged.RaggedDecoder.prefill`)."""
         hints = hints or [()] * len(prompts)
         # a copy: a call that outlived the simulator's timeout may still be adding to it
         recent = _Source(self._ngram)
@@ -333,7 +335,7 @@ class DraftedDecoder:
         lookups = [PromptLookup(p, h, self._ngram, recent, self._corpus)
                    for p, h in zip(prompts, hints, strict=True)]
         with self._torch.inference_mode():
-            cache, mask, positions, scores, reused = self._ragged.prefill(prompts)
+            cache, mask, positions, scores, reused = self._ragged.prefill(prompts, interrupt)
             new, stats = self._loop(lookups, cache, mask, positions,
                                     scores.float().argmax(dim=-1).tolist(), max_new_tokens,
                                     eos_ids, stopped)

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, BackendError
 from agentworld_envs.backends.bucketing import bucket_length, bucket_rows
+from agentworld_envs.backends.cancelling import (
+    InFlight,
+    cancel_criterion,
+    raise_if_cancelled,
+    stop_hook,
+)
 from agentworld_envs.backends.chat_template import chat_view, template_messages
 from agentworld_envs.backends.generation_config import generation_config, needs_generate
 from agentworld_envs.backends.greedy_memo import GreedyMemo
@@ -138,6 +146,7 @@ class HFBackend(Backend):
         self._context = context_length(self._model)
         self._decoder: Any = _UNSET
         self._drafted: Any = None
+        self._in_flight = InFlight()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments; unpickling loads the model again."""
@@ -174,9 +183,18 @@ class HFBackend(Backend):
             **({"draft_corpus": self.draft_corpus} if self.draft_corpus else {}),
         }
 
+    def cancel(self) -> None:
+        """Cancel every call in flight, from any thread: each stops within one forward pass
+        (:mod:`~agentworld_envs.backends.cancelling`), so the model is free for the next call,
+        and raises
+        :class:`~agentworld_envs.backends.cancelling.CallCancelled`; nothing it decoded is
+        kept."""
+        self._in_flight.cancel()
+
     def close(self) -> None:
-        """Drop the model, its decoders (and the keys and values they keep) and the kept
-        answers, and free accelerator memory."""
+        """Cancel the calls in flight; drop the model, its decoders (and the keys and values
+        they keep) and the kept answers, and free accelerator memory."""
+        self.cancel()
         self._model = self._decoder = self._drafted = None
         self._memo = GreedyMemo(0)
         if self._torch.cuda.is_available():
@@ -205,8 +223,14 @@ class HFBackend(Backend):
 
         Raises:
             BackendError: a request's prompt fills the model's context; nothing is generated
-                then.
+                then. ``CallCancelled`` when :meth:`cancel` cancelled the call.
         """
+        with self._in_flight.call() as cancelled:
+            return self._complete(requests, cancelled)
+
+    def _complete(self, requests: Sequence[ChatRequest], cancelled: threading.Event
+                  ) -> list[Completion]:
+        """:meth:`complete`, whose decoding stops once the event ``cancelled`` is set."""
         requests = [greedy_when_cold(request) for request in requests]
         prompts, ids = self._prompts(requests)
         for row in ids:
@@ -234,7 +258,10 @@ class HFBackend(Backend):
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
-                batch = self._generate([requests[i] for i in chunk], [ids[i] for i in chunk])
+                raise_if_cancelled(cancelled)
+                batch = self._generate([requests[i] for i in chunk], [ids[i] for i in chunk],
+                                       cancelled)
+                raise_if_cancelled(cancelled)  # its rows were cut short
                 for i, completion in zip(chunk, batch, strict=True):
                     results[i] = completion
         for i, source in copies.items():
@@ -247,16 +274,17 @@ class HFBackend(Backend):
         """:meth:`complete`, a request whose prompt fills the model's context answered by its
         :class:`BackendError` in its place, the others completed together (their prompts are
         rendered again only then)."""
-        try:
-            return list(self.complete(requests))
-        except _PromptFillsContext:
-            errors = [self._too_long(len(row)) for row in self._prompts(requests)[1]]
-        except BackendError as exc:
-            return [exc] * len(requests)
-        fitting = [request for request, error in zip(requests, errors, strict=True)
-                   if error is None]
-        completed = iter(super().complete_each(fitting) if fitting else [])
-        return [error or next(completed) for error in errors]
+        with self._in_flight.call():  # one call: a cancel reaches both of its tries
+            try:
+                return list(self.complete(requests))
+            except _PromptFillsContext:
+                errors = [self._too_long(len(row)) for row in self._prompts(requests)[1]]
+            except BackendError as exc:
+                return [exc] * len(requests)
+            fitting = [request for request, error in zip(requests, errors, strict=True)
+                       if error is None]
+            completed = iter(super().complete_each(fitting) if fitting else [])
+            return [error or next(completed) for error in errors]
 
     def _prompts(self, requests: Sequence[ChatRequest]) -> tuple[list[str], list[list[int]]]:
         """The prompts the model reads, as text and as token ids."""
@@ -295,9 +323,10 @@ class HFBackend(Backend):
         return generation_config(self._model.generation_config, sampling,
                                  self._tokenizer.pad_token_id)
 
-    def _generate(self, requests: list[ChatRequest], ids: list[list[int]]) -> list[Completion]:
+    def _generate(self, requests: list[ChatRequest], ids: list[list[int]],
+                  cancelled: threading.Event) -> list[Completion]:
         """Generate for requests that share sampling settings, given their prompts' token
-        ids."""
+        ids; every row stops once the event ``cancelled`` is set."""
         torch = self._torch
         sampling = requests[0].sampling
         caps = [min(sampling.max_tokens, self._room(len(row))) for row in ids]
@@ -307,21 +336,25 @@ class HFBackend(Backend):
         generators = ([generator(torch, self.device, r.sampling.seed) for r in requests]
                       if sampling.temperature > 0 else [])
         watch = StopWatch(sampling.stop, self._decode) if any(sampling.stop) else None
+        stopped = stop_hook(cancelled, watch)
+        interrupt = functools.partial(raise_if_cancelled, cancelled)
+        criteria = [cancel_criterion(torch, cancelled)]
         start = time.perf_counter()
         drafts: list[Any] = [None] * len(requests)
         if self.cache == "static":
-            rows = self._static_generate(ids, config, sampling, generators, watch)
+            rows = self._static_generate(ids, config, sampling, generators, watch, criteria)
         elif self.draft == "prompt" and sampling.temperature == 0 and self._ragged(config):
             hint_ids = [self._token_ids([r.draft_hint])[0] if r.draft_hint else []
                         for r in requests]
             rows, drafts = self._drafter().decode(ids, sampling.max_tokens, self._eos_ids,
-                                                  hint_ids, watch)
+                                                  hint_ids, stopped, interrupt)
         elif (len(requests) > 1 or self.prefix_cache) and self._ragged(config):
             rows = self._decoder.decode(ids, sampling.max_tokens, self._eos_ids,
                                         picker(self._sampler(sampling, generators), generators),
-                                        watch)
+                                        stopped, interrupt)
         else:
-            rows = self._padded_generate(ids, config, self._sampler(sampling, generators), watch)
+            rows = self._padded_generate(ids, config, self._sampler(sampling, generators), watch,
+                                         criteria)
         latency_s = time.perf_counter() - start
         completions = []
         for new_ids, prompt, draft, cap in zip(rows, ids, drafts, caps, strict=True):
@@ -387,7 +420,8 @@ class HFBackend(Backend):
                              1.0 if sampling.top_p is None else sampling.top_p, sampling.top_k)
 
     def _static_generate(self, ids: list[list[int]], config: Any, sampling: SamplingParams,
-                         generators: list[Any], watch: StopWatch | None) -> list[list[int]]:
+                         generators: list[Any], watch: StopWatch | None,
+                         criteria: Sequence[Any]) -> list[list[int]]:
         """New token ids from ``generate`` on the static cache at bucket shapes (see
         ``cache``). The spare rows repeat the first prompt and its generator's state, so they
         end when it does."""
@@ -399,25 +433,27 @@ class HFBackend(Backend):
                                      padding="max_length", max_length=length, return_tensors="pt")
         spares = [copied(self._torch, generators[0]) for _ in range(spare if generators else 0)]
         rows = self._run_generate(inputs, config, self._sampler(sampling, generators + spares),
-                                  watch)
+                                  watch, criteria)
         return rows[: len(ids)]
 
     def _padded_generate(self, ids: list[list[int]], config: Any, sampler: GumbelSampler | None,
-                         watch: StopWatch | None = None) -> list[list[int]]:
+                         watch: StopWatch | None = None, criteria: Sequence[Any] = ()
+                         ) -> list[list[int]]:
         """New token ids from ``generate`` on the prompts ``ids``, left-padded."""
         return self._run_generate(self._tokenizer.pad({"input_ids": ids}, return_tensors="pt"),
-                                  config, sampler, watch)
+                                  config, sampler, watch, criteria)
 
     def _run_generate(self, inputs: Any, config: Any, sampler: GumbelSampler | None,
-                      watch: StopWatch | None) -> list[list[int]]:
+                      watch: StopWatch | None, criteria: Sequence[Any]) -> list[list[int]]:
         """New token ids from ``generate`` on tokenized, left-padded ``inputs``; a row ends
-        once ``watch`` sees its stop string."""
+        once ``watch`` sees its stop string, every row once one of ``criteria`` says so."""
         inputs = inputs.to(self.device)
         prompt_len = inputs["input_ids"].shape[1]
         with self._torch.inference_mode():
             output = self._model.generate(
                 **inputs, generation_config=config, logits_processor=[sampler] if sampler else [],
-                stopping_criteria=[watch.criterion(self._torch, prompt_len)] if watch else [],
+                stopping_criteria=[*criteria, *([watch.criterion(self._torch, prompt_len)]
+                                                if watch else [])],
             )
         return [output[row, prompt_len:].tolist() for row in range(len(output))]
 

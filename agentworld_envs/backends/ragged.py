@@ -77,22 +77,26 @@ class RaggedDecoder:
 
     def decode(self, prompts: Sequence[list[int]], max_new_tokens: int, eos_ids: set[int],
                pick: Callable[[list[int], Any], Any],
-               stopped: Callable[[list[int], int], bool] | None = None) -> list[list[int]]:
+               stopped: Callable[[list[int], int], bool] | None = None,
+               interrupt: Callable[[], None] | None = None) -> list[list[int]]:
         """New tokens for each prompt, up to and including its first end token (or the step
         where ``stopped(new_tokens, fresh)``, such as a
         :class:`~agentworld_envs.backends.stops.StopWatch`, says its stop string is complete).
 
         ``pick(rows, scores)`` turns the next-token scores of the still-running ``rows``
-        (their positions in ``prompts``) into their next tokens.
+        (their positions in ``prompts``) into their next tokens. ``interrupt`` goes to
+        :meth:`prefill`.
         """
         with self._torch.inference_mode():
-            cache, mask, positions, scores, _ = self.prefill(prompts)
+            cache, mask, positions, scores, _ = self.prefill(prompts, interrupt)
             return self._loop(cache, mask, positions, scores, max_new_tokens, eos_ids, pick,
                               stopped)
 
-    def prefill(self, prompts: Sequence[list[int]]) -> Prefilled:
+    def prefill(self, prompts: Sequence[list[int]],
+                interrupt: Callable[[], None] | None = None) -> Prefilled:
         """Each prompt run alone at its own length, or, for the prompts that start with a kept
-        one, the rest of them in one batch; the caches joined. Call under
+        one, the rest of them in one batch; the caches joined. ``interrupt`` is called before
+        each prompt run alone (it raises to abandon the call: a cancelled one). Call under
         ``inference_mode``."""
         torch = self._torch
         device = self._model.device
@@ -109,6 +113,8 @@ class RaggedDecoder:
                 rows[row], last[row] = layers, scores
         for row, prompt in enumerate(prompts):
             if rows[row] is None:
+                if interrupt is not None:
+                    interrupt()
                 output = self._model(input_ids=torch.tensor([prompt], device=device),
                                      use_cache=True, logits_to_keep=1)
                 rows[row] = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
