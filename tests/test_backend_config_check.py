@@ -134,3 +134,13 @@ def test_defaults_fill_only_the_keys_a_backend_takes_and_leaves_out(
     make_backend("timed", {"timeout_s": None})  # no default: the backend's own
     assert built == [5.0, 7.0, 120.0]
     assert isinstance(make_backend("scripted", {"timeout_s": 5.0}), ScriptedBackend)
+
+
+def test_timing_only_settings_may_change_on_resume() -> None:
+    """A resumed bench or ``wm rl`` run compares :func:`answering_settings`: the retry jitter's
+    seed and a replica's cool-down change timing, never an answer."""
+    from agentworld_envs.backends.registry import answering_settings
+
+    config = {"name": "openai", "model": "m", "jitter_seed": 3, "replica_cooldown_s": 5.0,
+              "backoff_s": 2.0, "max_reply_bytes": 10}
+    assert answering_settings(config) == {"name": "openai", "model": "m", "max_reply_bytes": 10}

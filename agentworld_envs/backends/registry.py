@@ -172,7 +172,7 @@ def check_backend_config(config: str | dict[str, Any]) -> None:
 
 
 TRANSPORT = frozenset({"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s",
-                       "max_retry_after_s", "concurrency"})
+                       "max_retry_after_s", "concurrency", "jitter_seed", "replica_cooldown_s"})
 """Backend settings that do not change answers: a resumed run may change them."""
 
 
