@@ -14,7 +14,8 @@ and the session goes on. Frames are read (up to ``READ_AHEAD``) while one is ans
 client that leaves in the middle of a step frees its session at once, also when it sent more
 first (OpenEnv's client sends ``close`` before it closes its socket): the step runs on to its
 end in the session's thread, its envs close after it, and the frames after it go unanswered.
-A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON escape.
+A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON escape. An
+error message over ``MESSAGE_CHARS`` (one quoting a client's huge value) has its middle cut.
 Deviations: OpenEnv's MCP transport (the ``mcp`` message and ``?session_id=`` on ``/ws``, HTTP
 MCP sessions on ``/mcp``) is not served, as these envs have no MCP server (OpenEnv answers
 their tool calls "Environment does not support MCP"): ``mcp`` is answered with an
@@ -87,6 +88,10 @@ READ_AHEAD = 8
 stay in the socket), so a session's memory is bounded, and a client that leaves with more
 unanswered is seen to leave once they are answered."""
 
+MESSAGE_CHARS = 1000
+"""The longest error message sent, in characters: an env's refusal may quote a client's value
+(a megabyte of variant or scenario id) whole."""
+
 _JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 """What a JSON value is called, by its Python type (numbers aside)."""
 
@@ -101,9 +106,20 @@ def _reply(message: BaseModel) -> str:
         return json.dumps(message.model_dump(mode="json"))
 
 
+def _shortened(message: str) -> str:
+    """``message`` with its middle cut to keep ``MESSAGE_CHARS`` (the quoted value is cut, the
+    cause at the start and the hint at the end are kept)."""
+    cut = len(message) - MESSAGE_CHARS
+    if cut <= 0:
+        return message
+    head = MESSAGE_CHARS * 2 // 3
+    return f"{message[:head]}...({cut} characters cut)...{message[head + cut:]}"
+
+
 def _error(code: WSErrorCode, message: str, **details: Any) -> str:
     """An error frame of OpenEnv's shape."""
-    return _reply(WSErrorResponse(data={"message": message, "code": code, **details}))
+    return _reply(WSErrorResponse(data={"message": _shortened(message), "code": code,
+                                        **details}))
 
 
 async def _read(websocket: WebSocket, frames: asyncio.Queue[Message | None],
@@ -323,7 +339,7 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     async def bad_request(request: Request, exc: ValueError) -> JSONResponse:
         """Bad input to the stateless HTTP routes (a bad seed, a step with no reset) is the
         client's error, 400 with the reason, not a server error."""
-        return JSONResponse(status_code=400, content={"detail": str(exc)})
+        return JSONResponse(status_code=400, content={"detail": _shortened(str(exc))})
 
     @app.get("/agentworld/stats", tags=["Health"])
     def stats() -> dict[str, Any]:

@@ -28,6 +28,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from pydantic import ValidationError
 
 from agentworld_envs.errors import SubEnvError
+from agentworld_envs.protocol.reset_options import UnknownResetOptionError
 from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
 from agentworld_envs.serve.served_env import ServedEnv
@@ -36,12 +37,6 @@ __all__ = ["GymSession"]
 
 _log = logging.getLogger(__name__)
 
-_OPTIONS = {"AgentFloor/": ("variant",), "AgentWorld/": ("scenario",)}
-"""The reset options each family of envs reads."""
-_OPTION_TYPES: dict[str, tuple[type, ...]] = {"variant": (int, str), "scenario": (str, dict),
-                                              "task": (str,)}
-"""What each reset option may be in JSON: an index or a name, an id or a scenario object."""
-_TYPE_NAMES = {int: "an integer", str: "a string", dict: "an object"}
 INLINE_CHARS = 65536
 """A step of a non-blocking env with a message up to this long runs on the event loop (no
 thread hop); a longer one, a ``call_tool`` step (its arguments are not sized) or any step that
@@ -128,28 +123,19 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         fails leaves the session's episode and its draws as they were.
         """
         if unknown:
-            raise ValueError(f"unknown reset argument(s) {sorted(unknown)}; reset takes seed, "
-                             "episode_id and options")
+            raise ValueError(f"unknown reset argument(s) {reprlib.repr(sorted(unknown))}; reset "
+                             "takes seed, episode_id and options")
         seed = _seed(seed)
         episode_id = _episode_id(episode_id)
         options = self._options(options)
         with self._active():
             # the session's draws, on a copy that only a reset that succeeds keeps
             rng = seeding.np_random(seed)[0] if seed is not None else copy.deepcopy(self._rng)
-            env_id = self._pick(options.pop("task", None), rng)
+            env_id = self._pick(options.pop("task", None) if self.served.task_set else None, rng)
             env = self._env_for(env_id)
             if seed is None and env_id not in self._seeded:
                 seed = draw_seed(rng)
-            try:
-                text, info = env.reset(seed=seed, options=options or None)
-            except (SubEnvError, ValueError) as exc:
-                # a scenario object the domain refused: pydantic's ValidationError, the client's,
-                # answered field by field (a SubEnvError, made for a trip between processes,
-                # holds the env's own error too)
-                cause = exc.__cause__
-                if isinstance(exc, SubEnvError) or isinstance(cause, ValidationError):
-                    raise (cause or exc) from None
-                raise
+            text, info = self._reset_env(env, seed, options)
             self._seeded.add(env_id)
             if info.get("task_id") and self.served.make_kwargs.get("reveal_reference"):
                 from floor_tasks import solution
@@ -286,23 +272,47 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         return _Activity(self)
 
     def _options(self, options: Any) -> dict[str, Any]:
+        """The reset options as a dict of our own; which the env reads, it says itself."""
         if options is None:
             return {}
         if not isinstance(options, dict):
             raise ValueError(f"options must be an object, not {type(options).__name__}")
-        known = _OPTIONS[self.served.env_ids[0].split("/")[0] + "/"]
-        known = (*known, "task") if self.served.task_set else known
-        unknown = set(options) - set(known)
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {reprlib.repr(sorted(unknown))}; this "
-                             f"env reads {', '.join(known)}")
-        for key, value in options.items():
-            kinds = _OPTION_TYPES[key]
-            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
-                names = " or ".join(_TYPE_NAMES[kind] for kind in kinds)
-                raise ValueError(f"reset option {key!r} must be {names} (or null), not "
-                                 f"{type(value).__name__}")
+        task = options.get("task")
+        if self.served.task_set and task is not None and not isinstance(task, str):
+            raise ValueError(f"reset option 'task' must be a string (or null), not "
+                             f"{type(task).__name__}")
         return dict(options)
+
+    def _reset_env(self, env: gym.Env, seed: int | None,
+                   options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``env.reset``; one that fails leaves the env's ``np_random`` as it was (an env may
+        reseed it before it refuses the options)."""
+        base = env.unwrapped
+        draws = copy.deepcopy((base._np_random, base._np_random_seed))
+        try:
+            return env.reset(seed=seed, options=options or None)
+        except Exception as exc:
+            base._np_random, base._np_random_seed = draws
+            client_error = self._client_error(exc, options)
+            if client_error is None:
+                raise
+            raise client_error from None
+
+    def _client_error(self, exc: Exception, options: dict[str, Any]) -> BaseException | None:
+        """The error to answer a refused reset with, when not the env's own."""
+        if isinstance(exc, UnknownResetOptionError):  # the env says which options it reads
+            known = (*exc.known, "task") if self.served.task_set else exc.known
+            return ValueError(f"unknown reset option(s) "
+                              f"{reprlib.repr(sorted(set(options) - set(known)))}; this env "
+                              f"reads {', '.join(known)}")
+        # a scenario object the domain refused: pydantic's ValidationError, the client's,
+        # answered field by field (a SubEnvError, made for a trip between processes, holds
+        # the env's own error too)
+        cause = exc.__cause__
+        if isinstance(exc, SubEnvError) or (isinstance(exc, ValueError)
+                                            and isinstance(cause, ValidationError)):
+            return cause or exc
+        return None
 
     def _pick(self, task: str | None, rng: np.random.Generator) -> str:
         ids = self.served.env_ids
