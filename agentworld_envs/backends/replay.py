@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.backends.replies import mark_unknown, unknown_usage
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Usage
 from agentworld_envs.protocol.tool_calls import ToolCall
 
@@ -138,8 +139,12 @@ def completion_to_dict(completion: Completion) -> dict[str, Any]:
 
 
 def completion_from_dict(data: dict[str, Any]) -> Completion:
-    """Rebuild a :class:`Completion` written by :func:`completion_to_dict`."""
-    return Completion(
+    """Rebuild a :class:`Completion` written by :func:`completion_to_dict`.
+
+    A count its reply left out (:func:`~agentworld_envs.backends.replies.unknown_usage`) is
+    None, also on a line written when such counts were recorded as 0.
+    """
+    completion = Completion(
         text=data["text"],
         tool_calls=[
             ToolCall(name=c["name"], arguments=c["arguments"], call_id=c.get("call_id"))
@@ -150,6 +155,8 @@ def completion_from_dict(data: dict[str, Any]) -> Completion:
         latency_s=data.get("latency_s", 0.0),
         raw=data.get("raw"),
     )
+    completion.usage = mark_unknown(completion.usage, unknown_usage(completion))
+    return completion
 
 
 class RequestCache:

@@ -7,7 +7,7 @@ encodable as UTF-8) becomes U+FFFD, and any credential is masked (see
 and its ``message`` are objects, ``content`` is text, text parts or null, ``tool_calls`` a list or
 null, usage counts finite non-negative integers), so a malformed reply is a reported fault, never
 a crash later on. What was cleaned is said in ``raw["agentworld_repairs"]``. A usage count the
-reply leaves out is unknown, not zero: :class:`Usage` holds 0 for it, and
+reply leaves out is unknown, not zero: :class:`Usage` holds None for it, and
 ``raw["agentworld_usage_unknown"]`` names it (read by :func:`unknown_usage`).
 
 An error reply that refuses request fields the server does not support is read by
@@ -33,6 +33,7 @@ __all__ = [
     "USAGE_UNKNOWN_KEY",
     "MalformedReplyError",
     "completion_from_reply",
+    "mark_unknown",
     "refused_fields",
     "replace_surrogates",
     "text_tool_calls",
@@ -128,7 +129,7 @@ def _snippet(data: Any) -> str:
 
 def unknown_usage(completion: Completion) -> list[str]:
     """The usage counts (``prompt_tokens``, ``completion_tokens``) that ``completion``'s reply
-    left out: unknown, though its :class:`Usage` holds 0 for them.
+    left out: unknown, so its :class:`Usage` holds None for them.
 
     Example:
         >>> unknown_usage(completion_from_reply({"choices": [{"message": {"content": "hi"}}]}, 0))
@@ -136,6 +137,15 @@ def unknown_usage(completion: Completion) -> list[str]:
     """
     raw = completion.raw
     return list(raw.get(USAGE_UNKNOWN_KEY, [])) if isinstance(raw, dict) else []
+
+
+def mark_unknown(usage: Usage, unknown: Iterable[str]) -> Usage:
+    """``usage`` with None for each count named in ``unknown`` (as :func:`unknown_usage`
+    names them)."""
+    unknown = set(unknown)
+    counts = (usage.input_tokens, usage.output_tokens)
+    return Usage(*(None if name in unknown else count
+                   for name, count in zip(_USAGE_FIELDS, counts, strict=True)))
 
 
 def _count(usage: dict[str, Any], field: str) -> int | None:
@@ -245,7 +255,7 @@ def completion_from_reply(data: Any, latency_s: float, secrets: Iterable[str | N
         text=text,
         tool_calls=tool_calls,
         finish_reason=finish_reason or "stop",
-        usage=Usage(*(count or 0 for count in counts)),
+        usage=Usage(*counts),
         latency_s=latency_s,
         raw={**data, **notes} if notes else data,
     )

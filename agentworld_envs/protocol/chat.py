@@ -163,14 +163,22 @@ class MessageLog:
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts of one completion."""
+    """Token counts of one completion; None for a count its backend did not report (a server
+    whose reply has no ``usage``), which is unknown, not zero."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
 
     @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
+    def known(self) -> bool:
+        """Whether both counts are known."""
+        return self.input_tokens is not None and self.output_tokens is not None
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens; None when either is unknown."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
         return self.input_tokens + self.output_tokens
 
 

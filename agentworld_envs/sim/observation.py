@@ -57,13 +57,19 @@ class Reading:
 
 
 def model_info(called: bool, flags: tuple[str, ...] = (), fault: str = "",
-               fault_message: str = "", finish_reason: str = "", output_tokens: int = 0,
+               fault_message: str = "", finish_reason: str = "", output_tokens: int | None = 0,
                diagnostics: dict[str, int] | None = None) -> dict[str, Any]:
-    """``info["world_model"]``: whether the model was asked, and what went wrong."""
+    """``info["world_model"]``: whether the model was asked, and what went wrong.
+
+    ``output_tokens`` is left out where the backend did not report it (None): unknown, not 0,
+    and absent as Gymnasium's vector info marks a key a sub-env lacks (None would break an
+    integer column batched across sub-envs).
+    """
     ok = called and _UNUSABLE.isdisjoint(flags)
     info = {"called": called, "ok": ok, "flags": flags, "fault": fault,
-            "fault_message": fault_message, "finish_reason": finish_reason,
-            "output_tokens": output_tokens}
+            "fault_message": fault_message, "finish_reason": finish_reason}
+    if output_tokens is not None:
+        info["output_tokens"] = output_tokens
     if diagnostics is not None:
         info["diagnostics"] = diagnostics
     return info

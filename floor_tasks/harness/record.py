@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic_core import ErrorDetails
 
 __all__ = ["SCHEMA_VERSION", "RecordError", "RecordedSettings", "RunRecord", "Trajectory",
@@ -43,11 +49,30 @@ class RecordedSettings(_Strict):
 
 
 class Usage(_Strict):
-    """Tokens over all of a run's model calls."""
+    """Tokens over all of a run's model calls: the sums of the counts they reported.
 
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
+    A count no call reported is None (unknown, not 0), and so is ``total_tokens`` when either
+    sum is. ``calls_without_usage`` counts the calls that left a count out, whose tokens are
+    missing from the sums; it is written only when not 0, so a record whose calls all reported
+    their usage is written as before it existed.
+    """
+
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    calls_without_usage: int = 0
+
+    @property
+    def known(self) -> bool:
+        """Whether every call reported both counts, so the sums are the run's tokens."""
+        return not self.calls_without_usage and self.total_tokens is not None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.calls_without_usage:
+            del data["calls_without_usage"]
+        return data
 
 
 class Verdict(_Strict):

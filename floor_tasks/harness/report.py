@@ -84,53 +84,72 @@ def _mean(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class UsageSummary:
-    """Mean tokens, latency and cost per run of one model."""
+    """Mean tokens, latency and cost per run of one model.
+
+    Tokens and cost are means over the runs whose every model call reported its token counts
+    (their record's :attr:`~floor_tasks.harness.record.Usage.known`): None (unknown)
+    when there is none, never 0.
+    """
 
     runs: int
-    mean_input_tokens: float
-    mean_output_tokens: float
-    mean_total_tokens: float
+    mean_input_tokens: float | None
+    mean_output_tokens: float | None
+    mean_total_tokens: float | None
     mean_latency_s: float
     mean_wall_s: float
     cost_per_run: float | None
-    """Mean USD per run; None when the model has no prices."""
+    """Mean USD per run; None when the model has no prices or no run with known tokens."""
+    runs_without_usage: int = 0
+    """Runs with a model call that reported no token counts, left out of the token means."""
 
     @property
     def total_cost(self) -> float | None:
-        """USD over all runs; None when the model has no prices."""
+        """USD over all runs, each at the mean cost per run; None when that is None."""
         return None if self.cost_per_run is None else self.cost_per_run * self.runs
 
 
+def _known_mean(values: Sequence[float]) -> float | None:
+    """The mean of ``values``; None (unknown) when there are none."""
+    return _mean(values) if values else None
+
+
 def _usage(records: Sequence[RunRecord], prices: Mapping[str, float] | None) -> UsageSummary:
-    tokens_in = [r.usage.input_tokens for r in records]
-    tokens_out = [r.usage.output_tokens for r in records]
+    known = [r.usage for r in records if r.usage.known]
+    tokens_in = [u.input_tokens for u in known]
+    tokens_out = [u.output_tokens for u in known]
     cost = None
     if prices and {"price_in_per_mtok", "price_out_per_mtok"} <= prices.keys():
-        cost = _mean([
+        cost = _known_mean([
             (i * prices["price_in_per_mtok"] + o * prices["price_out_per_mtok"]) / 1e6
             for i, o in zip(tokens_in, tokens_out, strict=True)
         ])
     return UsageSummary(
         runs=len(records),
-        mean_input_tokens=_mean(tokens_in),
-        mean_output_tokens=_mean(tokens_out),
-        mean_total_tokens=_mean([r.usage.total_tokens for r in records]),
+        mean_input_tokens=_known_mean(tokens_in),
+        mean_output_tokens=_known_mean(tokens_out),
+        mean_total_tokens=_known_mean([u.total_tokens for u in known]),
         mean_latency_s=_mean([r.latency_s for r in records]),
         mean_wall_s=_mean([r.wall_s for r in records]),
         cost_per_run=cost,
+        runs_without_usage=len(records) - len(known),
     )
 
 
 def _cost_basis(
     usage: Mapping[str, UsageSummary], params: Mapping[str, float] | None
 ) -> tuple[str, dict[str, float]]:
-    """Pick the cheapness measure every model has: cost per run, else params_b, else tokens."""
+    """Pick the cheapness measure every model has: cost per run, else params_b, else tokens;
+    a model whose tokens are unknown ranks last by tokens, never as the cheapest."""
     costs = {m: u.cost_per_run for m, u in usage.items()}
     if None not in costs.values():
         return "cost per run", costs
     if params and all(m in params for m in usage):
         return "params_b", {m: float(params[m]) for m in usage}
-    return "mean total tokens", {m: u.mean_total_tokens for m, u in usage.items()}
+    unknown = [m for m, u in usage.items() if u.mean_total_tokens is None]
+    basis = "mean total tokens" + (f"; unknown for {', '.join(unknown)}, ranked last"
+                                   if unknown else "")
+    return basis, {m: math.inf if u.mean_total_tokens is None else u.mean_total_tokens
+                   for m, u in usage.items()}
 
 
 @dataclass(frozen=True)
@@ -254,12 +273,18 @@ class Report:
         head = ["Model", "Runs", "Input tok", "Output tok", "Total tok", "Latency s", "Wall s",
                 "Cost/run", "Total cost"]
         rows = [
-            [m, str(u.runs), f"{u.mean_input_tokens:,.0f}", f"{u.mean_output_tokens:,.0f}",
-             f"{u.mean_total_tokens:,.0f}", f"{u.mean_latency_s:.2f}", f"{u.mean_wall_s:.2f}",
-             _usd(u.cost_per_run), _usd(u.total_cost)]
+            [m, str(u.runs), _tokens(u.mean_input_tokens), _tokens(u.mean_output_tokens),
+             _tokens(u.mean_total_tokens), f"{u.mean_latency_s:.2f}", f"{u.mean_wall_s:.2f}",
+             _cost(u.cost_per_run, u), _cost(u.total_cost, u)]
             for m, u in self.usage.items()
         ]
-        return "## Tokens, latency and cost\n\nMeans per run.\n\n" + _table(head, rows)
+        partial = [f"{m}: {u.runs_without_usage} of {u.runs}" for m, u in self.usage.items()
+                   if u.runs_without_usage]
+        note = ("\n\nRuns with a model call that reported no token counts are left out of the "
+                f"token and cost means ({'; '.join(partial)}); with none left, they are "
+                "unknown." if partial else "")
+        return ("## Tokens, latency and cost\n\nMeans per run.\n\n" + _table(head, rows)
+                + note)
 
     def _routing_md(self) -> str:
         head = ["Tier", "Best", "Best rate", "Route to", "Rate", "Δ vs best (90% CI)",
@@ -281,6 +306,15 @@ class Report:
 
 def _usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.4f}"
+
+
+def _tokens(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.0f}"
+
+
+def _cost(value: float | None, usage: UsageSummary) -> str:
+    """A cost cell: unknown where no run's tokens are known, n/a where there are no prices."""
+    return "unknown" if usage.mean_total_tokens is None else _usd(value)
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -19,11 +19,12 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams
+from agentworld_envs.backends import Backend, ChatRequest, Completion, SamplingParams, Usage
 from agentworld_envs.backends.redaction import redact
 from agentworld_envs.protocol.tool_results import call_answers, tool_results_message
 from floor_tasks.harness.agents import AgentFn, as_backend
 from floor_tasks.harness.record import RunRecord, Trajectory
+from floor_tasks.harness.record import Usage as RunUsage
 from floor_tasks.task import load_task
 
 __all__ = ["SYSTEM_PROMPT", "Job", "RunErrorHandler", "RunSettings", "run_jobs", "run_episode"]
@@ -87,7 +88,7 @@ class _Episode:
             {"role": "user", "content": prompt}]
         self.raw: list[Any] = []
         self.actions: list[str] = []
-        self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        self.usages: list[Usage] = []
         self.latency_s, self.turns = 0.0, 0
         self.started = time.perf_counter()
         self.final: dict[str, Any] | None = None
@@ -101,9 +102,7 @@ class _Episode:
         """Play one completion as the next assistant turn."""
         self.turns += 1
         self.raw.append(completion.raw if completion.raw is not None else completion.text)
-        self.usage["input_tokens"] += completion.usage.input_tokens
-        self.usage["output_tokens"] += completion.usage.output_tokens
-        self.usage["total_tokens"] += completion.usage.total_tokens
+        self.usages.append(completion.usage)
         self.latency_s += completion.latency_s
         action = completion.to_action()
         self.actions.append(action)
@@ -148,10 +147,23 @@ class _Episode:
             run_id=self.job.run_id, model=self.job.model, backend=redact(backend.describe()),
             task_id=self.job.task_id, tier=self.tier, variant=self.job.variant,
             repeat=self.job.repeat, seed=self.job.seed, settings=settings.to_dict(),
-            trajectory=trajectory, usage=self.usage, latency_s=round(self.latency_s, 6),
+            trajectory=trajectory, usage=_run_usage(self.usages),
+            latency_s=round(self.latency_s, 6),
             wall_s=round(time.perf_counter() - self.started, 6), passed=verdict["passed"],
             verdict=verdict,
             timestamp_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def _run_usage(calls: Sequence[Usage]) -> RunUsage:
+    """The usage of a run whose model calls reported ``calls``: each count summed over the
+    calls that reported it (None when none did), and the calls that left one out counted."""
+    inputs = [c.input_tokens for c in calls if c.input_tokens is not None]
+    outputs = [c.output_tokens for c in calls if c.output_tokens is not None]
+    input_tokens = sum(inputs) if inputs or not calls else None
+    output_tokens = sum(outputs) if outputs or not calls else None
+    total = None if input_tokens is None or output_tokens is None else input_tokens + output_tokens
+    return RunUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total,
+                    calls_without_usage=sum(not c.known for c in calls))
 
 
 RunErrorHandler = Callable[[Job, Exception], None]
