@@ -7,6 +7,9 @@ what ``OUT/results.json`` holds); this script runs it::
     python examples/sim_to_real.py --agent ppo --out runs/sim_to_real_ppo
     python examples/sim_to_real.py --task mcp:inventory --out runs/sim_to_real_mcp
 
+Interrupted? The same command with ``--resume`` keeps the finished runs (``OUT/runs.jsonl``)
+and makes only the others.
+
 Quick check (seconds, placeholder world model for both sim arms):
 ``python examples/sim_to_real.py --out s2r --seeds 1 --updates 2 --batch 4
 --world-model scripted``.

@@ -6,20 +6,28 @@ sampling), so that a prompt set (``--prompts DIR``) can be checked against the r
 
 ``fidelity`` plays the AgentFloor reference solutions through ``AgentWorld/Floor-v0`` with a
 world-model backend, all task variants as one vector env (one batched call per turn), and
-reports how often the predicted observations agree with the real ones.
+reports how often the predicted observations agree with the real ones. With ``--out`` each
+scenario's measures are kept as soon as it is played (:mod:`agentworld_envs.sim.fidelity_journal`),
+so that an interrupted run goes on with ``--resume``, playing only the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import shlex
 import sys
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
-from agentworld_envs.cli_errors import UsageError, int_at_least, name_of
+from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
+from agentworld_envs.cli_errors import UsageError, int_at_least, name_of, on_interrupt
+from agentworld_envs.sim.fidelity_journal import JOURNAL, REPORT, FidelityJournal
 
 __all__ = ["add_commands"]
 
@@ -94,18 +102,24 @@ def _cmd_request(args: argparse.Namespace) -> int:
 def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str = "simulated",
                     seed: int = 0, sampling: dict[str, Any] | None = None,
                     prompts: str | None = None, progress: bool = False,
-                    max_faults: int | None = None) -> dict[str, Any]:
+                    max_faults: int | None = None,
+                    done: dict[int, dict[str, Any]] | None = None,
+                    keep: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Play each floor scenario's reference solution; summarise fidelity per task and overall.
 
     Args:
         backend: The world model's backend config.
         scenario_ids: Floor scenario ids such as ``"C3/v0"``.
         mode: ``simulated`` or ``hybrid``.
-        seed: Reset seed (sub-env i gets ``seed + i``).
+        seed: Reset seed (scenario i gets ``seed + i``).
         sampling: World-model sampling fields.
         prompts: The prompt set (the floor domain always uses its own prompt).
         progress: Show a progress bar of the turns (on stderr).
         max_faults: Failed world-model calls to go on after (None: never stop).
+        done: Records of scenarios already played, by their index in ``scenario_ids`` (a
+            resumed run's): not played again, their measures and calls counted as played.
+        keep: Called with each scenario's record (:func:`_scenario_record`) as soon as its
+            solution has been played.
 
     Returns:
         ``{"overall": summary, "scenarios": {id: summary}, "placeholder_steps": n,
@@ -118,31 +132,86 @@ def fidelity_report(backend: dict[str, Any], scenario_ids: list[str], mode: str 
     Raises:
         TooManyFaultsError: once more than ``max_faults`` calls failed.
     """
+    from agentworld_envs.world.fidelity import Fidelity, summarise
+
+    records = dict(done or {})
+    tally = FaultTally(max_faults, "model calls")
+    for record in records.values():
+        tally.add(record["calls"], record["failures"])
+
+    def finished(record: dict[str, Any]) -> None:
+        records[record["index"]] = record
+        if keep is not None:
+            keep(record)
+
+    if todo := [i for i in range(len(scenario_ids)) if i not in records]:
+        _play(backend, scenario_ids, todo, mode, seed, sampling or {}, prompts, progress, tally,
+              finished)
+    ordered = [records[i] for i in range(len(scenario_ids))]
+    steps = {record["scenario"]: [Fidelity.from_dict(entry) for entry in record["fidelity"]]
+             for record in ordered}
+    return {"overall": summarise(f for found in steps.values() for f in found),
+            "scenarios": {sid: summarise(found) for sid, found in steps.items()},
+            "placeholder_steps": sum(record["placeholder_steps"] for record in ordered),
+            "fallback_steps": sum(record["fallback_steps"] for record in ordered),
+            "faults": tally}
+
+
+def _play(backend: dict[str, Any], scenario_ids: list[str], todo: list[int], mode: str,
+          seed: int, sampling: dict[str, Any], prompts: str | None, progress: bool,
+          tally: FaultTally, finished: Callable[[dict[str, Any]], None]) -> None:
+    """Play the reference solutions of the scenarios at ``todo`` as one vector env (one
+    batched call per turn), scenario i reset with ``seed + i``; the model calls are added to
+    ``tally``, and each scenario's record goes to ``finished`` once its solution is played."""
     from tqdm.auto import tqdm
 
     from agentworld_envs.sim.vector import AgentWorldVectorEnv
-    from agentworld_envs.world.fidelity import Fidelity, summarise
+    from agentworld_envs.sim.vector_info import info_at
 
-    envs = AgentWorldVectorEnv("floor", num_envs=len(scenario_ids), autoreset_mode="disabled",
-                               backend=backend, mode=mode, sampling=sampling or {},
-                               prompts=prompts, max_faults=max_faults)
+    envs = AgentWorldVectorEnv("floor", num_envs=len(todo), autoreset_mode="disabled",
+                               backend=backend, mode=mode, sampling=sampling, prompts=prompts,
+                               max_faults=tally.max_faults)
+    envs.sim.faults.restore(tally.counts())  # the budget counts the kept scenarios' failures
+    played = [{"calls": 0, "failures": [], "fallback_steps": 0} for _ in todo]
     try:
-        envs.reset(seed=seed, options={"scenario": scenario_ids})
+        envs.reset(seed=[seed + i for i in todo],
+                   options={"scenario": [scenario_ids[i] for i in todo]})
         plans = [episode.scenario.solution_actions for episode in envs.episodes]
-        turns = max(len(plan) for plan in plans)
-        bar = tqdm(range(turns), desc="fidelity", unit="turn",
-                   disable=None if progress else True)  # None: only on a terminal
-        for turn in bar:
-            envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])
+        left = set(range(len(todo)))
+        for turn in tqdm(range(max(len(plan) for plan in plans)), desc="fidelity", unit="turn",
+                         disable=None if progress else True):  # None: only on a terminal
+            infos = envs.step([plan[turn] if turn < len(plan) else "" for plan in plans])[-1]
+            for k in sorted(left):
+                _count(played[k], info_at(infos, k))
+                if turn + 1 >= len(plans[k]) or envs.episodes[k].ended:
+                    left.remove(k)
+                    finished(_scenario_record(todo[k], scenario_ids[todo[k]], envs.episodes[k],
+                                              played[k]))
+        for k in sorted(left):  # an empty solution: nothing to play
+            finished(_scenario_record(todo[k], scenario_ids[todo[k]], envs.episodes[k],
+                                      played[k]))
     finally:
         envs.close()
-    steps = {sid: [Fidelity.from_dict(entry["fidelity"]) for entry in episode.transcript
-                   if entry["fidelity"]]
-             for sid, episode in zip(scenario_ids, envs.episodes, strict=True)}
-    return {"overall": summarise(f for found in steps.values() for f in found),
-            "scenarios": {sid: summarise(found) for sid, found in steps.items()},
-            "placeholder_steps": sum(episode.counts["placeholder"] for episode in envs.episodes),
-            "fallback_steps": envs.sim.sources["fallback"], "faults": envs.sim.faults}
+        tally.restore(envs.sim.faults.counts())
+
+
+def _count(played: dict[str, Any], info: dict[str, Any]) -> None:
+    """Add one step's world-model call, its failure and its fallback observation to
+    ``played``."""
+    model = info.get("world_model", {})
+    played["calls"] += bool(model.get("called"))
+    if model.get("fault"):
+        played["failures"].append(f"{model['fault']}: {model['fault_message']}")
+    played["fallback_steps"] += info.get("observation_source") == "fallback"
+
+
+def _scenario_record(index: int, scenario: str, episode: Any, played: dict[str, Any]
+                     ) -> dict[str, Any]:
+    """What a played scenario adds to the report: its fidelity per step, its placeholder and
+    fallback steps, and its world-model calls and their failures (the journal's line)."""
+    return {"index": index, "scenario": scenario,
+            "fidelity": [entry["fidelity"] for entry in episode.transcript if entry["fidelity"]],
+            "placeholder_steps": episode.counts["placeholder"], **played}
 
 
 def _floor_tasks(value: str) -> str | list[str]:
@@ -171,6 +240,7 @@ def _number(value: float) -> str:
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:
     from agentworld_envs.backends import parse_backend_arg
+    from agentworld_envs.backends.registry import answering_settings
 
     if not args.backend:
         raise UsageError("sim fidelity needs --backend, the world model to score (a name or JSON,"
@@ -178,14 +248,22 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
                          " scripted placeholder")
     backend = parse_backend_arg(args.backend)
     scenarios = _floor_scenarios(args.tasks, args.variants)
-    with warnings.catch_warnings():  # each step's fault warning: the tally's one line says it
+    settings = {"backend": answering_settings(backend), "scenarios": scenarios,
+                "mode": args.mode, "seed": args.seed, "max_tokens": args.max_tokens,
+                "prompts": args.prompts}
+    with FidelityJournal(args.out or None, settings, args.resume) as journal, \
+            _resumable(args, journal), warnings.catch_warnings():
+        # each step's fault warning: the tally's one line says it
         warnings.filterwarnings("ignore", "the world model", RuntimeWarning)
         # the placeholder's warning: the note below says it, after a run that used it
         warnings.filterwarnings("ignore", "this AgentWorld env runs on", UserWarning)
         report = fidelity_report(backend, scenarios, args.mode, args.seed,
                                  {"max_tokens": args.max_tokens}, args.prompts, progress=True,
-                                 max_faults=args.max_faults)
+                                 max_faults=args.max_faults, done=journal.done,
+                                 keep=journal.keep)
     report.pop("faults").check("no table is printed")
+    if args.out:
+        write_text_atomic(Path(args.out) / REPORT, json.dumps(report, indent=2))
     placeholders = report["placeholder_steps"]
     if placeholders:
         print(f"note: {placeholders} of {int(report['overall']['steps'])} steps were answered by "
@@ -203,6 +281,17 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
           f"{int(report['overall']['steps'])} steps (the model gave nothing usable; scored as "
           "they are)")
     return 0
+
+
+def _resumable(args: argparse.Namespace, journal: FidelityJournal) -> Any:
+    """Ctrl-C in the block says where the finished scenarios are kept and how to resume."""
+    if journal.path is None:
+        return contextlib.nullcontext()
+    argv = getattr(args, "argv", None)  # set by the console script
+    again = (shlex.join(["agentworld", *argv, *([] if "--resume" in argv else ["--resume"])])
+             if argv else "the same command and --resume")
+    return on_interrupt(f"the finished scenarios are kept in {journal.path}; resume with: "
+                        f"{again}")
 
 
 def _known_domains() -> list[str]:
@@ -266,6 +355,15 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--max-tokens", type=int_at_least(1), default=8192,
                           help="the world model's new tokens per observation")
     fidelity.add_argument("--json", action="store_true", help="the table as JSON")
+    fidelity.add_argument("--out", default="",
+                          help=f"folder for the report as JSON ({REPORT}) and the journal of "
+                               f"the scenarios played ({JOURNAL}, each kept as it finishes), so "
+                               "that an interrupted run goes on with --resume")
+    fidelity.add_argument("--resume", action="store_true",
+                          help="go on with the run in --out (the same settings; --max-faults "
+                               "and the backend's transport settings may differ): only the "
+                               "scenarios it has not finished are played, and the report is "
+                               "rewritten from all of them")
     fidelity.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                           help="failed world-model calls to go on after; one more stops the run;"
                                " -1: never stop. Any failed call ends the run with status 1 and "

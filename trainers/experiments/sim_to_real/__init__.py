@@ -76,7 +76,9 @@ it holds, training nothing. Training episodes have
 ``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes
 ``<out>/results.json`` (per arm: balanced success, interval, per-seed values, held-out items,
 real-env episodes for training and for scoring, simulated episodes, seconds) and
-``<out>/curves.png``.
+``<out>/curves.png``. Each run (an arm and seed) goes into ``<out>/runs.jsonl`` as soon as it
+ends (:mod:`.resume`): ``--resume`` keeps those runs and makes only the others (the same
+settings only), and writes the results an uninterrupted run writes.
 
 Run (CPU; the first run generates the world model's answers: 10.5 minutes on 2 cores)::
 
@@ -102,8 +104,8 @@ Modules: :mod:`.args` (the flags), :mod:`.tasks` (floor task or MCP family),
 PPO agent), :mod:`.arms` (the simulator each arm trains in), :mod:`.mcp_record_controls` (an
 MCP family's record controls), :mod:`.shown_answers` (what each simulator shows on each of
 an MCP server's calls, measured before training), :mod:`.shown_statuses` (what each
-simulator's lookup shows on a floor task), :mod:`.scoring` and :mod:`.run`
-(:func:`main`).
+simulator's lookup shows on a floor task), :mod:`.scoring`, :mod:`.resume` (the journal of
+finished runs) and :mod:`.run` (:func:`main`).
 """
 
 from trainers.experiments.sim_to_real.args import Args

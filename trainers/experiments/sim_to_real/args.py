@@ -107,7 +107,14 @@ class Args:
     checks), or a JSON backend spec such as ``{"name": "openai", "base_url": ...}``.
     ``sim-garbage`` always uses the placeholder, the record controls their own rules."""
     out: Path = Path("runs/sim_to_real")
-    """Where results, curves and the world model's recorded answers go."""
+    """Where results, curves and the world model's recorded answers go; each finished run (an
+    arm and seed) also goes at once into its journal there (``runs.jsonl``). Without
+    ``--resume`` a run starts afresh: the journal is begun anew and the results rewritten (the
+    recorded answers are served again)."""
+    resume: bool = False
+    """Keep the finished runs in ``--out``'s journal and run only the others (the same
+    settings only: ``--arms`` and ``--seeds`` may differ); the results are rewritten from all
+    of them, as an uninterrupted run writes them."""
     max_faults: int = DEFAULT_MAX_FAULTS
     """Failed world-model calls a simulated env goes on after (linear: the vector of one arm
     and seed; PPO: each of its envs), their observations being fallbacks; one more stops the

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.backends import parse_backend_arg
 from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, embedded_world_model
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.backends.replay import ReplayedWarning
-from agentworld_envs.cli_errors import UsageError
+from agentworld_envs.cli_errors import UsageError, on_interrupt
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL
+from trainers.experiments.journal import RunJournal
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
     BLIND,
@@ -31,6 +33,7 @@ from trainers.experiments.sim_to_real.arms import (
 from trainers.experiments.sim_to_real.linear import LinearAgent
 from trainers.experiments.sim_to_real.mcp_record_controls import MCP_CONTROLS
 from trainers.experiments.sim_to_real.ppo import PPOAgent
+from trainers.experiments.sim_to_real.resume import run_journal
 from trainers.experiments.sim_to_real.scoring import (
     balanced,
     evaluate,
@@ -54,6 +57,11 @@ SHOWN = ("per call, the share of servers (from 4 reset seeds each) on which its 
          "as an episode's first step, shows the true answer alone, with a wrong candidate, a "
          "wrong one only, no candidate but an error, or none: on the real twin here, in each "
          "simulated arm's simulator (training servers) under its summary")
+
+
+class ResultsFileError(UsageError, ValueError):
+    """``--summarize``: the file is not a results file whose summaries can be rebuilt (a
+    ``ValueError``, as :func:`resummarize_file` raises it; for the script, one line, exit 2)."""
 
 
 def run_arm(args: Args, task: FloorTask | McpTask, arm: str, seed: int,
@@ -107,8 +115,15 @@ def plot(results: dict[str, list[dict[str, Any]]], path: Path, score: str) -> No
 
 
 def world_model_spec(text: str) -> Any:
-    """``--world-model``: a backend name, or a JSON backend spec (a dict with its ``name``)."""
-    return json.loads(text) if text.lstrip().startswith("{") else text
+    """``--world-model``: a backend name, or a JSON backend spec (a dict with its ``name``),
+    checked as every command-line backend is (:func:`parse_backend_arg`).
+
+    Raises:
+        UsageError: the JSON is invalid, names no backend or does not fit it, or no backend
+            has the name (the nearest ones named).
+    """
+    config = parse_backend_arg(text)
+    return config if text.lstrip().startswith("{") else text
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
 def _main(argv: list[str] | None) -> None:
     args = parse_args(Args, argv, prog="sim_to_real.py")
     if args.summarize is not None:
-        for name, entry in resummarize_file(args.summarize).items():
+        try:
+            entries = resummarize_file(args.summarize)
+        except ValueError as error:
+            raise ResultsFileError(f"--summarize: {error}") from None
+        for name, entry in entries.items():
             print(f"## {name}\n\n{table(entry['summary'])}", flush=True)
         return
     if small := [f"--{f.name.replace('_', '-')}" for f in fields(args)
@@ -139,13 +158,13 @@ def _main(argv: list[str] | None) -> None:
                          f"choose from {arms} "
                          f"(the record controls: {CONTROLS} on a floor task, {MCP_CONTROLS} on "
                          "an MCP family)")
+    spec = world_model_spec(args.world_model)
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     # one live world model for every arm and seed, so its greedy memo is shared
     simulated = {"sim", "real-capped+sim"} & set(args.arms)
     world_model = (embedded_world_model(DOMAIN_ADAPTERS[task.domain])
-                   if args.world_model == "embedded" and simulated
-                   else world_model_spec(args.world_model))
+                   if args.world_model == "embedded" and simulated else spec)
     summary: dict[str, dict[str, Any]] = {}
     shown = {} if floor else {"real, training servers": shown_answers(task, task.train),
                               "real, held-out servers": shown_answers(task, task.eval)}
@@ -154,46 +173,64 @@ def _main(argv: list[str] | None) -> None:
     if calls.is_file() and calls.stat().st_size:
         print(f"{calls}: reusing the world-model answers recorded there (delete it to ask the "
               f"model afresh)", flush=True)
-    for arm in args.arms:
-        runs = results[arm] = []
-        for seed in range(args.seeds):
-            try:
-                runs.append(run_arm(args, task, arm, seed, world_model))
-            except TooManyFaultsError as error:
-                raise SystemExit(f"{arm} seed {seed}: {error}") from error
-            failed = runs[-1]["failed_world_model_calls"]
-            print(f"{arm} seed {seed}: {runs[-1]['final']:.2f} ({runs[-1]['seconds']:.0f} s)"
-                  + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
-                  flush=True)
-        finals = [run["final"] for run in runs]
-        summary[arm] = {
-            "balanced_success": round(float(np.mean(finals)), 4),
-            "ci95": interval(task, runs), "per_seed": finals,
-            "wilson95_items_per_seed": item_intervals(runs),
-            "held_out_items": len(task.eval), "seeds": len(runs),
-            "final_calls": final_calls(runs),
-            **{key: sum(run[key] for run in runs) for key in runs[0]
-               if key.startswith(("real_", "simulated_", "failed_"))},
-            "seconds": round(sum(run["seconds"] for run in runs), 1)}
-        if (backend := sim_backend(arm, world_model, task)) is not None:
-            trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
-            if trained_in not in simulators_shown:
-                measure = shown_statuses if floor else shown_answers
-                simulators_shown[trained_in] = measure(task, task.train, backend,
-                                                       record_path(args, backend))
-            summary[arm]["shown_statuses" if floor else "shown_answers"] = \
-                simulators_shown[trained_in]
-        print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
-              f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
-        write_text_atomic(args.out / "results.json", json.dumps(  # after every arm
-            {"args": {**asdict(args), "out": str(args.out)},
-             "interval": INTERVAL_TEXT,
-             "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
-             **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
-             "runs": results},
-            indent=2))
-        write_text_atomic(args.out / "table.md", table(summary))
+    stored = {**asdict(args), "out": str(args.out)}
+    del stored["resume"]  # how the results were made, not what they are: a resumed run's equal
+    with run_journal(args) as journal, on_interrupt(
+            f"the finished runs are kept in {journal.path}; resume with --resume"):
+        if args.resume:
+            kept = sum((arm, seed) in journal.done for arm in args.arms
+                       for seed in range(args.seeds))
+            print(f"{journal.path}: resuming, {kept} of {len(args.arms) * args.seeds} runs "
+                  "kept", flush=True)
+        for arm in args.arms:
+            runs = results[arm] = [finished_run(args, task, arm, seed, world_model, journal)
+                                   for seed in range(args.seeds)]
+            finals = [run["final"] for run in runs]
+            summary[arm] = {
+                "balanced_success": round(float(np.mean(finals)), 4),
+                "ci95": interval(task, runs), "per_seed": finals,
+                "wilson95_items_per_seed": item_intervals(runs),
+                "held_out_items": len(task.eval), "seeds": len(runs),
+                "final_calls": final_calls(runs),
+                **{key: sum(run[key] for run in runs) for key in runs[0]
+                   if key.startswith(("real_", "simulated_", "failed_"))},
+                "seconds": round(sum(run["seconds"] for run in runs), 1)}
+            if (backend := sim_backend(arm, world_model, task)) is not None:
+                trained_in = "sim" if arm == "real-capped+sim" else arm  # the same world model
+                if trained_in not in simulators_shown:
+                    measure = shown_statuses if floor else shown_answers
+                    simulators_shown[trained_in] = measure(task, task.train, backend,
+                                                           record_path(args, backend))
+                summary[arm]["shown_statuses" if floor else "shown_answers"] = \
+                    simulators_shown[trained_in]
+            print(f"{arm:16s} {task.score} {summary[arm]['balanced_success']:.2f} 95% CI "
+                  f"{summary[arm]['ci95']} ({summary[arm]['seconds']:.0f} s)", flush=True)
+            write_text_atomic(args.out / "results.json", json.dumps(  # after every arm
+                {"args": stored,
+                 "interval": INTERVAL_TEXT,
+                 "blind_bound": 0.5 if floor else 1 / 3, "summary": summary,
+                 **({"shown_answers": shown, "shown_answers_are": SHOWN} if shown else {}),
+                 "runs": results},
+                indent=2))
+            write_text_atomic(args.out / "table.md", table(summary))
     plot(results, args.out / "curves.png", task.score)
+
+
+def finished_run(args: Args, task: FloorTask | McpTask, arm: str, seed: int, world_model: Any,
+                 journal: RunJournal) -> dict[str, Any]:
+    """The run of ``arm`` and ``seed``: the journal's, else made now (:func:`run_arm`) and
+    kept in the journal at once."""
+    if (arm, seed) not in journal.done:
+        try:
+            run = run_arm(args, task, arm, seed, world_model)
+        except TooManyFaultsError as error:
+            raise SystemExit(f"{arm} seed {seed}: {error}") from error
+        journal.keep({"arm": arm, "seed": seed, "run": run})
+        failed = run["failed_world_model_calls"]
+        print(f"{arm} seed {seed}: {run['final']:.2f} ({run['seconds']:.0f} s)"
+              + (f", {failed} failed world-model calls (fallbacks)" if failed else ""),
+              flush=True)
+    return journal.done[arm, seed]["run"]
 
 
 def table(summary: dict[str, dict[str, Any]]) -> str:
@@ -288,15 +325,24 @@ def resummarize_file(path: Path) -> dict[str, dict[str, Any]]:
     Returns the entries by name (``results.json`` for a single run).
 
     Raises:
-        ValueError: if an entry holds no runs or its runs came from several tasks.
+        ValueError: if the file is not JSON, an entry holds no runs (or no ``args`` of the
+            runs it came from) or its runs came from several tasks.
     """
     path = Path(path)
-    data = json.loads(path.read_text())
-    single = "args" in data and "summary" in data
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as error:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}: not a results file ({error})") from None
+    single = isinstance(data, dict) and "args" in data and "summary" in data
     entries = {"results.json": data} if single else data
+    if not isinstance(entries, dict):
+        raise ValueError(f"{path}: not a results file (its JSON is not an object)")
     for name, entry in entries.items():
-        if "runs" not in entry:
+        if not isinstance(entry, dict) or "runs" not in entry:
             raise ValueError(f"{path}: {name} holds no runs, so its summary cannot be rebuilt")
+        if not single and "runs_from" not in entry:
+            raise ValueError(f"{path}: {name} holds no runs_from, the args of its runs, so its "
+                             "task is not known")
         stored = [entry["args"]] if single else [run["args"] for run in entry["runs_from"]]
         picks = {json.dumps({k: a.get(k) for k in TASK_FLAGS}, sort_keys=True) for a in stored}
         if len(picks) != 1:
