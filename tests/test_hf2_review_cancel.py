@@ -96,7 +96,8 @@ def test_a_timed_out_call_stops_decoding_and_frees_the_model(tiny_lm_dir: Path) 
             ended.set()
 
     backend.complete_each = watched  # type: ignore[method-assign]
-    passes = _Passes(backend._model, CANCEL_AT, lambda: held.wait(60))
+    # held at the first pass, so the client's timeout fires however slow the machine is
+    passes = _Passes(backend._model, 1, lambda: held.wait(60))
     client = ModelClient(backend, timeout_s=0.05)
     try:
         request = ChatRequest(PROMPTS[1], sampling=SamplingParams(max_tokens=LONG))
@@ -104,7 +105,7 @@ def test_a_timed_out_call_stops_decoding_and_frees_the_model(tiny_lm_dir: Path) 
         assert [f.kind for f in faults if isinstance(f, Fault)] == ["timeout", "timeout"]
         held.set()
         assert ended.wait(60)
-        assert passes.count == CANCEL_AT
+        assert passes.count <= 1  # none after the held one (24 before cancelling existed)
         assert all(isinstance(o, BackendError) for o in calls[0])
         client.timeout_s = None
         (answer,) = client.complete([ChatRequest(PROMPTS[0], sampling=SamplingParams(

@@ -4,6 +4,13 @@ A list of chat requests goes in; one :class:`Completion` per request comes out, 
 Backends are built from plain data (``{"name": "openai", "model": ..., ...}``) by
 :func:`agentworld_envs.backends.make_backend`, so env kwargs that name a backend stay
 serialisable.
+
+A backend needs only :meth:`Backend.complete`; the rest is optional. A caller may give up on a
+call (the simulator's ``timeout_s``, Ctrl-C) from another thread than the one that made it. It
+makes each call within a :class:`~agentworld_envs.backends.cancelling.CallScope` and, on giving
+up, cancels that scope; where the backend cannot stop one call alone
+(:attr:`Backend.cancels_each_call` false, the default), it calls :meth:`Backend.cancel`, which
+stops every call in flight, as every backend did before scopes.
 """
 
 from __future__ import annotations
@@ -38,6 +45,12 @@ class Backend(abc.ABC):
     model). The simulator bounds only such calls by its timeout, running them in a worker
     thread; a backend that computes its answers at once (``scripted``, ``replay``) is called
     directly."""
+    cancels_each_call: bool = False
+    """Whether the backend stops one call alone when its caller cancels the call's
+    :class:`~agentworld_envs.backends.cancelling.CallScope` (read with
+    :func:`~agentworld_envs.backends.cancelling.current_scope` when the call begins, in the
+    caller's thread), leaving the calls of other callers running. Where false, a caller that
+    gives up calls :meth:`cancel` instead."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
         """A live backend is a handle on a model or a server: copies share it. (Gymnasium
@@ -70,9 +83,10 @@ class Backend(abc.ABC):
         return {"name": self.name}
 
     def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Stop the calls in flight, from any thread, as far as the backend can (a server
+        """Stop every call in flight, from any thread, as far as the backend can (a server
         backend closes their connections, so the server can stop working for nothing); the
-        cancelled calls raise. Called on Ctrl-C and on a timed-out call."""
+        cancelled calls raise. Called on Ctrl-C, and on a timed-out call where the backend
+        cannot cancel that call alone (:attr:`cancels_each_call`)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (connections, engines)."""

@@ -14,6 +14,14 @@ nothing from batching; its calls run at once in the caller's thread.
 A fault stays with its caller: when the merged call raises, each caller's requests are sent
 again on their own, so one bad request fails only its own session.
 
+A caller may give up on its call (its :class:`~agentworld_envs.backends.cancelling.CallScope`
+is cancelled, as a session's simulator does when its ``timeout_s`` passes): the call raises
+:class:`~agentworld_envs.backends.cancelling.CallCancelled` at once, and its requests are never
+sent if they were still waiting. A batch already sent runs on for the callers still waiting
+for it; once every one of them has gone, it is cancelled in the inner backend (by the batch's
+scope, or by the inner backend's :meth:`~agentworld_envs.backends.base.Backend.cancel` where it
+cannot cancel one call alone).
+
 Example (``scripted`` never blocks, so no batch is formed for it):
     >>> from agentworld_envs.backends import ChatRequest, make_backend
     >>> shared = BatchingBackend(make_backend("scripted"))
@@ -32,6 +40,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.backends.cancelling import (
+    CallCancelled,
+    CallScope,
+    current_scope,
+    stopped_with,
+)
 from agentworld_envs.protocol.chat import ChatRequest, Completion
 
 __all__ = ["BatchingBackend"]
@@ -40,7 +54,7 @@ Outcome = Completion | BackendError
 
 
 class _Call:
-    __slots__ = ("requests", "arrived", "outcomes", "error", "done")
+    __slots__ = ("requests", "arrived", "outcomes", "error", "done", "abandoned")
 
     def __init__(self, requests: list[ChatRequest]) -> None:
         self.requests = requests
@@ -48,6 +62,7 @@ class _Call:
         self.outcomes: list[Outcome] | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
+        self.abandoned = False
 
 
 class BatchingBackend(Backend):
@@ -60,6 +75,8 @@ class BatchingBackend(Backend):
             leaves, counted from the oldest waiting call.
         max_window_s: The longest window, however slow the last batch was.
     """
+
+    cancels_each_call = True
 
     WINDOW_SHARE = 0.1
     """The window's share of the last batch's time, where that is longer than ``window_s``."""
@@ -76,6 +93,8 @@ class BatchingBackend(Backend):
         self._stepping = 0
         self._closed = False
         self._dispatcher: threading.Thread | None = None
+        self._sent: tuple[list[_Call], CallScope] | None = None
+        """The calls whose requests the inner backend has now, and that inner call's scope."""
         self._batches = self._requests = self._largest = 0
         self._members = 0
         self._last_seconds, self._free_since = 0.0, 0.0
@@ -133,10 +152,36 @@ class BatchingBackend(Backend):
                     target=self._dispatch, name="agentworld-batcher", daemon=True)
                 self._dispatcher.start()
             self._cond.notify_all()
-        call.done.wait()
+        with stopped_with(current_scope(), lambda: self._abandon(call)):
+            call.done.wait()
         if call.error is not None:
             raise call.error
         return call.outcomes  # type: ignore[return-value]
+
+    def cancel(self) -> None:
+        """Cancel every call: those waiting are never sent, the batch in flight is cancelled
+        in the inner backend, and each raises ``CallCancelled``."""
+        with self._cond:
+            calls = [*self._pending, *(self._sent[0] if self._sent else [])]
+        for call in calls:
+            self._abandon(call)
+
+    def _abandon(self, call: _Call) -> None:
+        """Release ``call``'s caller with ``CallCancelled``; drop it if it is not sent yet, and
+        cancel the inner call once no caller waits for it."""
+        with self._cond:
+            if call.abandoned or call.done.is_set():
+                return
+            call.abandoned = True
+            call.error = CallCancelled("the call was cancelled: its caller gave up on it (it "
+                                       "timed out or was interrupted)")
+            call.done.set()
+            if call in self._pending:
+                self._pending.remove(call)
+            sent = self._sent
+            if sent is None or call not in sent[0] or not all(c.abandoned for c in sent[0]):
+                return
+        sent[1].cancel()
 
     def stats(self) -> dict[str, Any]:
         """Calls served so far: ``batches`` sent to the inner backend, ``requests`` in them,
@@ -182,23 +227,53 @@ class BatchingBackend(Backend):
                     call.done.set()
 
     def _run(self, batch: list[_Call]) -> None:
-        merged = [request for call in batch for request in call.requests]
         try:
-            outcomes = self._checked(merged)
+            with self._sending(batch) as sent:
+                outcomes = self._merged(sent)
         except BaseException as exc:  # noqa: BLE001 - handed to the callers
-            if len(batch) == 1:
-                batch[0].error = exc
+            if len(sent) == 1:
+                self._settle(sent[0], error=exc)
                 return
-            for call in batch:  # one at a time, so a bad request fails only its caller
+            for call in sent:  # one at a time, so a bad request fails only its caller
                 try:
-                    call.outcomes = self._checked(call.requests)
+                    with self._sending([call]) as alone:
+                        self._settle(call, self._merged(alone))
                 except BaseException as own:  # noqa: BLE001 - handed to its caller
-                    call.error = own
+                    self._settle(call, error=own)
             return
         start = 0
-        for call in batch:
-            call.outcomes = outcomes[start:start + len(call.requests)]
+        for call in sent:
+            self._settle(call, outcomes[start:start + len(call.requests)])
             start += len(call.requests)
+
+    @contextlib.contextmanager
+    def _sending(self, calls: list[_Call]) -> Iterator[list[_Call]]:
+        """Those of ``calls`` whose callers still wait: the block sends their requests, in a
+        scope that :meth:`_abandon` cancels once they have all gone (cancelling every call of
+        an inner backend that cannot cancel one alone: this one's calls are one at a time)."""
+        scope = CallScope()
+        with self._cond:
+            waiting = [call for call in calls if not call.abandoned]
+            self._sent = waiting, scope
+        try:
+            with scope.bound(), stopped_with(None if self.inner.cancels_each_call else scope,
+                                             self.inner.cancel):
+                yield waiting
+        finally:
+            with self._cond:
+                self._sent = None
+
+    def _merged(self, calls: list[_Call]) -> list[Outcome]:
+        """The outcomes of every request of ``calls``, from one call of the inner backend."""
+        return self._checked([request for call in calls for request in call.requests]
+                             ) if calls else []
+
+    def _settle(self, call: _Call, outcomes: list[Outcome] | None = None,
+                error: BaseException | None = None) -> None:
+        """Hand ``call`` its outcomes or error, unless its caller has gone (with its own)."""
+        with self._cond:
+            if not call.abandoned:
+                call.outcomes, call.error = outcomes, error
 
     def _checked(self, requests: list[ChatRequest]) -> list[Outcome]:
         outcomes = list(self.inner.complete_each(requests))

@@ -1,37 +1,110 @@
-"""Cancelling in-process calls between decoding steps.
+"""Cancelling backend calls: one call, by its caller, or every call in flight.
+
+A caller that may give up on a call (the simulator's ``timeout_s``, Ctrl-C) makes it within a
+:class:`CallScope` (``with scope.bound(): backend.complete_each(requests)``) and cancels that
+scope, from any thread, when it gives up. A backend that can stop one call alone
+(:attr:`~agentworld_envs.backends.base.Backend.cancels_each_call`) reads
+:func:`current_scope` when a call begins, in the caller's thread, and holds what stops its part
+of the call within :func:`stopped_with` (``with stopped_with(scope, stop): ...``): a cancel runs
+it, even one that came before the call began. Calls of other callers, even on the same backend
+at the same time, run on.
 
 A backend that decodes in its caller's thread cannot be interrupted from another one, so each
-call holds a flag (:meth:`InFlight.call`) that its decoding reads between steps:
-:meth:`InFlight.cancel` raises the flags of the calls in flight (as
-:meth:`~agentworld_envs.backends.base.Backend.cancel` asks, on a timed-out or interrupted
-call), their rows stop decoding within one step, freeing the model for the next call, and the
-calls raise :class:`CallCancelled`. A call made after the cancel is not touched.
+call holds a flag (:meth:`InFlight.call`) that its decoding reads between steps: the call's
+scope raises it, and :meth:`InFlight.cancel` raises the flags of every call in flight (as
+:meth:`~agentworld_envs.backends.base.Backend.cancel` asks, on Ctrl-C), their rows stop
+decoding within one step, freeing the model for the next call, and the calls raise
+:class:`CallCancelled`. A call made after the cancel is not touched.
 
 Example:
-    >>> in_flight = InFlight()
-    >>> with in_flight.call() as flag:
+    >>> in_flight, scope, other = InFlight(), CallScope(), CallScope()
+    >>> with scope.bound(), in_flight.call() as flag:
     ...     stopped = stop_hook(flag, None)
     ...     before = stopped([7], 1)
-    ...     in_flight.cancel()
+    ...     other.cancel()
+    ...     still = stopped([7], 1)
+    ...     scope.cancel()
     ...     after = stopped([7], 1)
-    >>> before, after
-    (False, True)
+    >>> before, still, after
+    (False, False, True)
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agentworld_envs.backends.base import BackendError
 
-__all__ = ["CallCancelled", "InFlight", "cancel_criterion", "raise_if_cancelled", "stop_hook"]
+__all__ = ["CallCancelled", "CallScope", "InFlight", "cancel_criterion", "current_scope",
+           "raise_if_cancelled", "stop_hook", "stopped_with"]
 
 
 class CallCancelled(BackendError):
     """The call was cancelled (its caller gave up on it) before it finished."""
+
+
+class CallScope:
+    """One backend call as its caller sees it: :meth:`cancel`, from any thread, stops that call
+    alone in the backends on its path that can (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._stops: dict[object, Callable[[], None]] = {}
+
+    @contextlib.contextmanager
+    def bound(self) -> Iterator[None]:
+        """The block's backend calls, in this thread, are this scope's
+        (:func:`current_scope`)."""
+        token = _CURRENT.set(self)
+        try:
+            yield
+        finally:
+            _CURRENT.reset(token)
+
+    def cancel(self) -> None:
+        """Run every stop held now (once, however often it is called)."""
+        with self._lock:  # held while they run: no stop runs after its block has ended
+            if self._cancelled:
+                return
+            self._cancelled = True
+            for stop in self._stops.values():
+                stop()
+
+    @contextlib.contextmanager
+    def on_cancel(self, stop: Callable[[], None]) -> Iterator[None]:
+        """Run ``stop`` (quick, taking no lock a stop of this scope may hold) on
+        :meth:`cancel` while the block runs; at once when the scope is cancelled already."""
+        key = object()
+        with self._lock:
+            if self._cancelled:
+                stop()
+            else:
+                self._stops[key] = stop
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._stops.pop(key, None)
+
+
+_CURRENT: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar(
+    "agentworld_call_scope", default=None)
+
+
+def current_scope() -> CallScope | None:
+    """The scope of the call this thread makes now (:meth:`CallScope.bound`), if any."""
+    return _CURRENT.get()
+
+
+def stopped_with(scope: CallScope | None, stop: Callable[[], None]
+                 ) -> contextlib.AbstractContextManager[None]:
+    """:meth:`CallScope.on_cancel` of ``scope``; nothing when there is none."""
+    return scope.on_cancel(stop) if scope is not None else contextlib.nullcontext()
 
 
 class InFlight:
@@ -45,8 +118,9 @@ class InFlight:
 
     @contextlib.contextmanager
     def call(self) -> Iterator[threading.Event]:
-        """A call's flag, in flight for the ``with`` block; a call made within another, in
-        the same thread, shares its flag."""
+        """A call's flag, in flight for the ``with`` block and raised when the call's scope
+        (:func:`current_scope`) is cancelled; a call made within another, in the same thread,
+        shares its flag."""
         if (outer := getattr(self._current, "flag", None)) is not None:
             yield outer
             return
@@ -54,7 +128,8 @@ class InFlight:
         with self._lock:
             self._flags.add(flag)
         try:
-            yield flag
+            with stopped_with(current_scope(), flag.set):
+                yield flag
         finally:
             self._current.flag = None
             with self._lock:

@@ -98,6 +98,7 @@ class HFBackend(Backend):
     """
 
     name = "hf"
+    cancels_each_call = True  # a call's scope raises its flag alone (InFlight.call)
 
     def __init__(
         self,
@@ -188,7 +189,8 @@ class HFBackend(Backend):
         (:mod:`~agentworld_envs.backends.cancelling`), so the model is free for the next call,
         and raises
         :class:`~agentworld_envs.backends.cancelling.CallCancelled`; nothing it decoded is
-        kept."""
+        kept. A cancelled :class:`~agentworld_envs.backends.cancelling.CallScope` stops its
+        call so, and no other."""
         self._in_flight.cancel()
 
     def close(self) -> None:
@@ -223,7 +225,8 @@ class HFBackend(Backend):
 
         Raises:
             BackendError: a request's prompt fills the model's context; nothing is generated
-                then. ``CallCancelled`` when :meth:`cancel` cancelled the call.
+                then. ``CallCancelled`` when :meth:`cancel`, or the call's scope, cancelled
+                it.
         """
         with self._in_flight.call() as cancelled:
             return self._complete(requests, cancelled)

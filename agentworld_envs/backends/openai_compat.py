@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import httpx
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.backends.cancelling import CallScope, current_scope, stopped_with
 from agentworld_envs.backends.redaction import redact, url_secrets
 from agentworld_envs.backends.replies import (
     USAGE_UNKNOWN_KEY,
@@ -303,6 +304,7 @@ class OpenAIBackend(Backend):
     """
 
     name = "openai"
+    cancels_each_call = True  # a call's scope cancels its batch's task alone (_batch)
 
     def __init__(
         self,
@@ -372,7 +374,9 @@ class OpenAIBackend(Backend):
     def cancel(self) -> None:
         """Cancel every batch in flight, from any thread: their connections are closed, so the
         server can stop working on them, and each ``complete`` call raises
-        ``asyncio.CancelledError``."""
+        ``asyncio.CancelledError``. A cancelled
+        :class:`~agentworld_envs.backends.cancelling.CallScope` cancels its call's batch so,
+        and no other."""
         with _REFUSALS:
             running = list(self._running)
         for loop, task in running:
@@ -391,7 +395,8 @@ class OpenAIBackend(Backend):
         if not requests:
             return []
         payloads = [self._payload(request, self.model) for request in requests]
-        return _run(lambda: self._batch(payloads))
+        scope = current_scope()  # read here: _run may run the batch in another thread
+        return _run(lambda: self._batch(payloads, scope))
 
     @staticmethod
     def check_config(base_url: Any, timeout_s: Any, max_retries: Any, max_retry_after_s: Any,
@@ -478,12 +483,14 @@ class OpenAIBackend(Backend):
                     f"http://localhost:8000/v1, and the server must serve model {self.model!r})")
         return ""
 
-    async def _batch(self, payloads: list[dict[str, Any]]) -> list[Completion | BackendError]:
-        running = (asyncio.get_running_loop(), asyncio.current_task())
+    async def _batch(self, payloads: list[dict[str, Any]], scope: CallScope | None = None
+                     ) -> list[Completion | BackendError]:
+        loop, task = running = (asyncio.get_running_loop(), asyncio.current_task())
         with _REFUSALS:
             self._running.add(running)  # type: ignore[arg-type]
         try:
-            return await self._send_all(payloads)
+            with stopped_with(scope, lambda: loop.call_soon_threadsafe(task.cancel)):
+                return await self._send_all(payloads)
         finally:
             with _REFUSALS:
                 self._running.discard(running)  # type: ignore[arg-type]
@@ -559,7 +566,7 @@ class OpenAIBackend(Backend):
 
     def _warn_of_unknown_usage(self, completion: Completion) -> None:
         """Warn, the first time only, of a reply that left token counts out (its
-        :class:`~agentworld_envs.protocol.chat.Usage` holds 0 for them)."""
+        :class:`~agentworld_envs.protocol.chat.Usage` holds None for them)."""
         missing = unknown_usage(completion)
         if not missing:
             return
@@ -568,8 +575,8 @@ class OpenAIBackend(Backend):
         if first:
             warnings.warn(f"the server of {self.model!r} sent a reply without "
                           f"{', '.join(f'usage.{name}' for name in missing)}: its token counts "
-                          f"are unknown, counted as 0 (replies that lack them list them in "
-                          f"raw[{USAGE_UNKNOWN_KEY!r}])", RuntimeWarning, stacklevel=2)
+                          f"are unknown (None), not summed as 0 (replies that lack them list "
+                          f"them in raw[{USAGE_UNKNOWN_KEY!r}])", RuntimeWarning, stacklevel=2)
 
     def _wait_window(self, retries: int, hinted_s: float | None) -> tuple[float, float]:
         """The least and the most to wait before retry ``retries + 1``, the wait being drawn

@@ -9,6 +9,7 @@ caller sees, and counts, the same faults.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends import Backend, ChatRequest, Completion, make_backend
+from agentworld_envs.backends.cancelling import CallCancelled, CallScope
 from agentworld_envs.backends.registry import budget_defaults
 from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.errors import FieldedError
@@ -58,6 +60,9 @@ def _unwrapped(description: dict[str, Any]) -> dict[str, Any]:
 
 
 def _backend_fault(exc: BaseException) -> Fault:
+    if isinstance(exc, asyncio.CancelledError):
+        exc = CallCancelled("the call was cancelled: the backend's cancel() stopped every call "
+                            "in flight")
     return Fault("backend_error", f"{type(exc).__name__}: {exc}"[:500])
 
 
@@ -149,9 +154,12 @@ class ModelClient:
             one (a backend that retries, an equal share per attempt:
             :func:`~agentworld_envs.backends.registry.budget_defaults`).
             Calls run in the caller's thread when it is None or the backend does not block. A
-            call that times out, or that Ctrl-C abandons, is cancelled
+            call that times out, or that Ctrl-C abandons, is cancelled: that call alone, by its
+            :class:`~agentworld_envs.backends.cancelling.CallScope`, where the backend can
+            (:attr:`~agentworld_envs.backends.Backend.cancels_each_call`), so clients sharing
+            a live backend keep their own calls; else every call in flight
             (:meth:`~agentworld_envs.backends.Backend.cancel`: a server backend closes its
-            connections); a backend that cannot cancel keeps it running in the client's one
+            connections). A backend that cannot cancel keeps it running in the client's one
             worker thread, its result discarded, and the next call waits for it to end.
     """
 
@@ -189,7 +197,8 @@ class ModelClient:
                                  f"{len(requests)} requests")
         except _TimedOut as exc:
             return [Fault("timeout", str(exc))] * len(requests)
-        except Exception as exc:  # noqa: BLE001 - any backend failure becomes a flagged fault
+        except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - any backend
+            # failure (a call another caller's cancel stopped included) becomes a flagged fault
             return [_backend_fault(exc)] * len(requests)
         return [checked_outcome(o) for o in outcomes]
 
@@ -198,11 +207,18 @@ class ModelClient:
             return self.backend.complete_each(requests)
         if self._worker is None:
             self._worker = _Worker()
+        scope = CallScope()
+
+        def call() -> list[Any]:
+            with scope.bound():
+                return self.backend.complete_each(requests)
+
         try:
-            return self._worker.run(lambda: self.backend.complete_each(requests), self.timeout_s)
+            return self._worker.run(call, self.timeout_s)
         except (_TimedOut, KeyboardInterrupt):
-            self.backend.cancel()  # the abandoned call must not keep the server busy, nor
-            # its late answer be recorded
+            scope.cancel()  # the abandoned call must not keep the server busy, nor its late
+            if not self.backend.cancels_each_call:  # answer be recorded
+                self.backend.cancel()
             raise
 
     def close(self) -> None:
