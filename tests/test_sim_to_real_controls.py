@@ -322,12 +322,12 @@ class _FirstListedAnswer:
 
 def test_scoring_lists_each_held_out_items_candidates_in_an_order_of_its_own(
         s2r, tmp_path: Path) -> None:
-    """Scored with one reset seed for every held-out crm server, the first-listed answer was
-    right on 14 of 24 (the real-blind arm scored exactly that); each item's own seed takes the
-    tie-break back to chance."""
+    """Scored with one reset seed for every held-out crm server, the first-listed answer is
+    right on 12 of 24 (14 of 24 on the split before it filtered answer values, exactly what the
+    real-blind arm scored then); each item's own seed takes the tie-break back to chance."""
     task = s2r.make_task(s2r.Args(task="mcp:crm", out=tmp_path))
     one_order = s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task, seed=0)))
-    assert one_order == pytest.approx(14 / 24)
+    assert one_order == pytest.approx(12 / 24)
     assert s2r.balanced(task, s2r.evaluate(task, _FirstListedAnswer(task))) <= 1 / 3
 
 

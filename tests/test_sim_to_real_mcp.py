@@ -24,6 +24,7 @@ from trainers.experiments.sim_to_real.mcp_record_controls import (
     McpRecordSimulator,
     shown_records,
 )
+from trainers.experiments.sim_to_real.tasks import answer_values
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +46,27 @@ def test_the_split_is_one_family_with_disjoint_servers(s2r, tmp_path: Path) -> N
     seen = set().union(*(s2r.identities(task.scenario(v)) for v in task.train))
     assert {r["sku"] for v in task.train for r in task.scenario(v).mcp.records} <= seen
     assert all(not s2r.identities(task.scenario(v)) & seen for v in task.eval)
+    offered = set().union(*(answer_values(task.scenario(v)) for v in task.train))
+    assert all(not answer_values(task.scenario(v)) & offered for v in task.eval)
     with pytest.raises(UsageError, match="no generated MCP family"):
         _task(s2r, tmp_path, task="mcp:bakery")
+
+
+@pytest.mark.parametrize("family", ["inventory", "calendar", "tickets", "crm", "fleet"])
+def test_no_held_out_server_offers_an_answer_value_a_training_server_offered(
+        s2r, tmp_path: Path, family: str) -> None:
+    """The committed split (8 training, 24 held-out servers): before answer values were
+    filtered, 4 of calendar's 24 held-out answers were a training server's answer, and 19 of
+    the others offered a training server's value (docs/sim_to_real.md)."""
+    _, task = _task(s2r, tmp_path, task=f"mcp:{family}")
+    assert len(task.eval) == 24
+    offered = set().union(*(answer_values(task.scenario(v)) for v in task.train))
+    assert len(offered) >= 8 * 3 - 4  # the answer and its two wrong candidates, of 8 servers
+    for variant in task.eval:
+        scenario = task.scenario(variant)
+        assert len(answer_values(scenario)) == 3 and not answer_values(scenario) & offered
+        checked = next(c for c in scenario.reward.checks if c.check == "answer_matches")
+        assert scenario.reference_answer not in checked.excludes
 
 
 def test_the_real_env_is_the_twin_and_the_prompt_is_the_instruction(s2r, tmp_path: Path) -> None:

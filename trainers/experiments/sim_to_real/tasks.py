@@ -120,6 +120,14 @@ def identities(scenario: Any) -> set[str]:
             if key == next(iter(record)) or key in IDENTITY_FIELDS}
 
 
+def answer_values(scenario: Any) -> set[str]:
+    """The values a generated server offers as answers: its reference answer and the wrong
+    candidates its checks exclude. A held-out server offers none that a training server
+    offered, so no answer value a policy was rewarded or penalised for in training recurs."""
+    return {scenario.reference_answer,
+            *(value for check in scenario.reward.checks for value in check.excludes)}
+
+
 class McpTask:
     """Generated MCP servers of one family: the real env is the executable twin
     (``AgentWorld/MCP-v0`` with ``mode="real"``); a variant is a generator seed."""
@@ -136,7 +144,9 @@ class McpTask:
                    if (s := mcp_server_scenario(seed)).mcp.family == family)
         train = dict(itertools.islice(servers, args.mcp_train))
         seen = set().union(*map(identities, train.values()))
-        held_out = ((v, s) for v, s in servers if not identities(s) & seen)
+        offered = set().union(*map(answer_values, train.values()))
+        held_out = ((v, s) for v, s in servers
+                    if not identities(s) & seen and not answer_values(s) & offered)
         self._servers = {**train, **dict(itertools.islice(held_out, args.mcp_eval))}
         self.train, self.eval = list(train), list(self._servers)[args.mcp_train:]
         self.decisions = dict.fromkeys(self.eval, "answer")  # one decision: plain success
