@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from agentworld_envs.backends.cancelling import CallCancelled, CallScope
 from agentworld_envs.backends.hf import HFBackend
 from agentworld_envs.protocol.chat import Fault, SamplingParams
 from agentworld_envs.sim.model_client import ModelClient
+from tests.helpers.forward_passes import ForwardPasses
 from tests.helpers.server import FakeOpenAIServer, Reply, chat_response, fake_backend
 
 GUARD_S = 60.0
@@ -106,22 +107,6 @@ def _watch_calls(backend: Backend) -> dict[str, Any]:
     return watched
 
 
-class _Passes:
-    """Counts the model's forward passes; ``then()`` runs during pass ``at``."""
-
-    def __init__(self, model: Any, at: int, then: Callable[[], Any]) -> None:
-        self.count, self._at, self._then = 0, at, then
-        self._handle = model.register_forward_hook(self._hook)
-
-    def _hook(self, *_: Any) -> None:
-        self.count += 1
-        if self.count == self._at:
-            self._then()
-
-    def remove(self) -> None:
-        self._handle.remove()
-
-
 def test_a_call_abandoned_before_it_was_sent_is_never_sent() -> None:
     held = _Held()
     shared = BatchingBackend(held, window_s=0)
@@ -152,7 +137,7 @@ def test_a_merged_batch_runs_on_for_the_callers_left_and_stops_once_all_have_gon
     callers = [_Caller(shared, ChatRequest(p, sampling=SamplingParams(max_tokens=LONG)))
                for p in PROMPTS]
     cancel_at = len(PROMPTS) + 1  # a decoding pass, after both prompts' prefills
-    passes = _Passes(hf._model, cancel_at,
+    passes = ForwardPasses(hf._model, cancel_at,
                      lambda: [caller.scope.cancel() for caller in callers[:gone]])
     try:
         for caller in callers:
@@ -213,7 +198,7 @@ def test_model_clients_on_a_shared_batching_backend_that_all_time_out_stop_its_b
             ended.set()
 
     hf.complete_each = watched  # type: ignore[method-assign]
-    passes = _Passes(hf._model, 1, lambda: gave_up.wait(GUARD_S))
+    passes = ForwardPasses(hf._model, 1, lambda: gave_up.wait(GUARD_S))
     clients = [ModelClient(shared, timeout_s=0.2) for _ in range(3)]
     faults: list[Any] = [None] * 3
 

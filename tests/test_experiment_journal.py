@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainers.experiments.journal import RunJournal
+from agentworld_envs.run_journal import RunJournal
 
 
 def _key(run: dict) -> tuple:
@@ -58,7 +58,7 @@ def test_a_journal_cut_within_its_settings_line_starts_afresh_under_the_new_sett
     assert lines == [{"settings": {"budget": 192}}, _runs(1)[0]]
     with RunJournal(path, _key, {"budget": 192}, resume=True) as journal:
         assert list(journal.done) == [("teamtr", 0)]
-    with pytest.raises(ValueError, match=r"differ in budget\)"):
+    with pytest.raises(ValueError, match=r"differ in budget \(192 -> 96\)"):
         RunJournal(path, _key, {"budget": 96}, resume=True)
 
 
@@ -85,7 +85,7 @@ def test_resuming_under_other_settings_is_refused_and_names_them(tmp_path: Path)
     path = tmp_path / "runs.jsonl"
     with RunJournal(path, _key, {"budget": 96, "seeds": 3}) as journal:
         journal.keep(_runs(1)[0])
-    with pytest.raises(ValueError, match=r"differ in budget\)"):
+    with pytest.raises(ValueError, match=r"differ in budget \(96 -> 192\)"):
         RunJournal(path, _key, {"budget": 192, "seeds": 3}, resume=True)
     assert len(path.read_text().splitlines()) == 2  # nothing lost
 

@@ -13,6 +13,7 @@ from agentworld_envs.backends import BackendError, ChatRequest, Completion, Samp
 from agentworld_envs.backends.hf import HFBackend
 from agentworld_envs.protocol.chat import Fault
 from agentworld_envs.sim.model_client import ModelClient
+from tests.helpers.forward_passes import ForwardPasses
 
 PROMPTS = [[{"role": "user", "content": "hi"}],
            [{"role": "user", "content": "lookup order 42 status"}]]
@@ -32,29 +33,13 @@ PATHS = {
 }
 
 
-class _Passes:
-    """Counts the model's forward passes; ``then(n)`` runs at the end of pass ``n``."""
-
-    def __init__(self, model: Any, at: int, then: Any) -> None:
-        self.count, self._at, self._then = 0, at, then
-        self._handle = model.register_forward_hook(self._hook)
-
-    def _hook(self, *_: Any) -> None:
-        self.count += 1
-        if self.count == self._at:
-            self._then()
-
-    def remove(self) -> None:
-        self._handle.remove()
-
-
 @pytest.mark.parametrize("path", PATHS)
 def test_a_cancelled_call_stops_at_the_step_under_way_and_keeps_nothing(
         tiny_lm_dir: Path, path: str) -> None:
     settings, sampling, rows = PATHS[path]
     backend = HFBackend(str(tiny_lm_dir), **settings)
     requests = [ChatRequest(PROMPTS[i], sampling=sampling) for i in range(rows)]
-    passes = _Passes(backend._model, CANCEL_AT, backend.cancel)
+    passes = ForwardPasses(backend._model, CANCEL_AT, backend.cancel)
     try:
         with pytest.raises(BackendError, match="cancelled"):
             backend.complete(requests)
@@ -71,7 +56,7 @@ def test_complete_each_answers_a_cancelled_call_with_its_error_in_every_place(
         tiny_lm_dir: Path) -> None:
     backend = HFBackend(str(tiny_lm_dir))
     requests = [ChatRequest(p, sampling=SamplingParams(max_tokens=LONG)) for p in PROMPTS]
-    passes = _Passes(backend._model, CANCEL_AT, backend.cancel)
+    passes = ForwardPasses(backend._model, CANCEL_AT, backend.cancel)
     try:
         outcomes = backend.complete_each(requests)
     finally:
@@ -97,7 +82,7 @@ def test_a_timed_out_call_stops_decoding_and_frees_the_model(tiny_lm_dir: Path) 
 
     backend.complete_each = watched  # type: ignore[method-assign]
     # held at the first pass, so the client's timeout fires however slow the machine is
-    passes = _Passes(backend._model, 1, lambda: held.wait(60))
+    passes = ForwardPasses(backend._model, 1, lambda: held.wait(60))
     client = ModelClient(backend, timeout_s=0.05)
     try:
         request = ChatRequest(PROMPTS[1], sampling=SamplingParams(max_tokens=LONG))
@@ -119,7 +104,7 @@ def test_a_timed_out_call_stops_decoding_and_frees_the_model(tiny_lm_dir: Path) 
 
 def test_closing_the_backend_cancels_the_call_in_flight(tiny_lm_dir: Path) -> None:
     backend = HFBackend(str(tiny_lm_dir), draft="none")
-    passes = _Passes(backend._model, CANCEL_AT, backend.close)
+    passes = ForwardPasses(backend._model, CANCEL_AT, backend.close)
     try:
         with pytest.raises(BackendError, match="cancelled"):
             backend.complete([ChatRequest(PROMPTS[1], sampling=SamplingParams(max_tokens=LONG))])
@@ -132,7 +117,7 @@ def test_closing_the_backend_cancels_the_call_in_flight(tiny_lm_dir: Path) -> No
 def test_a_call_cancelled_in_its_prefill_prefills_no_other_prompt(
         tiny_lm_dir: Path, draft: str) -> None:
     backend = HFBackend(str(tiny_lm_dir), draft=draft)
-    passes = _Passes(backend._model, 1, backend.cancel)
+    passes = ForwardPasses(backend._model, 1, backend.cancel)
     try:
         with pytest.raises(BackendError, match="cancelled"):
             backend.complete([ChatRequest(p, sampling=SamplingParams(max_tokens=LONG))

@@ -85,9 +85,9 @@ def test_a_resume_that_cannot_go_on_is_refused_in_one_line(
     journal = (tmp_path / "scenarios.jsonl").read_text()
     for more, says in [
             (["--seed", "2", "--mode", "hybrid", "--resume"],
-             "--resume: this run's settings differ from the journal's in mode ('simulated' -> "
-             "'hybrid'); seed (0 -> 2); resume with the same ones"),
-            ([], f"{tmp_path / 'scenarios.jsonl'} holds 2 finished scenarios: pass --resume"),
+             "other settings (they differ in mode ('simulated' -> 'hybrid'); seed (0 -> 2)); "
+             "resume with the same settings"),
+            ([], f"{tmp_path / 'scenarios.jsonl'} holds 2 finished runs: pass --resume"),
     ]:
         status, _, err = fidelity(capsys, "--out", str(tmp_path), *more)
         assert status == 2 and err.count("\n") == 1 and says in err

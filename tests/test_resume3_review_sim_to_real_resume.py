@@ -126,7 +126,7 @@ def test_resuming_with_other_settings_is_refused_in_one_line_naming_them(
     assert experiment("--out", str(tmp_path), *quick, "--updates", "3", "--batch", "5",
                       "--resume") == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "differ in batch, updates)" in error
+    assert error.count("\n") == 1 and "differ in batch (" in error and "; updates (" in error
     assert journaled(tmp_path) == [("untrained", 0)]  # kept as it was
     # more seeds are more runs, not other settings
     assert experiment("--out", str(tmp_path), *quick, "--seeds", "2", "--resume") == 0

@@ -164,7 +164,7 @@ def test_resuming_under_another_budget_or_scale_is_refused(evidence, monkeypatch
     assert evidence.main([*argv, "--budget", "128"]) == 0
     assert len(made) == 27  # 9 methods x 3 team sizes
     for other in (["--budget", "256"], ["--quick"]):
-        with pytest.raises(ValueError, match=r"differ in scale\)"):
+        with pytest.raises(ValueError, match=r"differ in scale \("):
             evidence.main([*argv, *other, "--resume"])
     assert evidence.main([*argv, "--budget", "128", "--resume"]) == 0
     assert len(made) == 27 and len(_journaled(tmp_path)) == 27

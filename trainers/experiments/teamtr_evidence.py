@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from agentworld_envs.run_journal import RunJournal
 from trainers.common.flags import parse_args
-from trainers.experiments.journal import RunJournal
 
 TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)

@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.run_journal import RunJournal
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
 from trainers.common.runlog import run_name
 from trainers.common.team import EVAL_SEED_OFFSET, Team, build_team
-from trainers.experiments.journal import RunJournal
 
 METHODS = ("teamtr", "stale_sequential", "single_agent_grpo")
 

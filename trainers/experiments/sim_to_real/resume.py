@@ -1,6 +1,6 @@
 """The journal of an experiment's finished runs (one arm and seed each) in ``--out``, so that an
 interrupted experiment goes on with ``--resume`` with no run lost or run twice
-(:class:`~trainers.experiments.journal.RunJournal`)."""
+(:class:`~agentworld_envs.run_journal.RunJournal`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from agentworld_envs.cli_errors import UsageError
-from trainers.experiments.journal import RunJournal
+from agentworld_envs.run_journal import RunJournal
 from trainers.experiments.sim_to_real.args import Args
 
 JOURNAL = "runs.jsonl"

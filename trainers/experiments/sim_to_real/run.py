@@ -18,9 +18,9 @@ from agentworld_envs.backends.embedded import DOMAIN_ADAPTERS, embedded_world_mo
 from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.backends.replay import ReplayedWarning
 from agentworld_envs.cli_errors import UsageError, on_interrupt
+from agentworld_envs.run_journal import RunJournal
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL
-from trainers.experiments.journal import RunJournal
 from trainers.experiments.sim_to_real.args import Args
 from trainers.experiments.sim_to_real.arms import (
     BLIND,

@@ -1,5 +1,5 @@
-"""A journal of an experiment's finished runs, one JSON line each, so that an interrupted
-experiment resumes with no run lost or run twice.
+"""A journal of a run's finished units (an experiment's runs, a fidelity run's scenarios), one
+JSON line each, so that an interrupted run resumes with no unit lost or done twice.
 
 The first line holds the experiment's settings; resuming under other settings is refused, since
 the runs would not be comparable. A run is written and flushed as soon as it finishes; a last
@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
+
+from agentworld_envs.protocol.shown import shown
 
 __all__ = ["RunJournal"]
 
@@ -88,10 +90,11 @@ class RunJournal:
 
     def _check(self, saved: dict[str, Any]) -> None:
         if saved != self.settings:
-            differ = sorted(k for k in set(saved) | set(self.settings)
-                            if saved.get(k) != self.settings.get(k))
+            differ = [f"{k} ({shown(saved.get(k))} -> {shown(self.settings.get(k))})"
+                      for k in sorted(set(saved) | set(self.settings))
+                      if saved.get(k) != self.settings.get(k)]
             raise ValueError(f"{self.path} holds runs made with other settings (they differ in "
-                             f"{', '.join(differ)}); resume with the same settings, or delete "
+                             f"{'; '.join(differ)}); resume with the same settings, or delete "
                              "the file (or choose another --out) to start afresh")
 
     def _write(self, record: dict[str, Any]) -> None:
