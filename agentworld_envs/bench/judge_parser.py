@@ -3,8 +3,9 @@
 1. An empty reply fails. Reasoning is removed (an orphan ``<think>`` stops at
    ``<final_evaluation>``); the text read is the LAST ``<final_evaluation>`` block (to the end
    when unclosed), or the whole text.
-2. The JSON is looked for in this order: the last fenced block that is ``{...}`` and contains
-   ``"scores"``, else the last such block; else the last brace-matched object containing
+2. The JSON is looked for in this order: the last fenced block (no tag or ``json``; it ends at
+   backticks outside its JSON strings) that is ``{...}`` and contains ``"scores"``, else the
+   last such block; else the last brace-matched object containing
    ``"scores"``, else the last object; else the object matched backward from the last ``}``.
 3. It is decoded as is, then repaired (trailing commas dropped, ``'key':`` and bare keys
    quoted), then a ``"scores": {...}`` salvage is tried.
@@ -43,6 +44,9 @@ __all__ = ["DIMENSIONS", "JudgeParseError", "JudgeVerdict", "parse_judge_output"
 
 DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
 JUDGE_TAG = "final_evaluation"
+_JSON_FENCES = ("", "json")
+"""Fences read for the verdict; each ends at backticks outside its JSON strings, so a note that
+quotes a fence does not cut the verdict short."""
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SINGLE_QUOTED_KEY = re.compile(r"'([^'\n]*)'\s*:")
@@ -100,8 +104,8 @@ def _last(candidates: list[str]) -> str | None:
 
 
 def _candidate(text: str) -> str | None:
-    fenced = [f.body.strip() for f in bounded_json.fenced_blocks(text)
-              if f.language.lower() in ("", "json")]
+    fences = bounded_json.fenced_blocks(text, json_languages=_JSON_FENCES)
+    fenced = [f.body.strip() for f in fences if f.language.lower() in _JSON_FENCES]
     found = _last([b for b in fenced if b.startswith("{") and b.endswith("}")])
     if found is None:
         found = _last([text[a:b] for a, b in _balanced(text)])

@@ -8,8 +8,12 @@ are the template's literal text after ``{ground_truth}``, as ``str.format`` rend
 (``{{`` becomes ``{``), without the blank line that separates them from the ground truth and
 without trailing white space (the release strips the whole message).
 
+A template whose fields are not those four, in that order, a blank line apart with nothing
+before them, would not give the release's message and is refused.
+
 Example:
-    >>> instructions_from_template("{context}\\n\\n{ground_truth}\\n\\nGive {{\\"scores\\": 1}}.")
+    >>> instructions_from_template("{context}\\n\\n{world_model_input}\\n\\n"
+    ...     "{predicted_observation}\\n\\n{ground_truth}\\n\\nGive {{\\"scores\\": 1}}.")
     'Give {"scores": 1}.'
 """
 
@@ -25,7 +29,9 @@ __all__ = ["TASK_CONFIGS", "TEMPLATE_NAME", "instructions_from_task_configs",
 TASK_CONFIGS = Path("eval", "lwm_eval_utils", "task_configs.py")
 """Where a checkout keeps the template, relative to its top."""
 TEMPLATE_NAME = "JUDGE_USER_PROMPT"
-LAST_FIELD = "ground_truth"
+LAYOUT = ("context", "world_model_input", "predicted_observation", "ground_truth")
+"""The template's fields, in order, a blank line apart, as the judge's message is built."""
+LAST_FIELD = LAYOUT[-1]
 
 
 def instructions_from_template(template: str) -> str:
@@ -39,11 +45,18 @@ def instructions_from_template(template: str) -> str:
     if LAST_FIELD not in fields or fields[-1] != LAST_FIELD:
         raise ValueError(f"{TEMPLATE_NAME} does not end with the {{{LAST_FIELD}}} field and then "
                          f"the instructions (its fields: {fields})")
-    after = parts[[field for _, field, _, _ in parts].index(LAST_FIELD) + 1:]
-    text = "".join(literal for literal, _, _, _ in after)
+    last = [field for _, field, _, _ in parts].index(LAST_FIELD)
+    text = "".join(literal for literal, _, _, _ in parts[last + 1:])
     if not text.startswith("\n\n"):
         raise ValueError(f"{TEMPLATE_NAME} does not put a blank line between {{{LAST_FIELD}}} "
                          "and the instructions, as the release's layout does")
+    head = [(literal.strip() if n == 0 else literal, field, spec, conversion)
+            for n, (literal, field, spec, conversion) in enumerate(parts[:last + 1])]
+    if head != [("" if n == 0 else "\n\n", field, "", None) for n, field in enumerate(LAYOUT)]:
+        raise ValueError(f"{TEMPLATE_NAME} is not the release's layout before the instructions "
+                         f"({', '.join(f'{{{field}}}' for field in LAYOUT)}, a blank line "
+                         f"apart, nothing before them; its fields: {fields}), so the judge's "
+                         "message would not be the release's")
     return text[2:].rstrip()
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentworld_envs.bench.items import BenchItem
+from agentworld_envs.protocol.thinking import THINK_TAG
 from agentworld_envs.world.prompting import observation_turn
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["corpus_transitions", "record_transitions", "simulated_transitions",
            "split_by_task", "task_of"]
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 Policy = Callable[[Any, np.random.Generator], str]
 
 
@@ -163,8 +162,16 @@ def _episode_items(episode: Any, truths: list[str | None]) -> list[BenchItem]:
 
 
 def _reasoning(raw: str) -> str:
-    """The text of a raw output's paired think blocks (empty when it has none)."""
-    return "\n".join(block.strip() for block in _THINK_BLOCK.findall(raw)).strip()
+    """The text of a raw output's think blocks (empty when it has none): each ``<think>``
+    runs to the first ``</think>`` after it; one left open is not reasoning. Linear time."""
+    blocks, start = [], None
+    for tag in THINK_TAG.finditer(raw):
+        if not tag.group(1):
+            start = tag.end() if start is None else start
+        elif start is not None:
+            blocks.append(raw[start:tag.start()].strip())
+            start = None
+    return "\n".join(blocks).strip()
 
 
 def task_of(item: BenchItem) -> str:
