@@ -60,6 +60,8 @@ __all__ = [
 
 MIN_AGENTS = 2
 MAX_AGENTS = 8
+_LASTING_INFO = ("role", "team_reward", "verdict")
+"""Info keys that hold for an agent beyond its own last message."""
 
 
 class ResetNeeded(gymnasium.error.ResetNeeded, AssertionError):
@@ -394,7 +396,7 @@ class SharedContextParallelEnv(ParallelEnv):
         rewards = {name: float(aec.rewards[name]) for name in self.agents}
         terminations = {name: aec.terminations[name] for name in self.agents}
         truncations = {name: aec.truncations[name] for name in self.agents}
-        infos = self._infos()
+        infos = self._infos(speaker)
         if any(terminations.values()) or any(truncations.values()):
             while aec.agents:
                 aec.step(None)
@@ -404,12 +406,19 @@ class SharedContextParallelEnv(ParallelEnv):
     def _observations(self) -> dict[str, Any]:
         return {name: self.aec_env.observe(name) for name in self.agents}
 
-    def _infos(self) -> dict[str, dict[str, Any]]:
+    def _infos(self, spoke: str | None = None) -> dict[str, dict[str, Any]]:
+        """This step's infos: the message's own (``invalid_action``, ...) for the agent that
+        spoke, only the lasting ones (role; at the end the team reward and verdict) for the
+        others, whose AEC infos still describe their earlier messages."""
         aec = self.aec_env
         ended = any(aec.terminations.values()) or any(aec.truncations.values())
         speaker = None if ended else aec.agent_selection
-        return {name: {**aec.infos[name], "next_speaker": speaker, "active": name == speaker}
-                for name in self.agents}
+        infos = {}
+        for name in self.agents:
+            info = aec.infos[name] if name == spoke else {
+                key: value for key, value in aec.infos[name].items() if key in _LASTING_INFO}
+            infos[name] = {**info, "next_speaker": speaker, "active": name == speaker}
+        return infos
 
     def state(self) -> np.ndarray:
         """The episode's global state (tasks that have one)."""

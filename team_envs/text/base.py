@@ -4,7 +4,7 @@ Each agent has a role with a system prompt (planner, solver, critic, answerer, .
 the problem statement, its private brief (if the task splits information among agents) and the
 transcript so far, and replies with one message. The last agent is the answerer: its message is
 checked by the task's verifier, which reads the text after the last ``ANSWER:`` marker, to the
-end of the message.
+end of the message (a reasoning model's ``<think>`` block, up to its ``</think>``, left out).
 
 Handoff is ``"rotation"`` (agents speak in order for ``rounds`` rounds) or ``"router"``: each
 message may end with ``NEXT: <agent or role>`` to choose the next speaker (the next agent in
@@ -60,11 +60,14 @@ ROLE_PROMPTS: dict[str, str] = {
 }
 """System prompts of the built-in roles; tasks may add roles with ``role_prompts``."""
 
-_ANSWER = re.compile(r"(\*\*)?\bANSWER(?:\*\*)?\s*:")
+_ANSWER = re.compile(r"(\*\*)?\bANSWER(\*\*)?\s*:")
 """The answer marker: upper case, as the answerer's prompt asks (a prose "the answer: ..." is
 not one), in markdown bold or not (``**ANSWER:**``, ``**ANSWER**:``, ``**ANSWER: 42**``)."""
+_END_OF_THINKING = "</think>"
 # [^\S\n]: whitespace within the line, so that blank lines are not rescanned from each one.
-_NEXT = re.compile(r"^[^\S\n]*next\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+# Markdown bold may wrap the marker or the name (``**NEXT:** critic``, ``NEXT: **critic**``).
+_NEXT = re.compile(r"^[^\S\n]*(?:\*\*)?next(?:\*\*)?\s*:\s*(?:\*\*\s*)?(\S+)",
+                   re.IGNORECASE | re.MULTILINE)
 _HANDOFFS = ("rotation", "router")
 
 
@@ -80,17 +83,25 @@ def default_roles(n_agents: int) -> tuple[str, ...]:
 def final_answer(message: str) -> str:
     """The answer in a message: everything after its last ``ANSWER:`` (several lines if so
     written; markdown bold around the marker or the answer left out), else its last non-empty
-    line; stripped.
+    line; stripped. A reasoning model's thinking, everything up to the last ``</think>``, is
+    not read (as vLLM's reasoning parsers split it off).
 
     Example:
         >>> final_answer("Sum: 12. **ANSWER:** 12"), final_answer("ANSWER: **Alice**")
         ('12', 'Alice')
     """
+    message = _after_thinking(message)
     last = deque(_ANSWER.finditer(message), maxlen=1)
     if last:
-        return _unbolded(message[last[0].end():].strip(), bold_marker=bool(last[0].group(1)))
+        opened, closed = last[0].groups()  # "**ANSWER**:" opens and closes its own bold
+        return _unbolded(message[last[0].end():].strip(), bold_marker=bool(opened and not closed))
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+def _after_thinking(message: str) -> str:
+    """``message`` without a reasoning model's thinking: what follows its last ``</think>``."""
+    return message.rpartition(_END_OF_THINKING)[2]
 
 
 def _unbolded(answer: str, bold_marker: bool) -> str:
@@ -207,7 +218,11 @@ class ReasoningTask(TextTeamTask):
 
     def new_episode(self, rng: np.random.Generator,
                     options: dict[str, Any] | None = None) -> ReasoningEpisode:
-        """An episode on a newly generated problem."""
+        """An episode on a newly generated problem; ``options`` asking for a held-out split,
+        which the task has not, raise ``ValueError``."""
+        if (options or {}).get("split", "train") != "train":
+            raise ValueError(f"{self.family} keeps no held-out split (options['split'] = "
+                             f"{options['split']!r}): every problem is drawn from the seed")
         return ReasoningEpisode(self, self.generate(rng))
 
 
@@ -296,10 +311,10 @@ class TextEpisode(TeamEpisode):
         return routed if routed is not None and routed != speaker else (speaker + 1) % n
 
     def _route(self, text: str) -> int | None:
-        found = _NEXT.findall(text)
+        found = _NEXT.findall(_after_thinking(text))
         if not found:
             return None
-        target = found[-1].strip(".,;:'\"`()[]").lower()
+        target = found[-1].strip(".,;:'\"`()[]*").lower()
         for i, role in enumerate(self.task.roles):
             if target in (agent_name(i), role.lower()):
                 return i

@@ -223,7 +223,9 @@ class ReasoningGymTask(ReasoningTask):
             :meth:`message_limit`).
         size: The dataset's size, held-out items included (some datasets build per-item
             tables of this size at construction; reasoning-gym's word_ladder allows 20,000).
-        dataset_seed: The dataset's seed: which items exist and which are held out.
+        dataset_seed: The dataset's seed: which items exist and which are held out. Neighbouring
+            seeds share nearly all items (reasoning-gym draws item i of seed s from
+            ``Random(s + i)``), so another seed is no fresh evaluation set.
         **kwargs: See :class:`~team_envs.text.base.TextTeamTask`.
 
     Datasets whose items depend on Python's string hashing (isomorphic_strings,
@@ -314,6 +316,9 @@ class ReasoningGymTask(ReasoningTask):
             return ReasoningEpisode(self, self.held_out_problem(options.get("index", 0)))
         if split != "train":
             raise ValueError(f"options['split'] must be 'train' or 'test', got {split!r}")
+        if "index" in options:
+            raise ValueError("options['index'] picks a held-out item: pass it with "
+                             "options['split'] = 'test'")
         return ReasoningEpisode(self, self.generate(rng))
 
     def message_limit(self, problem: Problem) -> int:
