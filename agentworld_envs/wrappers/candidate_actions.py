@@ -136,6 +136,7 @@ class DiscreteCandidateActions(gym.ActionWrapper, gym.utils.RecordConstructorArg
         return self._menu
 
     def _with_menu(self, info: dict[str, Any]) -> dict[str, Any]:
+        self._menu = None  # a state whose candidates do not fit leaves no stale menu to play
         candidates = self.env.get_wrapper_attr("candidate_actions")()
         self._menu = CandidateMenu(candidates, self.action_space.n, self.fallback_action)
         return {**info, "candidates": list(self._menu.candidates),

@@ -320,6 +320,8 @@ class ParameterSharingVecEnv(VecEnv):
 
     def _store(self, copy: int, observations: dict[str, Any]) -> None:
         """Buffer a copy's encoded observations and read its agents' candidate actions."""
+        for slot in self._slots(copy):  # candidates that do not fit leave no stale menu to play
+            self._menus[slot] = None
         for slot, agent in zip(self._slots(copy), self.agents, strict=True):
             encoded = self._encode(agent, observations[agent])
             for key in self.keys:
