@@ -12,7 +12,8 @@ run on its own:
     split by task (seed 0: A5, C1, C2, D5, E5 held out, as for the retired
     ``floor_wm``). MCP: generated servers played by an exploring agent, with the twin's answer
     as ground truth, split by server family (``--mcp-val-family``, default ``tickets``). The
-    distinct answers of both training splits are the draft corpus.
+    distinct answers of both training splits are the draft corpus. A transition that several
+    runs reach (same chat, same answer) is kept once.
 ``train``
     ``agentworld wm sft`` with a LoRA adapter on the base, through the compact view, on the
     training splits of both domains only; the draft corpus goes into the adapter's folder.
@@ -105,6 +106,17 @@ def family_of(item: BenchItem) -> str:
     return found.group(1) if found else "unknown"
 
 
+def distinct(items: list[BenchItem]) -> list[BenchItem]:
+    """The first of each transition: runs that reach the same chat and get the same answer (an
+    exploring run's opening call, a gold step the explorer also plays) give it once, so that it
+    weighs no more in training and counts once in the held-out scores."""
+    seen: dict[tuple[Any, ...], BenchItem] = {}
+    for item in items:
+        chat = tuple((m["role"], m["content"]) for m in item.messages())
+        seen.setdefault((item.task, chat, item.ground_truth), item)
+    return list(seen.values())
+
+
 def mcp_policy(env: Any, rng: np.random.Generator) -> str:
     """An exploring MCP agent: candidate calls, calls with arguments drawn from the records'
     values (other ids, other filters), mistakes, and now and then a final answer."""
@@ -154,13 +166,13 @@ def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: st
         raise UnknownNameError("MCP server family (--mcp-val-family)", val_family, FAMILIES)
     corpora = [oracle_corpus(out / "corpora" / "oracle"),
                explore_corpus(out / "corpora" / "explore", explore_repeats, 0, mistakes=0.3)]
-    train, val = split_by_task(corpus_transitions(corpora), 0.2, 0)
+    train, val = split_by_task(distinct(corpus_transitions(corpora)), 0.2, 0)
     write_items(train, out / "train" / "floor.jsonl")
     write_items(val, out / "val" / "floor.jsonl")
     env = gym.make("AgentWorld/MCP-v0", scenarios="generated", backend="scripted",
                    mode="hybrid", max_steps=8)
     items = simulated_transitions(env, mcp_episodes, seed=0, policy=mcp_policy)
-    items = [i for i in items if i.source.get("ground_truth") == "real"]
+    items = distinct([i for i in items if i.source.get("ground_truth") == "real"])
     held_out = [i for i in items if family_of(i) == val_family]
     if not held_out or len(held_out) == len(items):
         split = "held-out" if not held_out else "training"

@@ -117,6 +117,9 @@ class SFTArgs:
 
     def __post_init__(self) -> None:
         check_at_least(self, 0, "max_minutes", "threads", "lora_rank", "lora_layers")
+        if self.view and self.view not in VIEWS:
+            raise ConfigError("view", f"unknown view {self.view!r} (known: {', '.join(VIEWS)}; "
+                                      "empty shows the chat whole)")
         if self.all_turns and self.view:
             raise ConfigError("all_turns", "learns the whole chat, so it cannot be used with a "
                                            "view")
@@ -321,21 +324,26 @@ def _labelled(tokenizer: Any, item: BenchItem, reasoning: bool, max_length: int
     """Ids of the whole chat ending in the target, labelled on every observation.
 
     The rendered chat is cut into pieces at each assistant turn's observation (found in order,
-    so any template that renders contents verbatim works) and each piece is tokenised on its
-    own. A history turn's ``**Environment Observation:**`` marker is not learned, so the start
-    of an answer is learned only from targets (the tagged form the model must write); the
-    end-of-turn token after each observation is learned.
+    each after the chat rendered up to its turn, so that the same text in the system prompt or
+    a user turn is never taken for it; any template that renders contents verbatim works) and
+    each piece is tokenised on its own. A history turn's ``**Environment Observation:**``
+    marker is not learned, so the start of an answer is learned only from targets (the tagged
+    form the model must write); the end-of-turn token after each observation is learned.
     """
     turns = [*item.messages(), {"role": "assistant", "content": target_text(item, reasoning)}]
     text = tokenizer.apply_chat_template(turns, tokenize=False)
     ids: list[int] = []
     labels: list[int] = []
     cursor = 0
-    for message in (m for m in turns if m["role"] == "assistant"):
+    for index, message in enumerate(turns):
+        if message["role"] != "assistant":
+            continue
         learned = message["content"].strip()
         if message is not turns[-1]:
             learned = clean_response_marker(learned).strip()
-        start = text.index(learned, cursor)
+        before = tokenizer.apply_chat_template(turns[:index], add_generation_prompt=True,
+                                               tokenize=False)
+        start = text.index(learned, max(cursor, len(before) if text.startswith(before) else 0))
         end = start + len(learned)
         if text.startswith(tokenizer.eos_token, end):
             end += len(tokenizer.eos_token)
