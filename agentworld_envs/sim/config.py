@@ -7,6 +7,7 @@ at the call site may ``backend`` or ``judge_backend`` be a live backend object.
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
@@ -76,13 +77,14 @@ class SimConfig(pydantic.BaseModel):
             generator, seeded from ``np_random``), or a list of scenario ids or dicts.
         controls: Control instructions added to every scenario's own.
         fictional: Forces fictional-world mode on or off; None follows each scenario.
-        record_path: Records every model call to this JSONL request cache (and serves repeats
-            from it), so a run can be replayed with ``{"name": "replay", "path": ...}``.
+        record_path: Records every model call to this JSONL request cache, a str or path (and
+            serves repeats from it), so a run can be replayed with
+            ``{"name": "replay", "path": ...}``.
         timeout_s: Longest wait for one batched model call (default one hour, sized for long
             thinking); None waits forever. A backend given by name or config that takes a
             ``timeout_s`` (``openai``) and sets none gets an equal share of it per attempt
             (``timeout_s / (max_retries + 1)``), so a stalled attempt is retried within the
-            call's time.
+            call's time. At most ``threading.TIMEOUT_MAX`` (about 292 years).
         on_fault: ``report`` (default): a world-model fault (dead server, timeout, error, an
             answer that is not text) gives a flagged fallback observation
             (``info["observation_source"] == "fallback"``) and a ``RuntimeWarning``, and the
@@ -170,10 +172,19 @@ class SimConfig(pydantic.BaseModel):
         SamplingParams(**value)  # values no backend can honour fail here, naming the field
         return value
 
-    @pydantic.field_validator("prompts", mode="before")
+    @pydantic.field_validator("prompts", "record_path", mode="before")
     @classmethod
-    def _prompt_set_path(cls, value: Any) -> Any:
+    def _path_as_text(cls, value: Any) -> Any:
         return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+    @pydantic.field_validator("timeout_s")
+    @classmethod
+    def _waitable_timeout(cls, value: float | None) -> float | None:
+        # a longer wait overflows the worker thread's, failing every call
+        if value is not None and not value <= threading.TIMEOUT_MAX:
+            raise ValueError(f"timeout_s must be at most {threading.TIMEOUT_MAX:g} s; pass None "
+                             "to wait forever")
+        return value
 
     @pydantic.model_validator(mode="after")
     def _prompt_set_serves_the_domain(self) -> SimConfig:

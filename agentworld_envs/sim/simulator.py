@@ -198,7 +198,9 @@ class Simulator:
         if self.config.on_fault == "raise":
             return WorldModelFault(message, results,
                                    sorted({*model_faults, *judge_faults, *unread}))
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        # the running count makes each step's warning new, so Python's filter shows them all
+        warnings.warn(f"{message} ({self.faults.failed} of {self.faults.calls} model calls "
+                      "failed so far)", RuntimeWarning, stacklevel=_outside_level())
         return None
 
     def close(self) -> None:

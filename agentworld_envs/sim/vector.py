@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -184,7 +185,7 @@ class AgentWorldVectorEnv(VectorEnv):
 
         ``seed=s`` seeds sub-env i with ``s + i``. ``options["scenario"]`` applies to every
         sub-env, or, given as a list of ``num_envs`` scenarios, one to each. Any other option
-        raises ``ValueError``.
+        raises ``ValueError``. A reset that fails leaves every sub-env as it was.
         """
         check_reset_options(options, (*RESET_OPTIONS, "reset_mask"))
         seeds = self._seeds(seed)
@@ -197,10 +198,21 @@ class AgentWorldVectorEnv(VectorEnv):
             raise ValueError(f"expected {self.num_envs} scenarios, got {len(scenarios)}")
         indices = range(self.num_envs) if mask is None else np.flatnonzero(self._mask(mask))
         infos: list[dict[str, Any] | None] = [None] * self.num_envs
-        for i in indices:
-            self._seed_next(i, seeds[i])
-            infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
+        state = self._state()
+        try:
+            for i in indices:
+                self._seed_next(i, seeds[i])
+                infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
+        except Exception:  # a reset that fails leaves every sub-env as it was
+            self._rngs[:], self.episodes[:], self._observations[:], self._episodes[:] = state
+            raise
         return tuple(self._observations), batch_infos(infos, self.num_envs)
+
+    def _state(self) -> tuple[list[Any], ...]:
+        """What a reset changes: generators (copied, since a reset draws from them), episodes,
+        observations and grouped episode counts."""
+        return (copy.deepcopy(self._rngs), list(self.episodes), list(self._observations),
+                list(self._episodes))
 
     def _mask(self, mask: Any) -> np.ndarray:
         """``reset_mask`` checked as ``SyncVectorEnv`` checks it: booleans, one per sub-env."""
