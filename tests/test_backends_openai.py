@@ -213,12 +213,9 @@ def test_batch_runs_concurrently_bounded_and_in_order() -> None:
         return Reply(200, chat_response("echo " + body["messages"][-1]["content"]), delay_s=0.2)
 
     with FakeOpenAIServer(echo) as server, backend_for(server.base_url, concurrency=3) as backend:
-        start = time.perf_counter()
         completions = backend.complete([ask(f"q{i}") for i in range(6)])
-        elapsed = time.perf_counter() - start
     assert [c.text for c in completions] == [f"echo q{i}" for i in range(6)]
-    assert server.max_in_flight == 3
-    assert elapsed < 6 * 0.2 * 0.75  # clearly faster than one at a time
+    assert server.max_in_flight == 3  # concurrent, and never more than the limit
 
 
 def test_make_backend_builds_the_openai_backend() -> None:

@@ -336,9 +336,9 @@ def recording(decode: Any, calls: list[dict[str, Any]]) -> Any:
     from, its answers and each row's (forward passes, drafted tokens fed, drafted tokens
     kept)."""
     def recorded(self: Any, prompts: Any, max_new_tokens: int, eos_ids: set[int],
-                 hints: Any = None, stopped: Any = None) -> Any:
+                 hints: Any = None, stopped: Any = None, interrupt: Any = None) -> Any:
         recent = [list(answer) for answer in self._recent]
-        new, stats = decode(self, prompts, max_new_tokens, eos_ids, hints, stopped)
+        new, stats = decode(self, prompts, max_new_tokens, eos_ids, hints, stopped, interrupt)
         calls.append({"prompts": [list(p) for p in prompts], "recent": recent,
                       "hints": [list(h) for h in hints or [()] * len(prompts)],
                       "answers": new, "max_new_tokens": max_new_tokens,

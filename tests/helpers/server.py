@@ -176,6 +176,8 @@ class FakeOpenAIServer:
                     hit = len(fake.bodies)
                     fake._in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+                released = False  # counted out before its last byte goes: a client that has
+                # its reply may send the next request at once, and it must not count twice
                 try:
                     reply = fake.responder(hit, body)
                     time.sleep(reply.delay_s)
@@ -190,14 +192,19 @@ class FakeOpenAIServer:
                     self.end_headers()
                     step = reply.chunk or len(payload) or 1
                     for start in range(0, len(payload), step):
+                        if start + step >= len(payload):
+                            with fake._lock:
+                                fake._in_flight -= 1
+                            released = True
                         self.wfile.write(payload[start:start + step])
                         self.wfile.flush()
                         time.sleep(reply.pause_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
                 finally:
-                    with fake._lock:
-                        fake._in_flight -= 1
+                    if not released:
+                        with fake._lock:
+                            fake._in_flight -= 1
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Stay quiet."""
