@@ -84,11 +84,9 @@ def test_transformers_serve_rejects_unknown_model_without_retrying(
 ) -> None:
     base_url, _model = tiny_server
     with backend_for(base_url) as backend:
-        start = time.perf_counter()
         with pytest.raises(BackendError, match="400") as info:
             backend.complete([ask("hi", max_tokens=2)])
-        assert info.value.attempts == 1
-        assert time.perf_counter() - start < 5
+        assert info.value.attempts == 1  # not retried
         with pytest.raises(BackendError, match="400"):
             probe_tool_support(backend)
 
