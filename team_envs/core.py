@@ -169,6 +169,16 @@ class TeamTask(abc.ABC):
         task has no global state short of the agents' observations."""
         return None
 
+    def refuse_held_out(self, options: dict[str, Any] | None) -> None:
+        """Raise ``ValueError`` for ``options`` asking for a held-out split, on a task that
+        keeps none (every episode is drawn from the seed): an evaluation would otherwise get
+        training draws without a word."""
+        split = (options or {}).get("split", "train")
+        if split != "train":
+            raise ValueError(f"{getattr(self, 'family', type(self).__name__)} keeps no "
+                             f"held-out split (options['split'] = {split!r}): every episode "
+                             "is drawn from the seed")
+
 
 class SharedContextEnv(AECEnv):
     """A :class:`TeamTask` as a PettingZoo AEC env; subclasses set ``task_type``.

@@ -143,7 +143,9 @@ class SymbolicTask(TeamTask):
 
     def new_episode(self, rng: np.random.Generator,
                     options: dict[str, Any] | None = None) -> SymbolicEpisode:
-        """One episode (a batch of one) with inputs drawn from ``rng``."""
+        """One episode (a batch of one) with inputs drawn from ``rng``; ``options`` asking for
+        a held-out split raise ``ValueError``, as on the text teams."""
+        self.refuse_held_out(options)
         return SymbolicEpisode(self, self.batch(self.sample_private(rng, 1)))
 
     def parse_message(self, action: Any) -> np.ndarray | None:
@@ -151,9 +153,10 @@ class SymbolicTask(TeamTask):
 
         Returns None when the action is not a valid message.
         """
-        if isinstance(action, str):
-            letters = action.split() if any(c.isspace() for c in action.strip()) else list(
-                action.strip())
+        if isinstance(action, str):  # split no further than one word past a whole message
+            words = action.split(maxsplit=self.message_length)
+            letters = list(words[0]) if len(words) == 1 and len(
+                words[0]) <= self.message_length else words
             values = [SYMBOLS.find(letter) if len(letter) == 1 else -1 for letter in letters]
         elif isinstance(action, bool | np.bool_):
             return None
@@ -210,13 +213,27 @@ class SymbolicBatch:
         return self.task.context(self.messages, agent), self.private[agent]
 
     def act(self, messages: np.ndarray) -> None:
-        """Record the speaker's ``(size, length)`` messages; out-of-range symbols become empty."""
-        messages = np.asarray(messages, dtype=np.int64).reshape(self.size, -1)
-        valid = (messages >= 0) & (messages < self.task.vocab_size)
+        """Record the speaker's ``(size, length)`` integer messages; a message with an
+        out-of-range symbol becomes an empty message, as in the env.
+
+        Raises:
+            TypeError: ``messages`` are not integers.
+        """
+        messages = np.asarray(messages)
+        if messages.dtype.kind not in "iu":
+            raise TypeError(f"messages must be integer symbol ids, got dtype {messages.dtype}")
+        messages = messages.reshape(self.size, -1)
+        valid = ((messages >= 0) & (messages < self.task.vocab_size)).all(axis=1, keepdims=True)
         self.record(np.where(valid, messages, self.task.pad))
 
     def record(self, messages: np.ndarray) -> None:
-        """Record the speaker's messages, already checked to hold only symbols and pads."""
+        """Record the speaker's messages, already checked to hold only symbols and pads.
+
+        Raises:
+            RuntimeError: every agent has spoken already.
+        """
+        if self.speaker is None:
+            raise RuntimeError(f"all {self.task.n_agents} agents have spoken; start a new batch")
         self.messages[:, self.turn] = messages
         self.turn += 1
 

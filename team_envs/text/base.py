@@ -220,9 +220,7 @@ class ReasoningTask(TextTeamTask):
                     options: dict[str, Any] | None = None) -> ReasoningEpisode:
         """An episode on a newly generated problem; ``options`` asking for a held-out split,
         which the task has not, raise ``ValueError``."""
-        if (options or {}).get("split", "train") != "train":
-            raise ValueError(f"{self.family} keeps no held-out split (options['split'] = "
-                             f"{options['split']!r}): every problem is drawn from the seed")
+        self.refuse_held_out(options)
         return ReasoningEpisode(self, self.generate(rng))
 
 
