@@ -131,7 +131,8 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     kind = check.check
     if kind == "answer_matches":
         expected = check.value or log.scenario.reference_answer or ""
-        answer = log.answer
+        # an infeasible report's reason is no answer (WebArena's evaluator reads it as "N/A")
+        answer = None if log.ending == INFEASIBLE else log.answer
         return answer is not None and answer_matches(answer, expected, check.match) and not any(
             answer_matches(answer, wrong, check.match)
             and not answer_matches(expected, wrong, check.match) for wrong in check.excludes)

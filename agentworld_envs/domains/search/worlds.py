@@ -33,6 +33,7 @@ from agentworld_envs.domains.names import (
     pick,
     shuffled,
 )
+from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.world.rewards import answer_matches
 from agentworld_envs.world.scenario import Check, RewardSpec, Scenario
 
@@ -160,7 +161,13 @@ def _call(name: str, arguments: dict[str, object]) -> str:
 
 def search_world_scenario(seed: int) -> Scenario:
     """The fictional search world of one seed (drawn again, from ``[seed, n]``, while its
-    question would state its own answer)."""
+    question would state its own answer).
+
+    Raises:
+        ValueError: a seed that is not a non-negative integer (a bool would give seed 1's world
+            under another id).
+    """
+    seed = check_int("seed", seed, 0)
     for attempt in itertools.count():
         rng = np.random.default_rng([seed, attempt] if attempt else seed)
         world = pick(rng, _TEMPLATES)(rng)
