@@ -14,8 +14,13 @@ and the session goes on. Frames are read (up to ``READ_AHEAD``) while one is ans
 client that leaves in the middle of a step frees its session at once, also when it sent more
 first (OpenEnv's client sends ``close`` before it closes its socket): the step runs on to its
 end in the session's thread, its envs close after it, and the frames after it go unanswered.
-A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON escape. An
-error message over ``MESSAGE_CHARS`` (one quoting a client's huge value) has its middle cut.
+A client that takes no frame for ``send_timeout_s`` (it stopped reading, so its socket's
+buffers are full) has its session closed and freed at once and its socket closed with code 1008
+(uvicorn then frees the connection once the client reads or leaves).
+A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON escape, over
+HTTP too, where a number that JSON cannot carry (NaN, infinity) goes as null, so a 422 quoting
+a client's ``{"seed": NaN}`` names the field rather than failing. An error message over
+``MESSAGE_CHARS`` (one quoting a client's huge value) has its middle cut.
 Deviations: OpenEnv's MCP transport (the ``mcp`` message and ``?session_id=`` on ``/ws``, HTTP
 MCP sessions on ``/mcp``) is not served, as these envs have no MCP server (OpenEnv answers
 their tool calls "Environment does not support MCP"): ``mcp`` is answered with an
@@ -39,11 +44,15 @@ import functools
 import json
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Any, cast
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
-from fastapi.responses import JSONResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from fastapi.utils import is_body_allowed_for_status_code
 from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
@@ -61,7 +70,8 @@ from openenv.core.env_server.types import (
     WSStepMessage,
 )
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+from starlette.exceptions import HTTPException
 from starlette.types import Message
 
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
@@ -106,6 +116,19 @@ def _reply(message: BaseModel) -> str:
         return json.dumps(message.model_dump(mode="json"))
 
 
+class _SafeJSONResponse(JSONResponse):
+    """An HTTP reply as JSON, whatever it holds: a string that UTF-8 cannot carry (a lone
+    surrogate) goes as its JSON escape, and a number that JSON cannot (NaN, infinity: a client's,
+    quoted in its 422) as null, as the WebSocket replies have them."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except ValueError:
+            return json.dumps(to_jsonable_python(content, inf_nan_mode="null", fallback=str),
+                              separators=(",", ":")).encode()
+
+
 def _shortened(message: str) -> str:
     """``message`` with its middle cut to keep ``MESSAGE_CHARS`` (the quoted value is cut, the
     cause at the start and the hint at the end are kept)."""
@@ -134,6 +157,11 @@ async def _read(websocket: WebSocket, frames: asyncio.Queue[Message | None],
         frames.put_nowait(None)
 
 
+class _StoppedReading(Exception):
+    """The client has not taken a frame within the send timeout (its socket's buffers are
+    full): its session ends."""
+
+
 def _idle(session: Environment | None, limit: float) -> bool:
     """Whether a session has no reset or step running and none since ``limit``."""
     return isinstance(session, GymSession) and not session.busy and session.last_active < limit
@@ -149,6 +177,7 @@ class _Server(HTTPEnvServer):
                              max_concurrent_envs=settings.max_sessions, session_timeout=None),
                          env_name=settings.env_id, state_cls=EpisodeState)
         self.idle_timeout_s = settings.idle_timeout_s
+        self.send_timeout_s = settings.send_timeout_s
         self._sweeper: asyncio.Task[None] | None = None
 
     async def _create_session(self) -> tuple[str, Environment]:
@@ -165,20 +194,22 @@ class _Server(HTTPEnvServer):
         session_id: str | None = None
         reader: asyncio.Future[None] | None = None
         answering: asyncio.Future[str | None] | None = None
+        close_code, close_reason = 1000, ""
         try:
             if websocket.query_params.get("session_id"):
-                await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, _NO_ATTACH))
+                await self._deliver(websocket.send_text(_error(WSErrorCode.SESSION_ERROR,
+                                                               _NO_ATTACH)))
                 return
             try:
                 session_id, session = await self._create_session()
             except SessionCapacityError as exc:
-                await websocket.send_text(_error(
+                await self._deliver(websocket.send_text(_error(
                     WSErrorCode.CAPACITY_REACHED, str(exc), active_sessions=exc.active_sessions,
-                    max_sessions=exc.max_sessions))
+                    max_sessions=exc.max_sessions)))
                 return
             except EnvironmentFactoryError as exc:
-                await websocket.send_text(_error(WSErrorCode.FACTORY_ERROR, str(exc),
-                                                 factory_name=exc.factory_name))
+                await self._deliver(websocket.send_text(_error(
+                    WSErrorCode.FACTORY_ERROR, str(exc), factory_name=exc.factory_name)))
                 return
             # frames are read while one is answered, so that a client leaving mid-step (even
             # after sending more, such as OpenEnv's client's "close") frees its session at once
@@ -199,24 +230,40 @@ class _Server(HTTPEnvServer):
                 reply = await answering
                 if reply is None:
                     break
-                await websocket.send_text(reply)
+                await self._deliver(websocket.send_text(reply))
             if reader.done():
                 reader.result()  # a socket that failed rather than closed is logged below
         except WebSocketDisconnect:
             pass
+        except _StoppedReading as exc:
+            _log.warning("WebSocket session %s closed: %s", session_id, exc)
+            close_code, close_reason = 1008, str(exc)  # policy violation
         except Exception as exc:  # noqa: BLE001 - the socket failed: this session ends alone
             _log.warning("WebSocket session %s failed: %s", session_id, exc)
             with contextlib.suppress(Exception):
-                await websocket.send_text(_error(WSErrorCode.SESSION_ERROR, str(exc)))
+                await self._deliver(websocket.send_text(_error(WSErrorCode.SESSION_ERROR,
+                                                               str(exc))))
         finally:
             if reader is not None:
                 reader.cancel()
             if session_id is not None:
                 await self._destroy_session(session_id)
-            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                await websocket.close()
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect, _StoppedReading):
+                await self._deliver(websocket.close(close_code, close_reason))
             if answering is not None:
                 await answering  # a step its client left goes on to its end, then its envs close
+
+    async def _deliver(self, sending: Coroutine[Any, Any, None]) -> None:
+        """Send a frame (a reply, an error, the close frame) within ``send_timeout_s``.
+
+        Raises:
+            _StoppedReading: when the client took nothing for that long.
+        """
+        try:
+            await asyncio.wait_for(sending, self.send_timeout_s)
+        except asyncio.TimeoutError:
+            raise _StoppedReading(f"the client took no reply for {self.send_timeout_s:g} s "
+                                  "(it stopped reading)") from None
 
     async def _answer(self, session_id: str, session: GymSession, frame: Message) -> str | None:
         """The reply to one frame (None for ``close``); whatever the frame, it never raises."""
@@ -330,7 +377,8 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     served = served or ServedEnv(settings)
     server = _Server(served)
     app = FastAPI(title=f"agentworld: {settings.env_id}",
-                  description="An agentworld env served over OpenEnv's protocol.")
+                  description="An agentworld env served over OpenEnv's protocol.",
+                  default_response_class=_SafeJSONResponse)
     app.add_api_websocket_route("/ws", server.serve_socket)  # matched before OpenEnv's /ws
     server.register_routes(app)
     _refuse_mcp_sessions(app)
@@ -339,7 +387,22 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     async def bad_request(request: Request, exc: ValueError) -> JSONResponse:
         """Bad input to the stateless HTTP routes (a bad seed, a step with no reset) is the
         client's error, 400 with the reason, not a server error."""
-        return JSONResponse(status_code=400, content={"detail": _shortened(str(exc))})
+        return _SafeJSONResponse(status_code=400, content={"detail": _shortened(str(exc))})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        """FastAPI's 422, sent whatever input the errors quote (``{"seed": NaN}``)."""
+        return _SafeJSONResponse(status_code=422,
+                                 content={"detail": jsonable_encoder(exc.errors())})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        """FastAPI's answer to an ``HTTPException`` (OpenEnv's 422 for a bad action among
+        them), sent whatever input its detail quotes."""
+        if not is_body_allowed_for_status_code(exc.status_code):
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return _SafeJSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                                 headers=exc.headers)
 
     @app.get("/agentworld/stats", tags=["Health"])
     def stats() -> dict[str, Any]:

@@ -70,6 +70,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                              "need one), loaded once for all sessions")
     parser.add_argument("--idle-timeout", type=float, default=defaults.idle_timeout_s,
                         help="close a session after this many idle seconds (0: never)")
+    parser.add_argument("--send-timeout", type=float, default=defaults.send_timeout_s,
+                        help="close a WebSocket session whose client has not taken a reply "
+                             "within this many seconds (it stopped reading)")
     parser.add_argument("--batch-window-ms", type=float, default=defaults.batch_window_s * 1e3,
                         help="longest wait for other sessions' world-model calls")
     parser.add_argument("--shutdown-grace", type=float, default=defaults.shutdown_grace_s,
@@ -91,7 +94,8 @@ def _settings(args: argparse.Namespace) -> Any:
         return ServeSettings(
             env_id=args.env_id, host=args.host, port=args.port, max_sessions=args.max_sessions,
             backend=parse_backend_arg(args.backend) if args.backend else None,
-            idle_timeout_s=args.idle_timeout or None, batch_window_s=args.batch_window_ms / 1e3,
+            idle_timeout_s=args.idle_timeout or None, send_timeout_s=args.send_timeout,
+            batch_window_s=args.batch_window_ms / 1e3,
             shutdown_grace_s=args.shutdown_grace, compress=args.compress,
             env_kwargs=parse_kw(args.kw))
     except ValueError as exc:

@@ -26,6 +26,12 @@ class ServeSettings:
             shared by every session.
         idle_timeout_s: A session with no message for this long (and no step running) is
             closed and its memory freed; None keeps sessions until they disconnect.
+        send_timeout_s: A WebSocket client that has not taken a reply (or an error, or the
+            close frame) within this long, its socket's buffers full because it stopped
+            reading, has its session closed and freed at once, and its socket closed (with code
+            1008 and the reason, which a client that reads again within as long receives);
+            otherwise the session would hold its slot, and the server's coroutine would wait,
+            for as long as the client stays connected.
         batch_window_s: The shortest batching window: how long a world-model call may wait for
             other sessions' calls, from the oldest waiting one (a batch leaves at once when
             every session with an episode under way has sent its call; the window grows to a
@@ -45,6 +51,7 @@ class ServeSettings:
     max_sessions: int = 256
     backend: str | dict[str, Any] | None = None
     idle_timeout_s: float | None = 600.0
+    send_timeout_s: float = 60.0
     batch_window_s: float = 0.005
     shutdown_grace_s: float = 30.0
     compress: bool = False
@@ -53,10 +60,12 @@ class ServeSettings:
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
             raise ValueError("max_sessions must be >= 1")
-        idle, grace = self.idle_timeout_s, self.shutdown_grace_s
+        idle, grace, send = self.idle_timeout_s, self.shutdown_grace_s, self.send_timeout_s
         if idle is not None and not (math.isfinite(idle) and idle > 0):
             raise ValueError(f"idle_timeout_s must be a finite number > 0 (or None: never), "
                              f"not {idle}")
+        if not (math.isfinite(send) and send > 0):
+            raise ValueError(f"send_timeout_s must be a finite number > 0, not {send}")
         if not (math.isfinite(grace) and grace >= 0):
             raise ValueError(f"shutdown_grace_s must be a finite number >= 0, not {grace}")
         if not 0 <= self.batch_window_s <= 1:

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -104,11 +105,17 @@ class AgentWorldEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``options={"scenario": id | dict | Scenario}`` picks the scenario,
-        otherwise it is drawn from ``np_random``. Any other option raises ``ValueError``."""
+        otherwise it is drawn from ``np_random``. Any other option raises ``ValueError``. A
+        reset that fails leaves the episode and ``np_random`` as they were."""
         check_reset_options(options, RESET_OPTIONS)
+        draws = copy.deepcopy((self._np_random, self._np_random_seed))
         super().reset(seed=seed)
-        self.episode = self.sim.episode(self.np_random, options, self.max_steps,
-                                        exact=self._exact_budget)
+        try:
+            self.episode = self.sim.episode(self.np_random, options, self.max_steps,
+                                            exact=self._exact_budget)
+        except Exception:
+            self._np_random, self._np_random_seed = draws
+            raise
         return self.episode.first_observation()
 
     @transportable_errors
