@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from agentworld_envs.bench.items import BenchFormatError, load_items
 from agentworld_envs.bench.judge_parser import DIMENSIONS, parse_judge_output
 from agentworld_envs.bench.release_instructions import instructions_from_template
 from agentworld_envs.bench.transitions import _reasoning
@@ -78,3 +79,11 @@ def test_a_template_whose_message_would_differ_from_the_releases_is_refused(
 def test_the_releases_layout_gives_its_instructions_leading_white_space_aside() -> None:
     layout = "{context}\n\n{world_model_input}\n\n{predicted_observation}\n\n{ground_truth}"
     assert instructions_from_template("\n" + layout + "\n\nScore {{it}}.\n") == "Score {it}."
+
+
+def test_a_folder_named_like_an_items_file_is_not_read_as_one(tmp_path) -> None:
+    """``wm bench DIR`` with a subfolder ``x.jsonl`` failed with ``IsADirectoryError``, exit 1;
+    the folder's files are its items, and a folder holding none is refused in one line."""
+    (tmp_path / "sub.jsonl").mkdir()
+    with pytest.raises(BenchFormatError, match="no \\*.jsonl files"):
+        load_items(tmp_path)

@@ -142,7 +142,7 @@ def item_from_dict(data: Any, where: str = "item") -> BenchItem:
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        found = sorted(path.glob("*.jsonl"))
+        found = sorted(f for f in path.glob("*.jsonl") if f.is_file())
         if not found:
             raise BenchFormatError(f"{path}: no *.jsonl files in this folder")
         return found
