@@ -198,3 +198,11 @@ def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert cache_dir() == tmp_path / "xdg" / "agentworld"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache_dir() == tmp_path / "home" / ".cache" / "agentworld"
+
+
+def test_an_unknown_base_is_named_with_the_nearest_known_one() -> None:
+    """It was a bare ``KeyError: 'smolm2'``."""
+    from agentworld_envs.cli_errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="did you mean 'smollm2'"):
+        base_model_dir("smolm2")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from glob import escape as glob_escape
 from pathlib import Path
 
+from agentworld_envs.cli_errors import UnknownNameError
 from agentworld_envs.protocol.file_digest import file_sha256
 
 __all__ = ["BASES", "GGUFBase", "base_model_dir", "cache_dir", "convert_gguf", "resolve_model"]
@@ -152,7 +153,13 @@ def convert_gguf(path: Path, out: Path) -> Path:
 
 
 def base_model_dir(name: str = "smollm2") -> Path:
-    """The converted base ``name``: from the cache, converting the GGUF file on first use."""
+    """The converted base ``name``: from the cache, converting the GGUF file on first use.
+
+    Raises:
+        UnknownNameError: no base has that name (the known ones named).
+    """
+    if name not in BASES:
+        raise UnknownNameError("base model", name, BASES)
     base = BASES[name]
     path = base.path()
     out = cache_dir() / "bases" / f"{path.stem}-{file_sha256(path)[:16]}"
