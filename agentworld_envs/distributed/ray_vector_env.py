@@ -108,7 +108,9 @@ class RayVectorEnv(ActorCalls, VectorEnv):
     whose own ``step`` raises is truncated alone
     (:class:`~agentworld_envs.distributed.fault_guard.FaultGuard`). An actor whose restarts are
     spent raises ``RuntimeError``, and the other actors' results of that step are lost with
-    it: the env can only be closed then. ``close()`` kills every actor.
+    it: the env can only be closed then. A ``reset`` that raises in one actor after others reset
+    their sub-envs raises, and those sub-envs' next step reports their lost episodes. ``close()``
+    kills every actor, then raises the first error a vector env's ``close`` raised.
 
     Args:
         env_id: A registered id; ``module:Name-v0`` for ids registered by another package
@@ -221,21 +223,43 @@ class RayVectorEnv(ActorCalls, VectorEnv):
             parts[k] = part
             refs[k] = self._reset_call(actor, seeds[block.start:block.stop], part)
         infos: list[dict[str, Any]] = [{} for _ in self.blocks]
-        for k, ref in refs.items():
+        done, failure = {}, None
+        for k, ref in refs.items():  # every answer is taken: a failure must not hide a reset
             block = self.blocks[k]
             try:
-                observations, infos[k] = self._get(k, ref)
-            except ActorRestarted:
-                observations, infos[k] = self._reset_restarted(k, seeds[block.start:block.stop],
-                                                               parts[k])
-            done = range(len(block)) if mask is None else np.flatnonzero(mask[block])
+                try:
+                    observations, infos[k] = self._get(k, ref)
+                except ActorRestarted:
+                    observations, infos[k] = self._reset_restarted(
+                        k, seeds[block.start:block.stop], parts[k])
+            except Exception as exc:  # noqa: BLE001 - raised below, once all are taken
+                failure = failure or exc
+                continue
             items = list(iterate(self._part_spaces[k], observations))
-            for j in done:
-                i = block.start + j
-                self._last[i], self._ready[i], self._due[i] = items[j], True, False
-                self._fresh.pop(i, None)
-                self._faults.pop(i, None)
+            for j in range(len(block)) if mask is None else np.flatnonzero(mask[block]):
+                done[block.start + j] = items[j]
+        if failure:
+            self._lose_reset_episodes(list(done), seeds, str(failure).splitlines()[0])
+            raise failure
+        for i, item in done.items():
+            self._last[i], self._ready[i], self._due[i] = item, True, False
+            self._fresh.pop(i, None)
+            self._faults.pop(i, None)
         return self._observations(), self._info(infos)
+
+    def _lose_reset_episodes(self, reset: list[int], seeds: list[int | None],
+                             cause: str) -> None:
+        """A reset that raised in some actor reset sub-envs ``reset`` in the others: their
+        episodes are lost, so the next step reports them (as a restarted actor's) and starts
+        the ones they were reset to."""
+        fault = f"reset() reset this sub-env, then raised: {cause}"
+        for i in reset:
+            self._fresh.pop(i, None)
+            self._faults.pop(i, None)
+            if self._due[i]:  # its new episode starts at its next step anyway
+                self._fresh[i] = seeds[i]
+            elif self._ready[i]:
+                self._faults[i] = (fault, seeds[i])
 
     def _per_sub_env(self, value: Any) -> bool:
         """Whether ``value`` is an option to cut into the actors' parts."""
@@ -375,21 +399,35 @@ class RayVectorEnv(ActorCalls, VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every actor's vector env (waiting at most ``CLOSE_TIMEOUT_S``), then kill it;
-        with Ray shut down already, only forget them."""
+        with Ray shut down already, only forget them. An error a vector env's ``close`` raised
+        is raised again (as ``SyncVectorEnv.close`` raises it), naming its actor, once every
+        actor is killed."""
         actors, self.actors = self.actors, []
         if not actors or not self._ray.is_initialized():
             return
-        refs = []
-        for actor in actors:
+        refs = {}
+        for k, actor in enumerate(actors):
             try:
-                refs.append(actor.close.remote())
+                refs[k] = actor.close.remote()
             except Exception:  # noqa: BLE001, S112 - gone already: nothing to close
                 continue
         try:
-            self._ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001, S110 - the kills below end them anyway
-            pass
+            ready, _ = self._ray.wait(list(refs.values()), num_returns=len(refs),
+                                      timeout=CLOSE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - the kills below end them anyway
+            ready = []
+        failure = None
+        for k, ref in refs.items():
+            try:
+                if ref in ready:
+                    self._ray.get(ref)
+            except self._ray.exceptions.RayTaskError as exc:  # the vector env's close raised
+                failure = failure or (self._raised(k, exc.cause, "close()"), exc.cause)
+            except self._ray.exceptions.RayError:  # noqa: S110 - dead already: nothing to close
+                pass
         self._kill(actors)
+        if failure:
+            raise failure[0] from failure[1]
 
     def _kill(self, actors: list[Any]) -> None:
         for actor in actors:
