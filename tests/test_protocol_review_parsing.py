@@ -100,9 +100,10 @@ def test_the_depth_bound_holds_for_the_parts_of_a_failed_value(levels: int) -> N
 
 # --- fidelity: the fence is read in one pass, paths cost one id each ------------------------
 
-_FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```$", re.DOTALL)
+_FENCE = re.compile(r"^```(?:(?i:json))?\s*\n(.*?)\n?```$", re.DOTALL)
 """The fence pattern this module used: quadratic on a fence of blank lines, kept as the
-reference of what a fence is on short texts."""
+reference of what a fence is on short texts (with its tag in any case, as fidelity reads it
+since ``4b20127``: ```` ```JSON ```` is a JSON fence)."""
 
 
 def test_a_fence_of_a_million_blank_lines_is_read_in_one_pass() -> None:
