@@ -308,3 +308,38 @@ def test_a_call_another_cancel_stopped_is_a_fault_not_an_escaping_error(
     assert [type(f) for f in faults] == [Fault, Fault]
     assert {f.kind for f in faults} == {"backend_error"}
     assert "cancelled" in faults[0].message
+
+
+def test_recording_clients_on_a_shared_hf_backend_cancel_their_own_call_and_record_only_theirs(
+        tiny_lm_dir: Path, tmp_path: Path) -> None:
+    """Through the record cache (``record_path``) the cancel was global again: client A's
+    timeout cancelled client B's call. A's own late answer must still go unrecorded."""
+    hf = HFBackend(str(tiny_lm_dir), draft="none")
+    entered, released = threading.Event(), threading.Event()
+
+    def hold(*_: Any) -> None:
+        entered.set()
+        released.wait(GUARD_S)
+
+    handle = hf._model.register_forward_hook(hold)
+    patient = ModelClient(hf, record_path=str(tmp_path / "b.jsonl"))
+    hasty = ModelClient(hf, record_path=str(tmp_path / "a.jsonl"), timeout_s=0.05)
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.extend(patient.complete(
+        [ChatRequest(PROMPTS[0], sampling=SamplingParams(max_tokens=LONG))])))
+    try:
+        thread.start()
+        assert entered.wait(GUARD_S)
+        faults = hasty.complete([ChatRequest(PROMPTS[1],
+                                             sampling=SamplingParams(max_tokens=LONG))])
+        released.set()
+        thread.join(GUARD_S)
+    finally:
+        released.set()
+        handle.remove()
+        hasty.close()
+    assert [f.kind for f in faults] == ["timeout"]
+    (answer,) = answers
+    assert isinstance(answer, Completion), answer  # was a backend_error: A's cancel stopped it
+    assert len((tmp_path / "b.jsonl").read_text().splitlines()) == 1
+    assert (tmp_path / "a.jsonl").read_text() == ""  # the abandoned call records nothing

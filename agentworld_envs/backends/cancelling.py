@@ -66,6 +66,11 @@ class CallScope:
         finally:
             _CURRENT.reset(token)
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called (what the call gives is then not its caller's)."""
+        return self._cancelled
+
     def cancel(self) -> None:
         """Run every stop held now (once, however often it is called)."""
         with self._lock:  # held while they run: no stop runs after its block has ended

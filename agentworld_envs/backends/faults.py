@@ -118,6 +118,7 @@ class TalliedBackend(Backend):
     def __init__(self, inner: Backend, tally: FaultTally) -> None:
         self.inner, self.tally = inner, tally
         self.name, self.blocking = inner.name, inner.blocking
+        self.cancels_each_call = inner.cancels_each_call
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return first_error_or_completions(self.complete_each(requests))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
+from agentworld_envs.backends.cancelling import current_scope
 from agentworld_envs.backends.replies import mark_unknown, unknown_usage
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Usage
 from agentworld_envs.protocol.tool_calls import ToolCall
@@ -353,6 +354,12 @@ class RecordingBackend(Backend):
         """A miss goes to the inner backend, so this one blocks where that one does."""
         return self.inner.blocking
 
+    @property
+    def cancels_each_call(self) -> bool:  # type: ignore[override]
+        """A miss goes to the inner backend in the caller's thread, so a call's scope reaches
+        it, and a call whose scope was cancelled records nothing."""
+        return self.inner.cancels_each_call
+
     def describe(self) -> dict[str, Any]:
         """The inner backend's description, plus the cache path."""
         return {"name": self.name, "path": str(self.cache.path), "inner": self.inner.describe()}
@@ -369,10 +376,11 @@ class RecordingBackend(Backend):
             self._say_replayed(sum(k in self._earlier for k in keys), len(keys))
         unrecorded: dict[str, Completion | BackendError] = {}
         if misses:
-            cancels = self._cancels
+            cancels, scope = self._cancels, current_scope()
             fresh = self.inner.complete_each(list(misses.values()))
+            abandoned = cancels != self._cancels or (scope is not None and scope.cancelled)
             for key, outcome in zip(misses, fresh, strict=True):
-                if isinstance(outcome, BackendError) or cancels != self._cancels:
+                if isinstance(outcome, BackendError) or abandoned:
                     unrecorded[key] = outcome
                 else:
                     self.cache.put(key, outcome, self.model)
