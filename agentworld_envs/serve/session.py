@@ -285,14 +285,11 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
 
     def _reset_env(self, env: gym.Env, seed: int | None,
                    options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """``env.reset``; one that fails leaves the env's ``np_random`` as it was (an env may
-        reseed it before it refuses the options)."""
-        base = env.unwrapped
-        draws = copy.deepcopy((base._np_random, base._np_random_seed))
+        """``env.reset``, its refusal in the client's words (a refused reset leaves the env's
+        episode and ``np_random`` as they were: the envs see to that themselves)."""
         try:
             return env.reset(seed=seed, options=options or None)
         except Exception as exc:
-            base._np_random, base._np_random_seed = draws
             client_error = self._client_error(exc, options)
             if client_error is None:
                 raise
