@@ -173,8 +173,7 @@ class BatchingBackend(Backend):
             if call.abandoned or call.done.is_set():
                 return
             call.abandoned = True
-            call.error = CallCancelled("the call was cancelled: its caller gave up on it (it "
-                                       "timed out or was interrupted)")
+            call.error = CallCancelled.by_caller()
             call.done.set()
             if call in self._pending:
                 self._pending.remove(call)

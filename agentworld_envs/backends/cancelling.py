@@ -46,6 +46,12 @@ __all__ = ["CallCancelled", "CallScope", "InFlight", "cancel_criterion", "curren
 class CallCancelled(BackendError):
     """The call was cancelled (its caller gave up on it) before it finished."""
 
+    @classmethod
+    def by_caller(cls) -> CallCancelled:
+        """The error of a call its caller gave up on (a timeout, an interrupt)."""
+        return cls("the call was cancelled: its caller gave up on it (it timed out or was "
+                   "interrupted)")
+
 
 class CallScope:
     """One backend call as its caller sees it: :meth:`cancel`, from any thread, stops that call
@@ -171,5 +177,4 @@ def raise_if_cancelled(flag: threading.Event) -> None:
     """Raise :class:`CallCancelled` once the call's flag is raised: what it decoded was cut
     short, so it must be neither answered nor kept."""
     if flag.is_set():
-        raise CallCancelled("the call was cancelled: its caller gave up on it (it timed out "
-                            "or was interrupted)")
+        raise CallCancelled.by_caller()
