@@ -144,6 +144,8 @@ class TeamTask(abc.ABC):
     serve several envs at once (``team_task=`` of :class:`SharedContextEnv`).
     """
 
+    family: ClassVar[str]
+    """The task family's name (``relay``, ``arithmetic_chain``, ...)."""
     roles: tuple[str, ...]
 
     @property
@@ -175,9 +177,8 @@ class TeamTask(abc.ABC):
         training draws without a word."""
         split = (options or {}).get("split", "train")
         if split != "train":
-            raise ValueError(f"{getattr(self, 'family', type(self).__name__)} keeps no "
-                             f"held-out split (options['split'] = {split!r}): every episode "
-                             "is drawn from the seed")
+            raise ValueError(f"{self.family} keeps no held-out split (options['split'] = "
+                             f"{split!r}): every episode is drawn from the seed")
 
 
 class SharedContextEnv(AECEnv):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence, Sized
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -60,8 +60,6 @@ class SymbolicTask(TeamTask):
         message_length: Symbols per message, 1 to 8.
         window: How many preceding speakers each agent hears (None: all of them).
     """
-
-    family: ClassVar[str]
 
     def __init__(self, n_agents: int = 3, vocab_size: int = 4, message_length: int = 1,
                  window: int | None = 1) -> None:

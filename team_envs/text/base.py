@@ -144,7 +144,6 @@ class TextTeamTask(TeamTask):
         max_message_chars: Longer messages are cut to this many characters.
     """
 
-    family: ClassVar[str]
     answer_format: ClassVar[str] = "ANSWER: <answer>"
 
     def __init__(self, n_agents: int | None = None, roles: Sequence[str] | None = None,
