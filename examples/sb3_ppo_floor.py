@@ -28,6 +28,7 @@ import gymnasium as gym
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger
 
 import floor_tasks
 from agentworld_envs.cli import run_command
@@ -121,6 +122,7 @@ def train(task_id: str, args: Args) -> list[tuple[int, float]]:
     model = PPO(CandidateScoringPolicy, venv, n_steps=args.n_steps, batch_size=64, n_epochs=10,
                 learning_rate=1e-3, gamma=0.9, ent_coef=0.01, normalize_advantage=False,
                 seed=args.seed, device="cpu")
+    model.set_logger(Logger(None, []))  # SB3's default makes a folder in /tmp at every learn()
     curve = [(0, greedy_success(model, task_id, args.max_length))]
     while model.num_timesteps < args.timesteps:
         model.learn(args.eval_every, reset_num_timesteps=False)

@@ -55,12 +55,17 @@ def test_quickstart_solves_its_task(tmp_path: Path) -> None:
     assert "reward: 1.0" in output and "passed=False" not in output
 
 
-def test_sb3_example_writes_its_curves(tmp_path: Path) -> None:
+def test_sb3_example_writes_its_curves(tmp_path: Path, monkeypatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # where SB3's default logger writes
+    monkeypatch.delenv("SB3_LOGDIR")  # the suite's own folder for SB3 logs
     output = run_example("sb3_ppo_floor.py", *quick_check("sb3_ppo_floor.py"), cwd=tmp_path)
     rows = [line.split("|")[1:5] for line in output.splitlines() if line.startswith("| A02 |")
             or line.startswith("| B2 |")]
     assert rows == [[" A02 ", " A0 ", " 5 ", " 4 "], [" B2 ", " B ", " 5 ", " 7 "]]
     assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
+    assert not list(scratch.glob("SB3-*"))  # no empty SB3 log folder per learn()
 
 
 def test_trl_example_quick_check_trains(tmp_path: Path) -> None:

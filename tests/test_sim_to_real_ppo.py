@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,12 @@ def test_sim_and_real_present_one_format(s2r, tmp_path: Path) -> None:
     agent.close()
 
 
-def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) -> None:
+def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where SB3's default logger writes
+    monkeypatch.delenv("SB3_LOGDIR")  # the suite's own folder for SB3 logs
     agent = _agent(s2r, tmp_path, "real-capped+sim")
     agent.update(real=True)
     assert agent.model.num_timesteps == 16
@@ -50,6 +56,7 @@ def test_capped_arm_moves_from_real_to_simulated_updates(s2r, tmp_path: Path) ->
     named = tools | {f"{tool} (other)" for tool in tools} | {"answer"}
     assert set(calls) == set(task.eval) and all(c and set(c) <= named for c in calls.values())
     agent.close()
+    assert not list(scratch.glob("SB3-*"))  # no empty SB3 log folder per update
 
 
 def test_real_training_draws_only_training_variants(s2r, tmp_path: Path) -> None:

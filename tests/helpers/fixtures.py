@@ -65,3 +65,12 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sb3_logs_in_one_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3's default logger makes a folder in the system's temp dir at every ``learn()``; the
+    tests' own PPO runs (doctests included) keep theirs in one folder of the session's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+        yield

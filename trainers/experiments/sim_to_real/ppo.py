@@ -33,6 +33,7 @@ class PPOAgent:
                  world_model: Any) -> None:
         import torch
         from stable_baselines3 import PPO
+        from stable_baselines3.common.logger import Logger
 
         from agentworld_envs.wrappers import CandidateOverlapFeatures, CandidateScoringPolicy
 
@@ -56,6 +57,7 @@ class PPOAgent:
                          ent_coef=args.ppo_entropy_coef,
                          normalize_advantage=args.ppo_normalize_advantage,
                          policy_kwargs=features, seed=seed, device="cpu")
+        self.model.set_logger(Logger(None, []))  # SB3's default: a folder in /tmp per learn()
 
     def _wrap(self, env: gym.Env) -> gym.Env:
         """The SB3 stack over ``env`` (every tool result hidden in the blind arm)."""
