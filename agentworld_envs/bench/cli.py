@@ -289,7 +289,11 @@ def _note_placeholders(args: argparse.Namespace) -> None:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from agentworld_envs.bench.items import write_items
-    from agentworld_envs.bench.transitions import corpus_transitions, split_by_task
+    from agentworld_envs.bench.transitions import (
+        corpus_transitions,
+        distinct_transitions,
+        split_by_task,
+    )
 
     items: list[Any] = []
     for corpus in tqdm(args.corpus, desc="export", unit="corpus", disable=None):
@@ -298,12 +302,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(f"{corpus}: no transitions to export (the corpus holds no run "
                              "with a tool call)")
         items += found
-    train, val = split_by_task(items, args.val_fraction, args.seed)
+    kept = distinct_transitions(items)
+    train, val = split_by_task(kept, args.val_fraction, args.seed)
     out = Path(args.out)
     write_items(train, out / "train.jsonl")
     write_items(val, out / "val.jsonl")
     print(f"{len(train)} training and {len(val)} validation transitions in {out / 'train.jsonl'} "
-          f"and {out / 'val.jsonl'} (train on the first: --train {out / 'train.jsonl'})")
+          f"and {out / 'val.jsonl'} ({len(items) - len(kept)} repeated transitions left out; "
+          f"train on the first: --train {out / 'train.jsonl'})")
     return 0
 
 

@@ -9,6 +9,8 @@
   env showed; the ground truth is the real observation where the domain has one (``floor``;
   it asks the env for ``info["real_observation"]`` with ``reveal_reference``), else the world
   model's own observation (distillation data, marked as such).
+* :func:`distinct_transitions`: the first of each repeated transition (runs that reach the same
+  chat and get the same answer).
 * :func:`split_by_task`: a train/validation split in which no task has items on both sides.
 
 Every item records its origin in ``meta["source"]``: ``kind``, ``task_id``, ``variant`` (or
@@ -34,8 +36,8 @@ from agentworld_envs.world.prompting import observation_turn
 if TYPE_CHECKING:
     from floor_tasks.harness.record import RunRecord
 
-__all__ = ["corpus_transitions", "record_transitions", "simulated_transitions",
-           "split_by_task", "task_of"]
+__all__ = ["corpus_transitions", "distinct_transitions", "record_transitions",
+           "simulated_transitions", "split_by_task", "task_of"]
 
 Policy = Callable[[Any, np.random.Generator], str]
 
@@ -172,6 +174,18 @@ def _reasoning(raw: str) -> str:
             blocks.append(raw[start:tag.start()].strip())
             start = None
     return "\n".join(blocks).strip()
+
+
+def distinct_transitions(items: Iterable[BenchItem]) -> list[BenchItem]:
+    """The first of each transition: runs that reach the same chat and get the same answer (an
+    exploring run's opening call, a gold step the explorer also plays, one run recorded in two
+    corpora) give it once, so that it weighs no more in training and counts once in held-out
+    scores."""
+    seen: dict[tuple[Any, ...], BenchItem] = {}
+    for item in items:
+        chat = tuple((m["role"], m["content"]) for m in item.messages())
+        seen.setdefault((item.task, chat, item.ground_truth), item)
+    return list(seen.values())
 
 
 def task_of(item: BenchItem) -> str:

@@ -72,6 +72,7 @@ from agentworld_envs.bench.items import BenchItem, load_items, write_items
 from agentworld_envs.bench.run import predict, score_fidelity
 from agentworld_envs.bench.transitions import (
     corpus_transitions,
+    distinct_transitions,
     simulated_transitions,
     split_by_task,
     task_of,
@@ -104,17 +105,6 @@ def family_of(item: BenchItem) -> str:
     """The MCP server family of a transition, read from its World Notes."""
     found = _FAMILY.search(item.prompt[0])
     return found.group(1) if found else "unknown"
-
-
-def distinct(items: list[BenchItem]) -> list[BenchItem]:
-    """The first of each transition: runs that reach the same chat and get the same answer (an
-    exploring run's opening call, a gold step the explorer also plays) give it once, so that it
-    weighs no more in training and counts once in the held-out scores."""
-    seen: dict[tuple[Any, ...], BenchItem] = {}
-    for item in items:
-        chat = tuple((m["role"], m["content"]) for m in item.messages())
-        seen.setdefault((item.task, chat, item.ground_truth), item)
-    return list(seen.values())
 
 
 def mcp_policy(env: Any, rng: np.random.Generator) -> str:
@@ -166,13 +156,14 @@ def make_data(out: Path, explore_repeats: int, mcp_episodes: int, val_family: st
         raise UnknownNameError("MCP server family (--mcp-val-family)", val_family, FAMILIES)
     corpora = [oracle_corpus(out / "corpora" / "oracle"),
                explore_corpus(out / "corpora" / "explore", explore_repeats, 0, mistakes=0.3)]
-    train, val = split_by_task(distinct(corpus_transitions(corpora)), 0.2, 0)
+    train, val = split_by_task(distinct_transitions(corpus_transitions(corpora)), 0.2, 0)
     write_items(train, out / "train" / "floor.jsonl")
     write_items(val, out / "val" / "floor.jsonl")
     env = gym.make("AgentWorld/MCP-v0", scenarios="generated", backend="scripted",
                    mode="hybrid", max_steps=8)
     items = simulated_transitions(env, mcp_episodes, seed=0, policy=mcp_policy)
-    items = distinct([i for i in items if i.source.get("ground_truth") == "real"])
+    items = distinct_transitions([i for i in items
+                                  if i.source.get("ground_truth") == "real"])
     held_out = [i for i in items if family_of(i) == val_family]
     if not held_out or len(held_out) == len(items):
         split = "held-out" if not held_out else "training"

@@ -36,8 +36,10 @@ from agentworld_envs.bench.journal import fingerprint
 from trainers.common.args import ConfigError
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import (
+    chat,
     check_at_least,
     check_model,
+    check_view,
     device_defaults,
     epoch_seeded,
     load_model,
@@ -73,7 +75,8 @@ class RLArgs:
 
     Attributes:
         train: Training items (AgentWorldBench JSONL file or directory).
-        model: The world model to improve (a local causal LM, e.g. an SFT output).
+        model: The world model to improve (a local causal LM, e.g. an SFT output, or a
+            LoRA adapter's folder, whose adapter is trained).
         max_prompt_length: Longest prompt in tokens (oldest tokens dropped; TRL's
             ``GRPOConfig`` has no prompt cap).
         judge: Judge backend: a name or JSON, as ``wm bench --judge`` takes it (empty: rule
@@ -85,6 +88,8 @@ class RLArgs:
             verdict) to go on after; one more stops the run (-1: never stop). A run that
             ends with any such sample saves the model and then exits non-zero, saying so.
         threads: torch CPU threads (0: torch's default).
+        view: Show the policy each chat through this view, as ``wm sft --view`` did (the
+            judge reads the whole item); empty shows it whole.
     """
 
     train: str
@@ -94,11 +99,13 @@ class RLArgs:
     judge_weight: float | None = None
     max_faults: int = DEFAULT_MAX_FAULTS
     threads: int = 0
+    view: str = ""
 
     def __post_init__(self) -> None:
         check_at_least(self, 1, "max_prompt_length")
         check_at_least(self, -1, "max_faults")
         check_at_least(self, 0, "threads")
+        check_view(self.view)
         if self.judge_weight is not None:
             if not self.judge:
                 raise ConfigError("judge_weight", "weighs the judge's reward: give --judge too, "
@@ -150,21 +157,24 @@ def grpo_config(**overrides: Any) -> Any:
     return config_cls(**{**defaults, **overrides})
 
 
-def prompt_text(tokenizer: Any, item: BenchItem, max_length: int) -> str:
-    """The item's chat rendered for generation, cut to its last ``max_length`` tokens."""
-    text = tokenizer.apply_chat_template(item.messages(), add_generation_prompt=True,
+def prompt_text(tokenizer: Any, item: BenchItem, max_length: int, view: str = "") -> str:
+    """The item's chat (through ``view`` when one is named) rendered for generation, cut to
+    its last ``max_length`` tokens."""
+    text = tokenizer.apply_chat_template(chat(item, view), add_generation_prompt=True,
                                          tokenize=False)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     return tokenizer.decode(ids[-max_length:]) if len(ids) > max_length else text
 
 
-def rl_dataset(tokenizer: Any, items: Sequence[BenchItem], max_length: int) -> Any:
-    """One row per item: the rendered ``prompt``, and the ``ground_truth`` and ``item_index``
-    that the reward functions read."""
+def rl_dataset(tokenizer: Any, items: Sequence[BenchItem], max_length: int, view: str = ""
+               ) -> Any:
+    """One row per item: the rendered ``prompt`` (through ``view``), and the ``ground_truth``
+    and ``item_index`` that the reward functions read."""
     from datasets import Dataset
 
     return Dataset.from_list([
-        {"prompt": prompt_text(tokenizer, item, max_length), "ground_truth": item.ground_truth,
+        {"prompt": prompt_text(tokenizer, item, max_length, view),
+         "ground_truth": item.ground_truth,
          "item_index": index} for index, item in enumerate(items)])
 
 
@@ -202,7 +212,8 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
                                    if judge is not None else [])
         trainer = epoch_seeded(GRPOTrainer)(model=model, reward_funcs=rewards, args=config,
                                             train_dataset=rl_dataset(
-                                                tokenizer, items, args.max_prompt_length),
+                                                tokenizer, items, args.max_prompt_length,
+                                                args.view),
                                             processing_class=tokenizer,
                                             callbacks=[KeptTally(judged, checkpoint), kept])
         trainer.train(resume_from_checkpoint=checkpoint)

@@ -40,10 +40,11 @@ from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
-           "check_model", "device_defaults", "encode", "epoch_seeded", "final_turns", "load_model",
-           "load_tokenizer", "lora_config", "prepare_model", "prepare_tokenizer", "require_trl",
-           "resume_checkpoint", "sft_config", "sft_dataset", "sft_example", "sft_settings",
-           "train_sft", "training_items"]
+           "check_model", "check_view", "device_defaults", "encode", "epoch_seeded", "final_turns",
+           "is_adapter", "load_causal_lm", "load_model", "load_tokenizer", "lora_config",
+           "prepare_model", "prepare_tokenizer", "require_trl", "resume_checkpoint", "sft_config",
+           "sft_dataset", "sft_example", "sft_settings", "tokenizer_folder", "train_sft",
+           "training_items"]
 
 _HINT = 'world-model training needs TRL, torch and transformers: pip install "agentworld[train]"'
 
@@ -67,7 +68,8 @@ class SFTArgs:
 
     Attributes:
         train: Training items (AgentWorldBench JSONL file or directory).
-        model: A local causal LM to fine-tune; empty builds one from scratch.
+        model: A local causal LM to fine-tune (a base's name, a model folder, or a LoRA
+            adapter's folder); empty builds one from scratch.
         reasoning: Put each item's reasoning (where it has one) before the observation.
         all_turns: Also learn the earlier observations of each chat (one sequence per
             trajectory, its last item, with a loss on every assistant turn); otherwise only
@@ -88,7 +90,7 @@ class SFTArgs:
         section_start: From scratch: where the model's view of the system prompt starts.
         section_end: From scratch: where that view ends.
         lora_rank: Train a LoRA adapter of this rank on every linear layer of ``model`` (0:
-            train all the weights); only the adapter is saved.
+            train all the weights, or the adapter ``model`` is); only the adapter is saved.
         lora_alpha: LoRA scaling numerator.
         lora_layers: Put the adapter on the top this many transformer blocks only (0: all);
             the backward pass then stops there, so a step costs less.
@@ -117,9 +119,7 @@ class SFTArgs:
 
     def __post_init__(self) -> None:
         check_at_least(self, 0, "max_minutes", "threads", "lora_rank", "lora_layers")
-        if self.view and self.view not in VIEWS:
-            raise ConfigError("view", f"unknown view {self.view!r} (known: {', '.join(VIEWS)}; "
-                                      "empty shows the chat whole)")
+        check_view(self.view)
         if self.all_turns and self.view:
             raise ConfigError("all_turns", "learns the whole chat, so it cannot be used with a "
                                            "view")
@@ -176,6 +176,14 @@ def check_at_least(settings: Any, low: float, *names: str) -> None:
         value = getattr(settings, name)
         if value is None or not value >= low:
             raise ConfigError(name, f"must be at least {low}, not {value}")
+
+
+def check_view(view: str) -> None:
+    """Raise :class:`ConfigError` for a ``view`` that is not one of :data:`VIEWS` (empty: the
+    chat whole)."""
+    if view and view not in VIEWS:
+        raise ConfigError("view", f"unknown view {view!r} (known: {', '.join(VIEWS)}; empty "
+                                  "shows the chat whole)")
 
 
 def check_model(model: str) -> None:
@@ -395,18 +403,51 @@ def load_tokenizer(path: str) -> Any:
     return tokenizer
 
 
-def load_model(path: str) -> tuple[Any, Any]:
-    """A local causal LM and its tokenizer (on the CPU: the trainer places it)."""
+def is_adapter(model: str) -> bool:
+    """Whether ``model`` is a LoRA adapter's folder (what ``--lora-rank`` saves)."""
+    return Path(model, "adapter_config.json").is_file()
+
+
+def _adapter_base(adapter: str) -> str:
+    """The folder of a LoRA adapter's base model (a base's name, as a shipped adapter records
+    it, resolved)."""
+    from peft import PeftConfig
+
+    return resolve_model(PeftConfig.from_pretrained(adapter).base_model_name_or_path)
+
+
+def load_causal_lm(model: str) -> Any:
+    """The causal LM to train (on the CPU: the trainer places it): a base's name, a model
+    folder, or a LoRA adapter's folder, loaded on its base with the adapter trainable
+    (transformers would load it frozen, leaving no weight to train)."""
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(path)
-    return AutoModelForCausalLM.from_pretrained(path), tokenizer
+    if not is_adapter(model):
+        return AutoModelForCausalLM.from_pretrained(resolve_model(model))
+    from peft import PeftModel
+
+    base = AutoModelForCausalLM.from_pretrained(_adapter_base(model))
+    return PeftModel.from_pretrained(base, model, is_trainable=True)
+
+
+def tokenizer_folder(model: str) -> str:
+    """Where ``model``'s tokenizer is: its folder, or its base's for an adapter saved without
+    one (as the shipped adapters are)."""
+    if is_adapter(model) and not Path(model, "tokenizer_config.json").is_file():
+        return _adapter_base(model)
+    return resolve_model(model)
+
+
+def load_model(model: str) -> tuple[Any, Any]:
+    """:func:`load_causal_lm` and the model's tokenizer."""
+    tokenizer = load_tokenizer(tokenizer_folder(model))
+    return load_causal_lm(model), tokenizer
 
 
 def prepare_tokenizer(args: SFTArgs, items: list[BenchItem], config: Any) -> Any:
     """The tokenizer to train with: ``args.model``'s, or one trained on ``items``."""
     if args.model:
-        return load_tokenizer(resolve_model(args.model))
+        return load_tokenizer(tokenizer_folder(args.model))
     texts = [m["content"] for item in items for m in item.messages()]
     texts += [target_text(item, args.reasoning) for item in items]
     return build_tokenizer(texts, args.spec(config.max_length))
@@ -416,9 +457,7 @@ def prepare_model(args: SFTArgs, tokenizer: Any, config: Any) -> Any:
     """The model to train: ``args.model`` loaded, or built from scratch for ``tokenizer``
     (seeded by ``config.seed``)."""
     if args.model:
-        from transformers import AutoModelForCausalLM
-
-        return AutoModelForCausalLM.from_pretrained(resolve_model(args.model))
+        return load_causal_lm(args.model)
     return build_model(tokenizer, args.spec(config.max_length), config.seed)
 
 
@@ -525,6 +564,9 @@ def train_sft(args: SFTArgs, config: Any = None,
     check_at_least(config, 1, "max_length")
     if args.model:
         check_model(args.model)
+        if args.lora_rank and is_adapter(args.model):
+            raise ConfigError("lora_rank", f"{args.model} is a LoRA adapter: leave --lora-rank "
+                                           "out to train that adapter further")
     items = training_items(args.train)
     kept = keep_settings(checkpoint, run_settings(config, **asdict(args)))
     tokenizer = prepare_tokenizer(args, items, config)
