@@ -48,9 +48,10 @@ class CallCancelled(BackendError):
 
     @classmethod
     def by_caller(cls) -> CallCancelled:
-        """The error of a call its caller gave up on (a timeout, an interrupt)."""
-        return cls("the call was cancelled: its caller gave up on it (it timed out or was "
-                   "interrupted)")
+        """The error of a call its caller gave up on (a timeout, an interrupt, a served
+        session's client that left)."""
+        return cls("the call was cancelled: its caller gave up on it (it timed out, was "
+                   "interrupted, or its client left)")
 
 
 class CallScope:

@@ -12,8 +12,9 @@ frame, text that is not JSON or is past the parser's limits (nesting depth, a nu
 4300 digits), or JSON that is not an object is answered with OpenEnv's ``INVALID_JSON`` error,
 and the session goes on. Frames are read (up to ``READ_AHEAD``) while one is answered, so a
 client that leaves in the middle of a step frees its session at once, also when it sent more
-first (OpenEnv's client sends ``close`` before it closes its socket): the step runs on to its
-end in the session's thread, its envs close after it, and the frames after it go unanswered.
+first (OpenEnv's client sends ``close`` before it closes its socket): its model calls in flight
+are cancelled (its own alone: other sessions' calls on the shared model go on), the step ends in
+the session's thread, its envs close after it, and the frames after it go unanswered.
 A client that takes no frame for ``send_timeout_s`` (it stopped reading, so its socket's
 buffers are full) has its session closed and freed at once and its socket closed with code 1008
 (uvicorn then frees the connection once the client reads or leaves).

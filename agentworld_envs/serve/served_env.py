@@ -5,23 +5,29 @@ An ``AgentWorld/*`` id gets one world model for the whole server: the backend is
 :class:`~agentworld_envs.backends.batching.BatchingBackend`, so that sessions stepping at the
 same time reach the model as one batched call. Every session's env is a plain ``gym.make`` of
 the id with that shared backend, so a session plays exactly what a lone in-process env plays.
+A session's env reaches the shared backends through its :class:`SessionBackend`, so that
+closing the session (its client left, or it was closed or swept) cancels the session's model
+calls in flight, and no other session's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
-from agentworld_envs.backends import Backend, make_backend
+from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion, make_backend
+from agentworld_envs.backends.base import first_error_or_completions
 from agentworld_envs.backends.batching import BatchingBackend
+from agentworld_envs.backends.cancelling import CallScope, current_scope, stopped_with
 from agentworld_envs.backends.registry import budget_defaults
 from agentworld_envs.backends.replay import RecordingBackend
 from agentworld_envs.serve.settings import ServeSettings
 
-__all__ = ["ServedEnv", "resolve_env_ids"]
+__all__ = ["ServedEnv", "SessionBackend", "resolve_env_ids"]
 
 _FLOOR = "AgentFloor/"
 _WORLD = "AgentWorld/"
@@ -59,6 +65,38 @@ def resolve_env_ids(env_id: str) -> tuple[str, ...]:
     raise ValueError(f"{env_id!r} is not an env this server can serve: AgentFloor/<ID>-v0, "
                      "AgentWorld/<Domain>-v0, AgentFloor/all or AgentFloor/tier:A,B "
                      "(see: agentworld floor list, agentworld sim list)")
+
+
+class SessionBackend(Backend):
+    """One session's way to a shared backend: its calls are cancelled when ``departure`` is
+    (the session closed), or when their caller cancels them; other sessions' calls go on.
+
+    Args:
+        shared: The server's backend, shared by every session (closed by the server).
+        departure: Cancelled once the session closes, for good.
+    """
+
+    cancels_each_call = True
+
+    def __init__(self, shared: BatchingBackend, departure: CallScope) -> None:
+        self.shared, self.departure = shared, departure
+        self.name, self.blocking = shared.name, shared.blocking
+
+    def describe(self) -> dict[str, Any]:
+        """The shared backend's description."""
+        return self.shared.describe()
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """:meth:`complete_each`, its first error raised."""
+        return first_error_or_completions(self.complete_each(requests))
+
+    def complete_each(self, requests: Sequence[ChatRequest]) -> list[Completion | BackendError]:
+        """The shared backend's call, in a scope of its own that the caller's scope and the
+        session's departure both cancel."""
+        call = CallScope()
+        with stopped_with(current_scope(), call.cancel), self.departure.on_cancel(call.cancel), \
+                call.bound():
+            return self.shared.complete_each(requests)
 
 
 class ServedEnv:
@@ -127,11 +165,16 @@ class ServedEnv:
             inner = RecordingBackend(inner, record_path)
         return BatchingBackend(inner, self.settings.batch_window_s)
 
-    def make(self, env_id: str) -> gym.Env:
-        """A new env of one of the served ids, on the shared backends."""
+    def make(self, env_id: str, departure: CallScope | None = None) -> gym.Env:
+        """A new env of one of the served ids, on the shared backends (a session's, through
+        its :class:`SessionBackend` on ``departure``)."""
         kwargs = dict(self.make_kwargs)
         if env_id.startswith(_FLOOR):
             kwargs.pop("reveal_reference", None)  # the session reveals, from the solutions
+        if departure is not None:
+            for key, shared in (("backend", self.world_model), ("judge_backend", self.judge)):
+                if shared is not None:
+                    kwargs[key] = SessionBackend(shared, departure)
         return gym.make(env_id, **kwargs)
 
     def count(self, key: str, by: int = 1) -> None:

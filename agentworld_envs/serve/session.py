@@ -27,6 +27,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 from pydantic import ValidationError
 
+from agentworld_envs.backends.cancelling import CallScope
 from agentworld_envs.errors import SubEnvError
 from agentworld_envs.protocol.reset_options import UnknownResetOptionError
 from agentworld_envs.protocol.seeding import draw_seed
@@ -101,6 +102,9 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
         self._rng, _ = seeding.np_random(None)
         self._state = EpisodeState()
         self._closed: str | None = None
+        self._departure = CallScope()
+        """Cancelled on close: the session's model calls in flight stop (see
+        :class:`~agentworld_envs.serve.served_env.SessionBackend`)."""
         self._guard = threading.Lock()
         self._thread: ThreadPoolExecutor | None = None
         self._member = False
@@ -255,6 +259,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
             self._closed = reason
             envs, self._envs, self._env = list(self._envs.values()), {}, None
             thread, self._thread = self._thread, None
+        self._departure.cancel()  # a step waiting on the model ends now, its answer unused
         if thread is not None:  # after the step running there, if any
             thread.submit(_close_all, envs)
             thread.shutdown(wait=False)
@@ -324,7 +329,7 @@ class GymSession(Environment[TurnAction, TurnObservation, EpisodeState]):
     def _env_for(self, env_id: str) -> gym.Env:
         env = self._envs.get(env_id)
         if env is None:
-            env = self._envs[env_id] = self.served.make(env_id)
+            env = self._envs[env_id] = self.served.make(env_id, self._departure)
         return env
 
     def _tools(self) -> list[dict[str, Any]]:
