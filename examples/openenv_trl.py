@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentworld_envs.cli import run_command
 from agentworld_envs.cli_errors import UsageError
@@ -79,6 +80,24 @@ def served(task: str) -> Iterator[str]:
         process.wait(timeout=60)
 
 
+def grpo_config(args: Args) -> Any:
+    """TRL's ``GRPOConfig`` for ``args``; the settings it refuses (a batch that
+    ``num_generations`` does not divide) are a usage error, in one line."""
+    from trl import GRPOConfig
+
+    try:
+        return GRPOConfig(
+            output_dir=args.output_dir, max_steps=args.max_steps,
+            per_device_train_batch_size=args.per_device_batch,
+            num_generations=args.num_generations,
+            max_completion_length=args.max_completion_length, temperature=args.temperature,
+            learning_rate=args.learning_rate, scale_rewards="group", report_to=[],
+            logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
+            use_cpu=not _cuda())
+    except ValueError as exc:
+        raise UsageError(f"GRPOConfig: {' '.join(str(exc).split())}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(Args, argv, prog=Path(__file__).name)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -86,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     import gymnasium as gym
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from agentworld_envs.trl import (
         build_tiny_chat_model,
@@ -97,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         solution_examples,
     )
 
+    config = grpo_config(args)  # before a server is started or a model built
     gym.register("OpenEnv/Remote-v0", entry_point="agentworld_envs.serve.client:RemoteEnv")
     try:
         rows = floor_rows([args.task], args.variants.split(","), seed=args.seed,
@@ -115,14 +135,6 @@ def main(argv: list[str] | None = None) -> None:
             directory = Path(tempfile.mkdtemp(prefix="tiny_openenv_"))
             build_tiny_chat_model(directory, examples)
             model = str(imprint(directory, examples, steps=80, lr=3e-3))
-        config = GRPOConfig(
-            output_dir=args.output_dir, max_steps=args.max_steps,
-            per_device_train_batch_size=args.per_device_batch,
-            num_generations=args.num_generations,
-            max_completion_length=args.max_completion_length, temperature=args.temperature,
-            learning_rate=args.learning_rate, scale_rewards="group", report_to=[],
-            logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
-            use_cpu=not _cuda())
         trainer = GRPOTrainer(
             model=model, args=config, processing_class=AutoTokenizer.from_pretrained(model),
             train_dataset=Dataset.from_list(rows), reward_funcs=[environment_reward],

@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> None:
         if not entry["grad_norm"]:
             print(f"step {step} trained nothing: grad_norm 0 (GRPO learns only from groups "
                   f"whose rewards differ: {1 - entry['frac_reward_zero_std']:.0%} here)")
-    tokens = trainer.state.num_input_tokens_seen
-    print(f"{config.max_steps} steps in {seconds:.1f} s: {config.max_steps / seconds:.3f} steps/s, "
+    steps, tokens = trainer.state.global_step, trainer.state.num_input_tokens_seen
+    print(f"{steps} steps in {seconds:.1f} s: {steps / seconds:.3f} steps/s, "
           f"{tokens / seconds:.0f} tokens/s")
 
 

@@ -23,6 +23,8 @@ Backend faults: TRL's tool loop hands *every* exception of a tool method to the 
 error, so an ``env.step`` that raises (a world model that failed under ``on_fault="raise"``, past
 ``max_faults``, any env error) would be swallowed and its episode scored. The session ends at
 that step instead (no further step) and :func:`environment_reward` raises the env's exception.
+A vector env's sub-env whose step raised (``RayVectorEnv``: a truncated step with
+``info["fault"]``) ends its session the same way, with a ``RuntimeError`` naming the fault.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import importlib
 import json
 from typing import Any, ClassVar
 
+from agentworld_envs.protocol.chat import Completion
 from agentworld_envs.trl.tool_methods import act_method, tool_method
 
 __all__ = ["EnvSession", "environment_class", "environment_reward", "import_trl", "make_env",
@@ -122,11 +125,15 @@ class EnvSession:
 
         Raises:
             Exception: whatever ``env.step`` raised; the episode ends there (:attr:`fault`).
+            RuntimeError: the step's info holds a ``fault`` (a vector env's sub-env whose
+                step raised: ``FaultGuard``, ``RayVectorEnv``), which ends it likewise.
         """
         if self.done:
             return ENDED
         try:
             observation, reward, terminated, truncated, info = self.env.step(action)
+            if info.get("fault"):
+                raise RuntimeError(f"the env's step failed: {info['fault']}")
         except Exception as exc:
             self.done, self.fault = True, exc
             raise
@@ -151,14 +158,15 @@ class EnvSession:
         return self._step(action)
 
     def _finish(self, final_text: str | None) -> float:
-        """Play the final answer if the episode is still open; return the episode's reward.
+        """Play the final answer if the episode is still open (its reasoning removed, as the
+        harness plays a reply: ``Completion.to_action``); return the episode's reward.
 
         An episode still open afterwards (no final text, text that was a broken tool call, or
         an episode :attr:`cut_short`, whose completion holds turns already played) has no
         verdict and scores 0.0.
         """
         if not self.done and not self.cut_short and final_text is not None:
-            self._step(final_text)
+            self._step(Completion(text=final_text).to_action())
         return self.reward if self.done else 0.0
 
 
@@ -263,10 +271,10 @@ def environment_reward(completions: list[Any], environments: list[EnvSession] | 
                        **_: Any) -> list[float]:
     """Reward function for ``GRPOTrainer``: the env's own reward for each rollout.
 
-    An episode TRL left open gets its last assistant text (the answer without a tool call) as
-    the final turn first, so the verifier scores the whole episode. One that TRL cut short
-    while calling tools (``max_tool_calling_iterations``, ``max_completion_length``) has no
-    verdict and scores 0.0.
+    An episode TRL left open gets its last assistant text (the answer without a tool call, its
+    reasoning removed) as the final turn first, so the verifier scores the whole episode. One
+    that TRL cut short while calling tools (``max_tool_calling_iterations``,
+    ``max_completion_length``) has no verdict and scores 0.0.
 
     Raises:
         TypeError: a completion is neither a string nor a list of chat messages (dicts), or an

@@ -1,0 +1,72 @@
+"""The TRL examples' command lines: settings GRPOConfig refuses are one line before any work
+(``openenv_trl.py``), and the throughput line counts the steps the trainer took
+(``trl_grpo_floor.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl", reason="the TRL examples need trl: pip install 'agentworld[train]'")
+
+from agentworld_envs.cli_errors import UsageError  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _example(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    spec = importlib.util.spec_from_file_location(f"trl3_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_settings_grpo_config_refuses_are_a_usage_error_before_any_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, ``openenv_trl.py`` started the server and built the tiny model first, then
+    GRPOConfig's ``ValueError`` left as a traceback with exit status 1."""
+    example = _example("openenv_trl", monkeypatch)
+
+    def started(*_: Any) -> None:
+        raise AssertionError("a server was started")
+
+    monkeypatch.setattr(example, "served", started)
+    with pytest.raises(UsageError, match=r"^GRPOConfig: generation_batch_size \(4\) must be "
+                                         r"divisible by num_generations \(3\)"):
+        example.main(["--num-generations", "3"])
+
+
+class _Trainer:
+    """Stands in for ``GRPOTrainer``: ``train`` takes 3 steps, each logging a reward."""
+
+    def __init__(self, **_: Any) -> None:
+        self.state = SimpleNamespace(log_history=[], global_step=0, num_input_tokens_seen=0)
+
+    def train(self) -> None:
+        entry = {"reward": 0.5, "reward_std": 0.5, "frac_reward_zero_std": 0.0, "loss": 0.0,
+                 "grad_norm": 0.1, "completions/mean_length": 38.0}
+        self.state.log_history = [entry] * 3
+        self.state.global_step, self.state.num_input_tokens_seen = 3, 900
+
+
+def test_the_throughput_line_counts_the_steps_taken_when_epochs_set_the_length(
+        tiny_lm_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, ``--max_steps -1 --num_train_epochs 1`` (HF's way to train by epochs) printed
+    ``-1 steps in 1.5 s: -0.682 steps/s``."""
+    import trl
+
+    example = _example("trl_grpo_floor", monkeypatch)
+    monkeypatch.setattr(trl, "GRPOTrainer", _Trainer)
+    example.main(["--model", str(tiny_lm_dir), "--max_steps", "-1", "--num_train_epochs", "1",
+                  "--output_dir", "unused"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == ["step 1", "step 2", "step 3"]
+    assert re.fullmatch(r"3 steps in \S+ s: \S+ steps/s, \d+ tokens/s", lines[-1]), lines[-1]
