@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import operator
@@ -185,7 +186,7 @@ class FloorEnv(gym.Env[str, str]):
         truncated = not terminated and self._turn >= self.max_steps
         invalid = any([(e["error"] or {}).get("type") in _INVALID for e in envelopes])
         info: dict[str, Any] = {"turn": self._turn, "invalid_action": invalid,
-                                "tool_results": envelopes}
+                                "tool_results": copy.deepcopy(envelopes)}  # the trace keeps its own
         reward = 0.0
         if terminated or truncated:
             if truncated:

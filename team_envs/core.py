@@ -42,6 +42,7 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import wrappers
 
 from agentworld_envs.protocol.integers import check_int
+from agentworld_envs.protocol.seeding import generator_state, restore_generator
 
 __all__ = [
     "MIN_AGENTS",
@@ -251,10 +252,16 @@ class SharedContextEnv(AECEnv):
         return self._rng
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        """Start an episode; the same seed gives the same episode."""
-        if seed is not None:
-            self._rng, _ = seeding.np_random(seed)
-        self.episode = self.task.new_episode(self.np_random, options)
+        """Start an episode; the same seed gives the same episode. A reset that raises (a bad
+        option) leaves the episode under way and ``np_random`` as they were."""
+        rng = self.np_random if seed is None else seeding.np_random(seed)[0]
+        drawn = generator_state(rng)
+        try:
+            self.episode = self.task.new_episode(rng, options)
+        except Exception:
+            restore_generator(rng, drawn)  # the draws of the refused episode are undone
+            raise
+        self._rng = rng
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)

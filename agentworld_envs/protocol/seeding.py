@@ -11,7 +11,8 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["SEED_BOUND", "draw_seed", "episode_seed", "request_seed", "shuffled"]
+__all__ = ["SEED_BOUND", "draw_seed", "episode_seed", "generator_state", "request_seed",
+           "restore_generator", "shuffled"]
 
 T = TypeVar("T")
 
@@ -53,3 +54,16 @@ def episode_seed(seed: int, episode: int) -> int:
         True
     """
     return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0]) % SEED_BOUND
+
+
+def generator_state(rng: np.random.Generator | None) -> dict | None:
+    """Where ``rng`` is in its stream (None for no generator yet), for
+    :func:`restore_generator`."""
+    return None if rng is None else rng.bit_generator.state
+
+
+def restore_generator(rng: np.random.Generator | None, state: dict | None) -> None:
+    """Put ``rng`` back where :func:`generator_state` found it: the same object, so whatever
+    draws from it (an episode under way) stays in step with its owner."""
+    if rng is not None and state is not None:
+        rng.bit_generator.state = state

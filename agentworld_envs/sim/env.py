@@ -19,13 +19,13 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import gymnasium as gym
 
 from agentworld_envs.errors import transportable_errors
 from agentworld_envs.protocol.reset_options import check_reset_options
+from agentworld_envs.protocol.seeding import generator_state, restore_generator
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -108,13 +108,14 @@ class AgentWorldEnv(gym.Env[str, str]):
         otherwise it is drawn from ``np_random``. Any other option raises ``ValueError``. A
         reset that fails leaves the episode and ``np_random`` as they were."""
         check_reset_options(options, RESET_OPTIONS)
-        draws = copy.deepcopy((self._np_random, self._np_random_seed))
+        kept = self._np_random, self._np_random_seed, generator_state(self._np_random)
         super().reset(seed=seed)
         try:
             self.episode = self.sim.episode(self.np_random, options, self.max_steps,
                                             exact=self._exact_budget)
-        except Exception:
-            self._np_random, self._np_random_seed = draws
+        except Exception:  # the same generator, which the episode under way draws from
+            self._np_random, self._np_random_seed = kept[:2]
+            restore_generator(self._np_random, kept[2])
             raise
         return self.episode.first_observation()
 

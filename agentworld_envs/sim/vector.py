@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from agentworld_envs.protocol.reset_options import check_reset_options
-from agentworld_envs.protocol.seeding import episode_seed
+from agentworld_envs.protocol.seeding import episode_seed, generator_state, restore_generator
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
@@ -204,15 +203,18 @@ class AgentWorldVectorEnv(VectorEnv):
                 self._seed_next(i, seeds[i])
                 infos[i] = self._start(i, {**options, "scenario": scenarios[i]})
         except Exception:  # a reset that fails leaves every sub-env as it was
-            self._rngs[:], self.episodes[:], self._observations[:], self._episodes[:] = state
+            rngs, drawn, self.episodes[:], self._observations[:], self._episodes[:] = state
+            self._rngs[:] = rngs  # the same generators, which the episodes under way draw from
+            for rng, rng_state in zip(rngs, drawn, strict=True):
+                restore_generator(rng, rng_state)
             raise
         return tuple(self._observations), batch_infos(infos, self.num_envs)
 
     def _state(self) -> tuple[list[Any], ...]:
-        """What a reset changes: generators (copied, since a reset draws from them), episodes,
-        observations and grouped episode counts."""
-        return (copy.deepcopy(self._rngs), list(self.episodes), list(self._observations),
-                list(self._episodes))
+        """What a reset changes: generators and their states (a reset draws from them),
+        episodes, observations and grouped episode counts."""
+        return (list(self._rngs), [generator_state(rng) for rng in self._rngs],
+                list(self.episodes), list(self._observations), list(self._episodes))
 
     def _mask(self, mask: Any) -> np.ndarray:
         """``reset_mask`` checked as ``SyncVectorEnv`` checks it: booleans, one per sub-env."""

@@ -88,8 +88,10 @@ _SYMPY = {"countdown": frozenset(), "puzzle24": frozenset(),
           "intermediate_integration": _CALCULUS}
 _BOOKKEEPING = frozenset({"source_dataset", "source_index", "source_idx"})
 """Metadata of where an item sits in its dataset, not what it is."""
-_HASH_DEPENDENT = frozenset({"isomorphic_strings", "polynomial_multiplication", "ransom_note"})
-"""Datasets whose items depend on Python's string hashing (reasoning-gym 0.1.19)."""
+_HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "polynomial_multiplication",
+                             "ransom_note", "word_ladder"})
+"""Datasets whose items depend on Python's string hashing (reasoning-gym 0.1.19): their
+questions, or their reference answers (knight_swap's and word_ladder's solution paths)."""
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _SIGNS = (ast.UAdd, ast.USub)
 _LITERALS = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Set,
@@ -228,9 +230,10 @@ class ReasoningGymTask(ReasoningTask):
             ``Random(s + i)``), so another seed is no fresh evaluation set.
         **kwargs: See :class:`~team_envs.text.base.TextTeamTask`.
 
-    Datasets whose items depend on Python's string hashing (isomorphic_strings,
-    polynomial_multiplication, ransom_note) give the same items, held-out ones included, in
-    every process only with the same ``PYTHONHASHSEED``; without one they warn.
+    Datasets whose items depend on Python's string hashing (isomorphic_strings, knight_swap,
+    polynomial_multiplication, ransom_note, word_ladder; also as parts of a ``composite``) give
+    the same items, held-out ones included, in every process only with the same
+    ``PYTHONHASHSEED``; without one they warn.
     """
 
     family = "reasoning"
@@ -257,7 +260,7 @@ class ReasoningGymTask(ReasoningTask):
         dataset_seed = check_int("dataset_seed", dataset_seed, 0)
         try:
             self.dataset = gym.create_dataset(task, seed=dataset_seed, size=size, **config)
-        except (TypeError, ValueError, AssertionError) as error:
+        except (TypeError, ValueError, AssertionError, AttributeError, KeyError) as error:
             raise ValueError(f"reasoning-gym refused {task} with config {config}: "
                              f"{error}") from error
         self.task = task
@@ -282,10 +285,12 @@ class ReasoningGymTask(ReasoningTask):
         if len(self._held_out) < held_out:
             raise ValueError(f"{task} has {len(self._held_out)} distinct items in its {size}, "
                              f"fewer than held_out={held_out}: hold out fewer")
-        if task in _HASH_DEPENDENT and os.environ.get("PYTHONHASHSEED", "random") == "random":
-            warnings.warn(f"reasoning-gym's {task} items depend on Python's string hashing: "
-                          f"set PYTHONHASHSEED, the same in every process, for the same items "
-                          f"and held-out set in every process", stacklevel=2)
+        hashed = sorted(_HASH_DEPENDENT.intersection(
+            self.dataset.datasets if task == "composite" else [task]))
+        if hashed and os.environ.get("PYTHONHASHSEED", "random") == "random":
+            warnings.warn(f"reasoning-gym's {', '.join(hashed)} items depend on Python's string "
+                          f"hashing: set PYTHONHASHSEED, the same in every process, for the same "
+                          f"items and held-out set in every process", stacklevel=2)
 
     def generate(self, rng: np.random.Generator) -> Problem:
         """A training item: any index from ``held_out`` on whose item is not held out."""
