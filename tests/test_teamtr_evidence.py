@@ -3,6 +3,7 @@ differences) on tiny synthetic runs, and TeamTR's reduced-resampling option."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -168,6 +169,23 @@ def test_resuming_under_another_budget_or_scale_is_refused(evidence, monkeypatch
             evidence.main([*argv, *other, "--resume"])
     assert evidence.main([*argv, "--budget", "128", "--resume"]) == 0
     assert len(made) == 27 and len(_journaled(tmp_path)) == 27
+
+
+def test_the_advantages_std_reaches_every_trainer_and_a_change_refuses_resuming(
+        evidence, monkeypatch, tmp_path) -> None:
+    scale = {"prompts": 4, "budget": 64, "eval_episodes": 4, "epochs": 1, "adv_std_ddof": 0}
+    for method in evidence.METHODS:
+        module, settings = evidence.method_args(method, 2, 1, scale)
+        trainer = importlib.import_module(f"trainers.{module}")
+        assert trainer.Args(**settings).adv_std_ddof == 0
+    _stub_runs(monkeypatch, evidence)
+    argv = ["--seeds", "1", "--shift-seeds", "1", "--workers", "0", "--out", str(tmp_path),
+            "--budget", "128"]
+    assert evidence.main(argv) == 0  # the reference's sample std by default
+    with pytest.raises(ValueError, match=r"differ in scale \("):
+        evidence.main([*argv, "--adv-std-ddof", "0", "--resume"])
+    with pytest.raises(ConfigError, match="adv_std_ddof: must be 0 or 1, got 2"):
+        evidence.main([*argv, "--adv-std-ddof", "2"])
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.reasoning import small_experiment
+from trainers.common.args import ConfigError
 from trainers.experiments import teamtr_reasoning
 
 pytest.importorskip("reasoning_gym")
@@ -90,3 +91,18 @@ def test_summarizing_a_missing_results_file_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "nonexist.json"
     with pytest.raises(SystemExit, match=f"--summarize: no results file at {missing}"):
         teamtr_reasoning.main(["--out", str(missing), "--summarize"])
+
+
+def test_the_advantages_std_reaches_each_trainer_and_a_bad_one_is_refused_before_any_run(
+        tiny_lm_dir: Path, tmp_path: Path) -> None:
+    args = teamtr_reasoning.parse_args(teamtr_reasoning.Args, ["--adv-std-ddof", "0"])
+    assert all(teamtr_reasoning.trainer_args(args, method, 0).adv_std_ddof == 0
+               for method in teamtr_reasoning.METHODS)
+    default = teamtr_reasoning.parse_args(teamtr_reasoning.Args, [])
+    assert teamtr_reasoning.trainer_args(default, "teamtr", 0).adv_std_ddof == 1
+    out = tmp_path / "results.json"
+    with pytest.raises(ConfigError, match="adv_std_ddof"):
+        teamtr_reasoning.main([*small_experiment(tiny_lm_dir, seeds=1, total_episodes=8,
+                                                 held_out=3, max_new_tokens=4),
+                               "--adv-std-ddof", "2", "--out", str(out)])
+    assert not out.with_name("results.runs.jsonl").exists()  # refused before the untrained run

@@ -45,16 +45,15 @@ import numpy as np
 from tqdm import tqdm
 
 from agentworld_envs.run_journal import RunJournal
+from trainers.common.args import ConfigError
 from trainers.common.flags import parse_args
 
 TASK = {"env_id": "team_envs/relay-v0", "env_kwargs": {"vocab_size": 4, "credit": "final"}}
 TEAM_SIZES = (2, 4, 8)
 WARM_ACCURACY = 0.85
 SETTINGS = {"learning_rate": 0.03, "delta": 0.5, "delta_schedule": "constant", "log_dir": "",
-            "eval_every": 10**6, "adv_std_ddof": 0}
-"""The trainers' settings shared by every method (advantages over the population std, with
-which the committed figures were measured; the trainers' default is the reference's sample
-std)."""
+            "eval_every": 10**6}
+"""The trainers' settings shared by every method (the advantages' std is ``--adv-std-ddof``)."""
 NO_TRUST_REGION = {"kl_coef": 0.0, "delta": 1e9}
 """No KL term and a check that always passes: plain PPO-clip per agent."""
 METHODS = {
@@ -87,7 +86,8 @@ def method_args(method: str, n: int, seed: int, scale: dict[str, int]) -> tuple[
     prompts = scale["prompts"] * (n if more_batch else 1)
     settings = {**TASK, **SETTINGS, "n_agents": n, "seed": seed, "prompts_per_rollout": prompts,
                 "eval_episodes": scale["eval_episodes"], "update_epochs": scale["epochs"],
-                "total_episodes": scale["budget"] * (n if more_budget else 1), **overrides}
+                "total_episodes": scale["budget"] * (n if more_budget else 1),
+                "adv_std_ddof": scale["adv_std_ddof"], **overrides}
     return module, {**settings, "exact_gains": True} if method == "teamtr" else settings
 
 
@@ -585,6 +585,9 @@ class Args:
     resume: bool = False
     """keep the runs already in --out/runs.jsonl and run only the rest (same scale and
     settings only)"""
+    adv_std_ddof: int = 1
+    """advantages over the group's sample std (1: the reference's and the trainers' default)
+    or its population std (0: the first run's)"""
     replot: Path | None = None
     """report a results file already written (e.g. docs/teamtr_evidence_results.json) instead
     of running"""
@@ -615,12 +618,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the jobs in worker processes (or in this one with ``--workers 0``) and report."""
     given = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(Args, given, prog="teamtr_evidence.py")
+    if args.adv_std_ddof not in (0, 1):
+        raise ConfigError("adv_std_ddof", f"must be 0 or 1, got {args.adv_std_ddof}")
     scale = {"prompts": 64, "budget": args.budget, "eval_episodes": 256, "warm_steps": 100,
-             "epochs": 4}
+             "epochs": 4, "adv_std_ddof": args.adv_std_ddof}
     if args.quick:
         args.seeds, args.shift_seeds = 2, 2
         scale = {"prompts": 4, "budget": 8 * 4 * 4, "eval_episodes": 16, "warm_steps": 10,
-                 "epochs": 1}
+                 "epochs": 1, "adv_std_ddof": args.adv_std_ddof}
     if args.docs is not None:
         args.docs.mkdir(parents=True, exist_ok=True)
     if args.replot:

@@ -86,6 +86,9 @@ class Args:
     """LoRA rank of each agent's adapter."""
     learning_rate: float = 2e-4
     """AdamW learning rate."""
+    adv_std_ddof: int = 1
+    """Advantages over the group's sample std (1: the reference's and the trainers' default) or
+    its population std (0: the first committed runs')."""
     update_epochs: int = 2
     """Passes over a batch in one agent update."""
     torch_threads: int = 0
@@ -113,7 +116,7 @@ def trainer_args(args: Args, method: str, seed: int) -> Any:
         prompts_per_rollout=args.prompts_per_rollout, group_size=args.group_size,
         learning_rate=args.learning_rate, update_epochs=args.update_epochs,
         eval_episodes=args.prompts_per_rollout, eval_every=10**6, pass_k=1,
-        adv_std_ddof=0,  # the population std, with which the committed runs were measured
+        adv_std_ddof=args.adv_std_ddof,
         log_dir=str(log_dir(args)), torch_threads=args.torch_threads)
 
 
@@ -209,6 +212,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return results
     if unknown := sorted(set(args.methods) - set(METHODS)):
         raise SystemExit(f"unknown methods {unknown}; choose from {METHODS}")
+    for method in args.methods:  # the trainers' own checks, before any run
+        trainer_args(args, method, 0)
     # what makes runs comparable (which methods and seeds to run only picks runs)
     settings = {k: v for k, v in asdict(args).items()
                 if k not in ("out", "resume", "summarize", "methods", "seeds")}
