@@ -16,9 +16,15 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.protocol.shown import shown
 
-__all__ = ["RunJournal"]
+__all__ = ["JournalError", "RunJournal"]
+
+
+class JournalError(UsageError, ValueError):
+    """A journal that cannot be opened as asked (runs kept without ``--resume``, other
+    settings, a damaged line): one line on the command line, exit 2."""
 
 
 class RunJournal:
@@ -51,12 +57,12 @@ class RunJournal:
         *whole, cut = text.split("\n")
         saved, runs = self._parse(whole)
         if runs and not resume:
-            raise ValueError(f"{self.path} holds {len(runs)} finished runs: pass --resume to "
+            raise JournalError(f"{self.path} holds {len(runs)} finished runs: pass --resume to "
                              "keep them, or delete the file (or choose another --out) to start "
                              "afresh")
         if runs and self.settings is not None:
             if saved is None:
-                raise ValueError(f"{self.path} holds runs but not the settings they were made "
+                raise JournalError(f"{self.path} holds runs but not the settings they were made "
                                  "with; delete the file (or choose another --out) to start "
                                  "afresh")
             self._check(saved)
@@ -80,7 +86,7 @@ class RunJournal:
             try:
                 record = json.loads(line)
             except ValueError:
-                raise ValueError(f"{self.path}:{number}: not a JSON line; delete the file to "
+                raise JournalError(f"{self.path}:{number}: not a JSON line; delete the file to "
                                  "start the experiment afresh") from None
             if number == 1 and "settings" in record:
                 saved = record["settings"]
@@ -93,7 +99,7 @@ class RunJournal:
             differ = [f"{k} ({shown(saved.get(k))} -> {shown(self.settings.get(k))})"
                       for k in sorted(set(saved) | set(self.settings))
                       if saved.get(k) != self.settings.get(k)]
-            raise ValueError(f"{self.path} holds runs made with other settings (they differ in "
+            raise JournalError(f"{self.path} holds runs made with other settings (they differ in "
                              f"{'; '.join(differ)}); resume with the same settings, or delete "
                              "the file (or choose another --out) to start afresh")
 

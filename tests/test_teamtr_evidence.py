@@ -205,3 +205,17 @@ def test_a_failed_run_is_named_and_every_other_run_is_journaled(
     made = _stub_runs(monkeypatch, evidence)
     assert evidence.main([*argv, "--resume"]) == 0
     assert made == [failing]  # resuming runs only the failed run
+
+
+def test_a_rerun_without_resume_is_one_line_and_exit_2(evidence, monkeypatch, tmp_path,
+                                                       capsys) -> None:
+    from agentworld_envs.cli import run_command
+
+    _stub_runs(monkeypatch, evidence)
+    argv = ["--seeds", "1", "--shift-seeds", "1", "--workers", "0", "--out", str(tmp_path),
+            "--budget", "128"]
+    assert run_command(lambda: evidence.main(argv)) == 0
+    capsys.readouterr()
+    assert run_command(lambda: evidence.main(argv)) == 2  # was a traceback
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "holds 27 finished runs: pass --resume" in error

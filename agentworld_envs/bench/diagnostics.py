@@ -59,8 +59,9 @@ class Diagnostics:
 
 
 def diagnose(text: str) -> Diagnostics:
-    """Count tags, hedging words and missing output in one raw world-model output."""
-    parsed = parse_world_model_output(text)
+    """Count tags, hedging words and missing output in one raw world-model output; the
+    observation is read whole (never cut, as the env cuts what it shows)."""
+    parsed = parse_world_model_output(text, max_chars=len(text))
     raw = strip_thinking(text, OBSERVATION_TAG)
     no_output = "no_output" in parsed.flags
     observation_chars = 0 if no_output else len(parsed.observation)

@@ -63,7 +63,7 @@ class RuleWeights:
 def rule_checks(output: str, truth: str | None) -> dict[str, float]:
     """Each rule check's value in [0, 1]; ``nan`` where a check does not apply."""
     diagnostics = diagnose(output)
-    parsed = parse_world_model_output(output)
+    parsed = parse_world_model_output(output, max_chars=len(output))  # whole, as the truth is
     checks = {
         "format": float(diagnostics.response_start_tag_count == 1
                         and not diagnostics.extracted_no_output),
