@@ -1,7 +1,8 @@
 """Parse time per input byte, 1 KB to 10 MB, on hostile shapes (pytest-benchmark; never asserted).
 
 Each parser of agent or model text gets inputs of one shape at four sizes: actions through the
-tool-call parser, world-model outputs, judge outputs and final answers through the verifier.
+tool-call parser and through the built-in scenarios' action checks (their regular expressions),
+world-model outputs, judge outputs and final answers through the verifier.
 Linear time means a flat time per byte:
 ``benchmark.extra_info["per_byte_vs_smallest"]`` is the time per byte at that size divided by the
 time per byte at 1 KB, measured earlier in the same run. Run with::
@@ -12,12 +13,14 @@ time per byte at 1 KB, measured earlier in the same run. Run with::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from agentworld_envs.bench.judge import JudgeParseError, parse_judge_output
+from agentworld_envs.domains import DOMAINS, get_domain
 from agentworld_envs.protocol import parse_action
 from agentworld_envs.world.parsing import parse_world_model_output
 from floor_tasks.verifier import asserted_labels, field_matches
@@ -45,6 +48,15 @@ def _judge(text: str) -> Any:
         return None
 
 
+def _checks(scenario_id: str) -> Callable[[str], Any]:
+    """Every action pattern of a built-in scenario, searched as its reward check searches."""
+    scenario = next(scenarios[scenario_id] for key in DOMAINS
+                    if scenario_id in (scenarios := get_domain(key).builtin))
+    patterns = [re.compile(c.value, re.IGNORECASE) for c in scenario.reward.checks
+                if c.check.endswith("action_matches")]
+    return lambda text: [pattern.search(text) for pattern in patterns]
+
+
 SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     # name: (parser, head, unit repeated up to the size)
     "action_fence_spaces": (parse_action, "```", " "),
@@ -58,6 +70,14 @@ SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "judge_fence_spaces": (_judge, "```json", " "),
     "answer_hedged_labels": (_labels, "", "category: unclear, or maybe not a bug; "),
     "answer_boolean_questions": (_certified, "", "certified? certified = false, "),
+    # each once a quadratic: 7 s (grep), 4.7 s (kill), 54 s (rm -rrr...) at 32 KB
+    "check_grep": (_checks("terminal-count-log-errors"), "", "grep "),
+    "check_kill": (_checks("terminal-stop-port-8080"), "", "kill "),
+    "check_tar": (_checks("terminal-extract-archive"), "", "tar "),
+    "check_rm_flags": (_checks("terminal-clean-tmp-safely"), "rm -", "r"),
+    "check_rm": (_checks("terminal-clean-tmp-safely"), "", "rm "),
+    "check_mkdir": (_checks("os-make-project-folder"), "", "mkdir "),
+    "check_command": (_checks("swe-install-in-venv"), "", '"command": '),
 }
 PER_BYTE = PerByte()
 
