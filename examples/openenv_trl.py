@@ -80,6 +80,21 @@ def served(task: str) -> Iterator[str]:
         process.wait(timeout=60)
 
 
+def check_served_task(url: str, task: str, variant: str) -> None:
+    """Refuse a server that serves another task than ``--task``: the dataset's prompts would be
+    played, and scored, on its env."""
+    import gymnasium as gym
+
+    env = gym.make("OpenEnv/Remote-v0", base_url=url)
+    try:
+        _, info = env.reset(options={"variant": variant})
+    finally:
+        env.close()
+    if info.get("task_id") != task:
+        raise UsageError(f"--task {task}: the server at {url} serves {info.get('task_id')}; "
+                         "pass the task it serves")
+
+
 def grpo_config(args: Args) -> Any:
     """TRL's ``GRPOConfig`` for ``args``; the settings it refuses (a batch that
     ``num_generations`` does not divide) are a usage error, in one line."""
@@ -109,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from agentworld_envs.trl import (
         build_tiny_chat_model,
+        check_batch_fits,
         environment_class,
         environment_reward,
         floor_rows,
@@ -123,8 +139,10 @@ def main(argv: list[str] | None = None) -> None:
                           system_prompt=None if args.model else "Use the tools, then answer.")
     except ValueError as exc:  # a task or variant that does not exist, named
         raise UsageError(str(exc)) from None
+    check_batch_fits(len(rows), config)
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(served(args.task))
+        check_served_task(url, args.task, rows[0]["variant"])
         factory = environment_class("OpenEnv/Remote-v0", base_url=url,
                                     probe_row={"variant": rows[0]["variant"]})
         model = args.model
@@ -132,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
             examples = [{**example, "tools": [getattr(factory, t["function"]["name"])
                                               for t in example["tools"]]}
                         for row in rows for example in solution_examples(row)]
-            directory = Path(tempfile.mkdtemp(prefix="tiny_openenv_"))
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="tiny_openenv_")))
             build_tiny_chat_model(directory, examples)
             model = str(imprint(directory, examples, steps=80, lr=3e-3))
         trainer = GRPOTrainer(

@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from agentworld_envs.trl import (
         TurnRollout,
+        check_batch_fits,
         environment_class,
         environment_reward,
         floor_rows,
@@ -115,9 +116,10 @@ def main(argv: list[str] | None = None) -> None:
                           "Use the tools, then answer.", seed=config.seed)
     except ValueError as exc:  # a task or variant that does not exist, named
         raise UsageError(str(exc)) from None
+    check_batch_fits(len(rows), config)
     turns = args.adapter == "turns"
-    model = args.model or tiny_model(rows, Path(tempfile.mkdtemp(prefix="tiny_trl_")),
-                                     tool_methods=not turns)
+    scratch = tempfile.TemporaryDirectory(prefix="tiny_trl_")
+    model = args.model or tiny_model(rows, Path(scratch.name), tool_methods=not turns)
     make = turn_environment_class if turns else environment_class
     factory = {t: make(f"AgentFloor/{t}-v0") for t in tasks}
     trainer = GRPOTrainer(
@@ -125,7 +127,8 @@ def main(argv: list[str] | None = None) -> None:
         train_dataset=Dataset.from_list(rows), reward_funcs=[environment_reward],
         environment_factory=factory, rollout_func=TurnRollout() if turns else None)
     start = time.perf_counter()
-    trainer.train()
+    with scratch:  # the tiny model's folder, removed after training
+        trainer.train()
     seconds = time.perf_counter() - start
     history = [h for h in trainer.state.log_history if "reward" in h]
     for step, entry in enumerate(history, 1):

@@ -70,3 +70,30 @@ def test_the_throughput_line_counts_the_steps_taken_when_epochs_set_the_length(
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines[:3]] == ["step 1", "step 2", "step 3"]
     assert re.fullmatch(r"3 steps in \S+ s: \S+ steps/s, \d+ tokens/s", lines[-1]), lines[-1]
+
+
+def test_a_dataset_that_fills_no_batch_is_refused_before_any_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row (``--variants v0``) against a batch of 2 prompts: TRL's sampler dropped the
+    batch, so training took no step and the example said '1 steps', exit 0."""
+    for name in ("trl_grpo_floor", "openenv_trl"):
+        example = _example(name, monkeypatch)
+
+        def started(*_: Any, **__: Any) -> None:
+            raise AssertionError("work was started")
+
+        monkeypatch.setattr(example, "served", started, raising=False)
+        monkeypatch.setattr(example, "tiny_model", started, raising=False)
+        with pytest.raises(UsageError, match=r"1 dataset rows fill no batch of 2 prompts"):
+            example.main(["--variants", "v0"])  # each example's default batch: 2 prompts
+
+
+def test_a_server_of_another_task_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--task B3`` against a server of A1 trained B3's prompts on A1's env."""
+    pytest.importorskip("openenv")
+    from tests.helpers.openenv_server import serve
+
+    example = _example("openenv_trl", monkeypatch)
+    with serve("AgentFloor/A1-v0") as (url, _), \
+            pytest.raises(UsageError, match=r"--task B3: the server at .* serves A1"):
+        example.main(["--url", url, "--task", "B3", "--variants", "v0,v1"])

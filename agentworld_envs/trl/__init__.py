@@ -12,7 +12,7 @@ Two adapters, both importable without trl, transformers or torch (they load when
 See ``docs/trl.md``.
 """
 
-from agentworld_envs.trl.data import floor_rows, solution_examples
+from agentworld_envs.trl.data import check_batch_fits, floor_rows, solution_examples
 from agentworld_envs.trl.environment import EnvSession, environment_class, environment_reward
 from agentworld_envs.trl.rollout import (
     TurnRollout,
@@ -22,6 +22,6 @@ from agentworld_envs.trl.rollout import (
 )
 from agentworld_envs.trl.tiny_model import build_tiny_chat_model, imprint
 
-__all__ = ["EnvSession", "TurnRollout", "build_tiny_chat_model", "environment_class",
-           "environment_reward", "feedback_messages", "floor_rows", "imprint",
+__all__ = ["EnvSession", "TurnRollout", "build_tiny_chat_model", "check_batch_fits",
+           "environment_class", "environment_reward", "feedback_messages", "floor_rows", "imprint",
            "solution_examples", "turn_environment_class", "vector_environment_class"]

@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentworld_envs.cli_errors import UnknownNameError
+from agentworld_envs.cli_errors import UnknownNameError, UsageError
 from agentworld_envs.trl.environment import EnvSession, environment_class
 
-__all__ = ["floor_rows", "solution_examples"]
+__all__ = ["check_batch_fits", "floor_rows", "solution_examples"]
 
 
 def floor_rows(task_ids: Sequence[str], variants: Sequence[str] = ("v0",), *,
@@ -39,6 +39,18 @@ def floor_rows(task_ids: Sequence[str], variants: Sequence[str] = ("v0",), *,
                         {"role": "user", "content": ""}],
              "environment": task_id, "variant": variant, "seed": seed}
             for task_id in task_ids for variant in variants]
+
+
+def check_batch_fits(rows: int, config: Any) -> None:
+    """Raise :class:`UsageError` when ``rows`` dataset rows fill no generation batch of
+    ``config`` (a ``GRPOConfig``): TRL's sampler drops a batch it cannot fill, so training
+    would take no step and end without a word."""
+    prompts = config.generation_batch_size // config.num_generations
+    if rows < prompts:
+        raise UsageError(f"{rows} dataset rows fill no batch of {prompts} prompts "
+                         f"(generation_batch_size {config.generation_batch_size} / "
+                         f"num_generations {config.num_generations}), so GRPO would train no "
+                         "step: add tasks or variants, or lower per_device_train_batch_size")
 
 
 def solution_examples(row: dict[str, Any], env_class: type[EnvSession] | None = None
