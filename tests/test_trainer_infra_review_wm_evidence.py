@@ -65,3 +65,10 @@ def test_a_missing_or_unknown_step_is_a_usage_error(
 def test_help_before_a_step_shows_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_command(lambda: main(["--help"])) == 0
     assert capsys.readouterr().out.startswith("usage: world_model_evidence.py {data,train,")
+
+
+def test_eval_before_train_is_one_line_naming_the_step_to_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_command(lambda: main(["eval", "--out", str(tmp_path), "--items", "2"])) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"run the train step first (train --out {tmp_path})" in error

@@ -602,7 +602,7 @@ def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
     text = report_text(data["summary"])
     seconds = sum(run["seconds"] for run in data["runs"])
     text += (f"\n\n{len(data['runs'])} of {data['jobs']} runs; their own times sum to "
-             f"{seconds:.0f} s; this invocation took {data['elapsed_s']:.0f} s with "
+             f"{seconds:.0f} s; the run took {data['elapsed_s']:.0f} s with "
              f"{data['workers']} workers")
     out.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False)

@@ -324,6 +324,9 @@ def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
 def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_tokens: int,
              base_items: int = 24) -> None:
     """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
+    if not (out / "adapter").is_dir():
+        raise UsageError(f"{out / 'adapter'}: no trained adapter; run the train step first "
+                         f"(train --out {out})")
     items = _draw(out, domain, count)
     models = {"fine-tuned": _adapter_config(out / "adapter"),
               "base (built-in prompt)": embedded_backend()}
