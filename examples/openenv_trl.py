@@ -98,8 +98,9 @@ def check_served_task(url: str, task: str, variant: str) -> None:
 def grpo_config(args: Args) -> Any:
     """TRL's ``GRPOConfig`` for ``args``; the settings it refuses (a batch that
     ``num_generations`` does not divide) are a usage error, in one line."""
-    from trl import GRPOConfig
+    from agentworld_envs.trl import import_trl
 
+    GRPOConfig = import_trl().GRPOConfig  # or the install hint, in one line
     try:
         return GRPOConfig(
             output_dir=args.output_dir, max_steps=args.max_steps,
@@ -120,7 +121,6 @@ def main(argv: list[str] | None = None) -> None:
     import gymnasium as gym
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer
 
     from agentworld_envs.trl import (
         build_tiny_chat_model,
@@ -128,9 +128,12 @@ def main(argv: list[str] | None = None) -> None:
         environment_class,
         environment_reward,
         floor_rows,
+        import_trl,
         imprint,
         solution_examples,
     )
+
+    GRPOTrainer = import_trl().GRPOTrainer  # or the install hint, in one line
 
     config = grpo_config(args)  # before a server is started or a model built
     gym.register("OpenEnv/Remote-v0", entry_point="agentworld_envs.serve.client:RemoteEnv")

@@ -51,8 +51,10 @@ def grpo_settings() -> tuple[type, dict]:
     """TRL's ``GRPOConfig`` and where this script starts it: 2 steps of 16 rollouts in groups
     of 8, 160 tokens a whole episode (all turns and tool results), token-level GRPO
     (``--importance_sampling_level sequence`` is GSPO), on CPU unless CUDA is there."""
+    from agentworld_envs.trl import import_trl
+
+    GRPOConfig = import_trl().GRPOConfig  # or the install hint, in one line (trl needs torch)
     import torch
-    from trl import GRPOConfig
 
     cuda = torch.cuda.is_available()
     return GRPOConfig, {
@@ -99,7 +101,6 @@ def main(argv: list[str] | None = None) -> None:
     args, config = parse_with_config(Args, grpo_settings, argv, prog=Path(__file__).name)
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer
 
     from agentworld_envs.trl import (
         TurnRollout,
@@ -107,8 +108,11 @@ def main(argv: list[str] | None = None) -> None:
         environment_class,
         environment_reward,
         floor_rows,
+        import_trl,
         turn_environment_class,
     )
+
+    GRPOTrainer = import_trl().GRPOTrainer  # or the install hint, in one line
 
     tasks, variants = args.tasks.split(","), args.variants.split(",")
     try:

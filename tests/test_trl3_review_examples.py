@@ -97,3 +97,13 @@ def test_a_server_of_another_task_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     with serve("AgentFloor/A1-v0") as (url, _), \
             pytest.raises(UsageError, match=r"--task B3: the server at .* serves A1"):
         example.main(["--url", url, "--task", "B3", "--variants", "v0,v1"])
+
+
+@pytest.mark.parametrize("name", ["trl_grpo_floor", "openenv_trl"])
+def test_without_trl_the_examples_say_how_to_install_it(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, ``from trl import ...`` left as a ModuleNotFoundError traceback."""
+    example = _example(name, monkeypatch)
+    monkeypatch.setitem(sys.modules, "trl", None)  # as if the extra were not installed
+    with pytest.raises(ImportError, match=r'pip install "agentworld\[train\]"'):
+        example.main(["--max-steps", "1"])

@@ -13,7 +13,12 @@ See ``docs/trl.md``.
 """
 
 from agentworld_envs.trl.data import check_batch_fits, floor_rows, solution_examples
-from agentworld_envs.trl.environment import EnvSession, environment_class, environment_reward
+from agentworld_envs.trl.environment import (
+    EnvSession,
+    environment_class,
+    environment_reward,
+    import_trl,
+)
 from agentworld_envs.trl.rollout import (
     TurnRollout,
     feedback_messages,
@@ -23,5 +28,6 @@ from agentworld_envs.trl.rollout import (
 from agentworld_envs.trl.tiny_model import build_tiny_chat_model, imprint
 
 __all__ = ["EnvSession", "TurnRollout", "build_tiny_chat_model", "check_batch_fits",
-           "environment_class", "environment_reward", "feedback_messages", "floor_rows", "imprint",
-           "solution_examples", "turn_environment_class", "vector_environment_class"]
+           "environment_class", "environment_reward", "feedback_messages", "floor_rows",
+           "import_trl", "imprint", "solution_examples", "turn_environment_class",
+           "vector_environment_class"]
