@@ -100,6 +100,8 @@ def _expected(exc: BaseException) -> tuple[int, str] | None:
         return 1, f"error: {exc}"
     if isinstance(exc, FileNotFoundError):
         return 2, f"error: no such file or directory: {exc.filename} (check the path)"
+    if isinstance(exc, IsADirectoryError | NotADirectoryError | FileExistsError):
+        return 2, f"error: {exc.filename}: {exc.strerror.lower()} (check the path)"
     if isinstance(exc, OSError):
         return 1, f"error: {exc}"
     return None

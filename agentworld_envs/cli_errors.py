@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
-__all__ = ["Interrupted", "UnknownNameError", "UsageError", "UsageParser", "int_at_least",
-           "name_of", "number_type", "on_interrupt"]
+__all__ = ["Interrupted", "UnknownNameError", "UsageError", "UsageParser", "directory_arg",
+           "int_at_least", "name_of", "number_type", "on_interrupt", "seed_number"]
 
 T = TypeVar("T")
 
@@ -82,17 +84,30 @@ def name_of(kind: str, known: Callable[[], Iterable[str]],
     return check
 
 
+def directory_arg(value: str) -> Path:
+    """An argparse type for an output folder, made later if missing: an empty path, or one
+    that is, or lies under, something other than a directory, is refused."""
+    if not value:
+        raise argparse.ArgumentTypeError("an empty path names no directory")
+    path = Path(value)
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{existing} exists and is not a directory")
+    return path
+
+
 def number_type(kind: Callable[[str], T], low: float, high: float | None = None, *,
                 below_high: bool = False) -> Callable[[str], T]:
-    """An argparse type: a ``kind`` number from ``low`` to ``high`` (below ``high`` with
-    ``below_high``; no upper bound without ``high``)."""
+    """An argparse type: a finite ``kind`` number from ``low`` to ``high`` (below ``high``
+    with ``below_high``; no upper bound without ``high``)."""
     bounds = (f"at least {low}" if high is None else f"at least {low} and below {high}"
               if below_high else f"from {low} to {high}")
 
     def check(value: str) -> T:
         number = kind(value)  # argparse reports a ValueError as "invalid int value"
         over = high is not None and (number >= high if below_high else number > high)
-        if not number >= low or over:  # NaN too
+        infinite = isinstance(number, float) and math.isinf(number)
+        if not number >= low or over or infinite:  # NaN too
             raise argparse.ArgumentTypeError(f"must be {bounds}, not {value}")
         return number
 
@@ -103,3 +118,7 @@ def number_type(kind: Callable[[str], T], low: float, high: float | None = None,
 def int_at_least(low: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``low``."""
     return number_type(int, low)
+
+
+seed_number = number_type(int, 0, 2**32 - 1)
+"""An argparse type: a seed, from 0 to 2**32 - 1 (the range numpy and Transformers take)."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from agentworld_envs.cli import run_command
 from agentworld_envs.cli_errors import UsageError
-from trainers.common.flags import parse_args
+from trainers.common.flags import check_config_values, parse_args
 
 
 @dataclass
@@ -101,15 +101,17 @@ def grpo_config(args: Args) -> Any:
     from agentworld_envs.trl import import_trl
 
     GRPOConfig = import_trl().GRPOConfig  # or the install hint, in one line
+    settings = {"output_dir": args.output_dir, "max_steps": args.max_steps,
+                "per_device_train_batch_size": args.per_device_batch,
+                "num_generations": args.num_generations,
+                "max_completion_length": args.max_completion_length,
+                "temperature": args.temperature, "learning_rate": args.learning_rate,
+                "scale_rewards": "group", "report_to": [], "logging_steps": 1,
+                "save_strategy": "no", "seed": args.seed, "disable_tqdm": True,
+                "use_cpu": not _cuda()}
+    check_config_values(settings)  # what TRL leaves unchecked until it trains
     try:
-        return GRPOConfig(
-            output_dir=args.output_dir, max_steps=args.max_steps,
-            per_device_train_batch_size=args.per_device_batch,
-            num_generations=args.num_generations,
-            max_completion_length=args.max_completion_length, temperature=args.temperature,
-            learning_rate=args.learning_rate, scale_rewards="group", report_to=[],
-            logging_steps=1, save_strategy="no", seed=args.seed, disable_tqdm=True,
-            use_cpu=not _cuda())
+        return GRPOConfig(**settings)
     except ValueError as exc:
         raise UsageError(f"GRPOConfig: {' '.join(str(exc).split())}") from None
 

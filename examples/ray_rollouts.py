@@ -25,7 +25,7 @@ import numpy as np
 
 import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
 from agentworld_envs.cli import run_command
-from agentworld_envs.cli_errors import UsageError, UsageParser, int_at_least, name_of
+from agentworld_envs.cli_errors import UsageError, UsageParser, int_at_least, name_of, seed_number
 from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.registration import ENV_IDS
 from floor_tasks.harness.cli import backend_arg
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=positive, default=4,
                         help="consecutive sub-envs that play one task with one seed")
     parser.add_argument("--rounds", type=positive, default=2, help="episodes per sub-env")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     args = parser.parse_args()
     if args.address:

@@ -19,6 +19,7 @@ Quick check (CPU, seconds; too short to learn): ``python examples/sb3_ppo_floor.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from stable_baselines3.common.logger import Logger
 
 import floor_tasks
 from agentworld_envs.cli import run_command
-from agentworld_envs.cli_errors import UsageParser, int_at_least
+from agentworld_envs.cli_errors import UsageParser, int_at_least, number_type, seed_number
 from agentworld_envs.wrappers import CandidateScoringPolicy, wrap_for_sb3
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.harness.cli import check_task_ids
@@ -78,8 +79,10 @@ def parse_args(argv: list[str] | None = None) -> Args:
                         help="rollout length per env between updates")
     parser.add_argument("--max-length", type=positive, default=128,
                         help="token ids kept per text")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=positive, default=1, help="torch CPU threads")
+    parser.add_argument("--seed", type=seed_number, default=0)
+    parser.add_argument("--threads", type=number_type(int, 1, 8 * (os.cpu_count() or 1)),
+                        default=1,
+                        help="torch CPU threads (at most 8 per CPU of this machine)")
     parser.add_argument("--plot", default=None, help="where to save the curves (PNG)")
     args = Args(**vars(parser.parse_args(argv)))
     if args.eval_every % (args.n_envs * args.n_steps):
@@ -87,6 +90,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
     check_task_ids(args.tasks)  # all checked before the first task trains for minutes
     if args.plot and not Path(args.plot).resolve().parent.is_dir():
         parser.error(f"--plot {args.plot}: its folder does not exist")
+    if args.plot and Path(args.plot).is_dir():
+        parser.error(f"--plot {args.plot}: is a folder; name the PNG file to write")
     return args
 
 

@@ -40,7 +40,7 @@ import agentworld_envs  # noqa: F401 - registers AgentWorld/<Domain>-v0
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
 from agentworld_envs.backends.registry import check_backend_config
 from agentworld_envs.cli import run_command
-from agentworld_envs.cli_errors import UsageParser, int_at_least
+from agentworld_envs.cli_errors import UsageParser, int_at_least, number_type, seed_number
 from agentworld_envs.domains import DOMAINS
 from agentworld_envs.registration import env_id
 
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> list[float]:
                         help="episodes played at once; each step is one batched model call")
     parser.add_argument("--updates", type=int_at_least(1), default=30,
                         help="batches of num-envs episodes")
-    parser.add_argument("--learning-rate", type=float, default=0.5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--learning-rate", type=number_type(float, 0), default=0.5)
+    parser.add_argument("--seed", type=seed_number, default=0)
     parser.add_argument("--base-url", help="an OpenAI-compatible world-model server")
     parser.add_argument("--model", default="Qwen/Qwen-AgentWorld-35B-A3B",
                         help="the model the server serves")
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> list[float]:
     parser.add_argument("--max-tokens", type=int_at_least(1), default=8192,
                         help="the world model's token limit per observation")
     parser.add_argument("--record", help="record every world-model call to this JSONL file")
-    parser.add_argument("--max-faults", type=int, default=DEFAULT_MAX_FAULTS,
+    parser.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
                         help="failed world-model calls to go on after; -1: never stop")
     args = parser.parse_args(argv)
     backend = backend_config(args)

@@ -17,7 +17,8 @@ REWRITTEN = {  # the pattern as first written: the reference for what the rewrit
     "terminal-count-log-errors": [r'grep.*ERROR', r'grep[^"]*(\s-\w*c|--count)|wc\s+-l',
                                   r'answer\.txt'],
     "terminal-stop-port-8080": [r'kill[^"]*(4412|8080)|fuser[^"]*8080|pkill[^"]*http'],
-    "terminal-extract-archive": [r'tar\s+-?[a-z]*x', r'tar\s[^"]*-C\s*(?!\s|(/app|\.)/?(\s|\\n|"|$))'],
+    "terminal-extract-archive": [r'tar\s+-?[a-z]*x',
+                                 r'tar\s[^"]*-C\s*(?!\s|(/app|\.)/?(\s|\\n|"|$))'],
     "terminal-clean-tmp-safely": [r'rm .*(/app/)?tmp', r'rm\s+-[a-z]*r[a-z]*f?\s+/(\s|\*|\\n|"|$)'],
     "os-make-project-folder": [r'(mkdir|makedirs)\b[^;]*Projects/alpha\b'],
 }

@@ -107,3 +107,17 @@ def test_without_trl_the_examples_say_how_to_install_it(
     monkeypatch.setitem(sys.modules, "trl", None)  # as if the extra were not installed
     with pytest.raises(ImportError, match=r'pip install "agentworld\[train\]"'):
         example.main(["--max-steps", "1"])
+
+
+def test_openenv_trl_refuses_settings_trl_would_take_unchecked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A negative temperature or a NaN learning rate went on to the server and the model."""
+    from trainers.common.args import ConfigError
+
+    example = _example("openenv_trl", monkeypatch)
+    monkeypatch.setattr(example, "served", lambda *_: (_ for _ in ()).throw(
+        AssertionError("a server was started")))
+    for flag, value, said in (("--temperature", "-1", "temperature: must be above 0"),
+                              ("--learning-rate", "nan", "learning_rate: must be at least 0")):
+        with pytest.raises(ConfigError, match=said):
+            example.main([flag, value])

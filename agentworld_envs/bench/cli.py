@@ -36,7 +36,14 @@ from agentworld_envs.backends import (
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally, TooManyFaultsError
 from agentworld_envs.backends.progress import WatchedBackend
 from agentworld_envs.backends.registry import answering_settings
-from agentworld_envs.cli_errors import Interrupted, UsageError, int_at_least, number_type
+from agentworld_envs.cli_errors import (
+    Interrupted,
+    UsageError,
+    directory_arg,
+    int_at_least,
+    number_type,
+    seed_number,
+)
 
 if TYPE_CHECKING:
     from agentworld_envs.bench.journal import BenchJournal
@@ -171,7 +178,7 @@ def _predictions(path: Path) -> dict[str, str | None]:
     return saved
 
 
-def _write(out: str, result: Any, faulted: bool) -> None:
+def _write(out: Path, result: Any, faulted: bool) -> None:
     """The run's files, each written whole or not at all. After failed model calls
     (``faulted``) only the records: a report would score or count the items left unanswered
     as if they had been answered, so none is written, and an earlier run's is removed."""
@@ -325,11 +332,11 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
                         help="world model's new tokens (default: AgentWorld's eval.py)")
     parser.add_argument("--temperature", type=float, default=0.6,
                         help="world model's temperature (default: AgentWorld's eval.py)")
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=seed_number, default=None,
                         help="per-item seeds from this one (default: no seed, as eval.py)")
     parser.add_argument("--batch-size", type=int_at_least(1), default=32,
                         help="requests per backend call")
-    parser.add_argument("--out", default="",
+    parser.add_argument("--out", type=directory_arg,
                         help="folder for records.jsonl and the report, and the journal of the "
                              "outputs and verdicts so far while the run goes on")
     parser.add_argument("--resume", action="store_true",
@@ -385,11 +392,11 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     export = commands.add_parser("export", help="run corpora to train/val transition files")
     export.add_argument("--corpus", action="append", required=True,
                         help="an AgentFloor run corpus folder (repeatable)")
-    export.add_argument("--out", required=True,
+    export.add_argument("--out", type=directory_arg, required=True,
                         help="folder for the train and val transition files")
     export.add_argument("--val-fraction", type=number_type(float, 0, 1, below_high=True),
                         default=0.2, help="share of TASKS held out, in [0, 1)")
-    export.add_argument("--seed", type=int, default=0,
+    export.add_argument("--seed", type=seed_number, default=0,
                         help="the draw of the held-out tasks")
     export.set_defaults(handler=_cmd_export)
     return commands

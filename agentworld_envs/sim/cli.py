@@ -26,7 +26,13 @@ from typing import Any
 
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
-from agentworld_envs.cli_errors import UsageError, int_at_least, name_of, on_interrupt
+from agentworld_envs.cli_errors import (
+    UsageError,
+    directory_arg,
+    int_at_least,
+    name_of,
+    on_interrupt,
+)
 from agentworld_envs.sim.fidelity_journal import JOURNAL, REPORT, FidelityJournal
 
 __all__ = ["add_commands"]
@@ -222,16 +228,29 @@ def _floor_tasks(value: str) -> str | list[str]:
 
 
 def _floor_scenarios(tasks: str | list[str], variants: str) -> list[str]:
+    """The scenario ids of ``--tasks`` and ``--variants``, checked before any model loads; as
+    ``agentworld floor run`` reads them, a named variant plays on each task that has it.
+
+    Raises:
+        UsageError: a variant that no selected task has, or one named twice.
+    """
     from floor_tasks import TASK_IDS, load_task, load_tasks
     from floor_tasks.harness.sweep_config import resolve_tasks
 
     chosen = resolve_tasks(tasks, TASK_IDS, {task.id: task.tier for task in load_tasks()})
-    ids = []
-    for task_id in chosen:
-        names = load_task(task_id).variant_names
-        ids += [f"{task_id}/{name}" for name in
-                (names if variants == "all" else variants.split(","))]
-    return ids
+    names = {task_id: load_task(task_id).variant_names for task_id in chosen}
+    wanted = variants.split(",")
+    if variants != "all":
+        unknown = [v for v in wanted if not any(v in found for found in names.values())]
+        repeated = sorted({v for v in wanted if wanted.count(v) > 1})
+        if unknown:
+            known = dict.fromkeys(v for found in names.values() for v in found)
+            raise UsageError(f"--variants: no selected task has variant(s) "
+                             f"{', '.join(map(repr, unknown))} (they have: {', '.join(known)})")
+        if repeated:
+            raise UsageError(f"--variants: {', '.join(repeated)} named twice")
+    return [f"{task_id}/{name}" for task_id, found in names.items()
+            for name in (found if variants == "all" else [v for v in wanted if v in found])]
 
 
 def _number(value: float) -> str:
@@ -355,7 +374,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     fidelity.add_argument("--max-tokens", type=int_at_least(1), default=8192,
                           help="the world model's new tokens per observation")
     fidelity.add_argument("--json", action="store_true", help="the table as JSON")
-    fidelity.add_argument("--out", default="",
+    fidelity.add_argument("--out", type=directory_arg,
                           help=f"folder for the report as JSON ({REPORT}) and the journal of "
                                f"the scenarios played ({JOURNAL}, each kept as it finishes), so "
                                "that an interrupted run goes on with --resume")

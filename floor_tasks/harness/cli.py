@@ -14,6 +14,7 @@ from agentworld_envs.backends.registry import parse_backend_arg
 from agentworld_envs.cli_errors import (
     UnknownNameError,
     UsageError,
+    directory_arg,
     int_at_least,
     name_of,
     number_type,
@@ -23,8 +24,8 @@ from agentworld_envs.cli_errors import (
 if TYPE_CHECKING:
     from floor_tasks.harness.record import RunRecord
 
-__all__ = ["add_commands", "backend_arg", "check_task_ids", "directory_arg", "fraction",
-           "positive_int", "task_selector"]
+__all__ = ["add_commands", "backend_arg", "check_task_ids", "fraction", "positive_int",
+           "task_selector"]
 
 
 def backend_arg(value: str) -> dict[str, Any]:
@@ -37,16 +38,6 @@ def backend_arg(value: str) -> dict[str, Any]:
         return parse_backend_arg(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def directory_arg(value: str) -> Path:
-    """An argparse type for ``--out``: a directory, made later if missing; a path that is, or
-    lies under, something other than a directory is refused."""
-    path = Path(value)
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir():
-        raise argparse.ArgumentTypeError(f"{existing} exists and is not a directory")
-    return path
 
 
 positive_int = int_at_least(1)

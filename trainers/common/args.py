@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ SYMBOLIC_FIELDS = ("hidden_size", "replacement_hidden_size")
 """Settings of symbolic policies (``replacement_hidden_size`` is TeamTR's): a text team refuses
 them."""
 
+
+MAX_THREADS_PER_CPU = 8
+"""The most torch threads a run may ask for per CPU: more only slows it (a thread per CPU is
+fastest), and tens of thousands crash torch without a message."""
 
 @dataclass
 class TeamArgs:
@@ -179,6 +184,11 @@ class TeamArgs:
                      "context_tokens", "score_batch_size"):
             if (getattr(self, name) or 0) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
+        most = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)  # tens of thousands crash torch
+        if (self.torch_threads or 0) > most:
+            raise ConfigError("torch_threads", f"must be at most {most} ({MAX_THREADS_PER_CPU} "
+                                               f"per CPU of this machine), got "
+                                               f"{self.torch_threads}")
         if not 0 <= self.seed < 2**32:  # numpy refuses negative seeds; derived ones overflow
             raise ConfigError("seed", f"must be from 0 to 2**32 - 1, got {self.seed}")
         if self.adv_std_ddof not in (0, 1):

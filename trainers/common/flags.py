@@ -28,17 +28,19 @@ import dataclasses
 import difflib
 import inspect
 import json
+import math
 import re
 import textwrap
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
-from agentworld_envs.cli_errors import UsageParser
+from agentworld_envs.cli_errors import UsageParser, directory_arg
 from trainers.common.args import ConfigError
 
-__all__ = ["ConfigHelp", "add_dataclass_args", "config_help", "dataclass_from_args", "field_docs",
-           "json_object", "parse_args", "parse_config", "parse_with_config"]
+__all__ = ["ConfigHelp", "add_dataclass_args", "check_config_values", "config_help",
+           "dataclass_from_args", "field_docs", "json_object", "parse_args", "parse_config",
+           "parse_with_config"]
 
 T = TypeVar("T")
 
@@ -210,10 +212,49 @@ def parse_config(config_cls: type[T], argv: Sequence[str], defaults: dict[str, A
         close = difflib.get_close_matches(flag.split("=")[0], known, n=2, cutoff=0.7)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise ConfigError(config_cls.__name__, f"unrecognized arguments: {' '.join(unused)}{hint}")
+    settings = {**(defaults or {}), **vars(given)}
+    check_config_values(settings)
     try:
-        return config_cls(**{**(defaults or {}), **vars(given)})
+        return config_cls(**settings)
     except ValueError as exc:  # the config's own checks (a setting this machine cannot run)
         raise ConfigError(config_cls.__name__, " ".join(str(exc).split())) from exc
+
+
+_COUNT = (lambda value: value >= 1, "at least 1")
+_NOT_NEGATIVE = (lambda value: value >= 0, "at least 0")
+_CONFIG_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
+    **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size",
+                     "gradient_accumulation_steps", "num_iterations", "steps_per_generation",
+                     "generation_batch_size", "max_length", "max_prompt_length",
+                     "max_completion_length"), _COUNT),
+    "num_generations": (lambda value: value >= 2, "at least 2"),
+    **dict.fromkeys(("learning_rate", "weight_decay", "num_train_epochs", "max_grad_norm",
+                     "beta", "epsilon", "top_k", "dataloader_num_workers"), _NOT_NEGATIVE),
+    **dict.fromkeys(("temperature", "repetition_penalty"), (lambda value: value > 0, "above 0")),
+    "top_p": (lambda value: 0 < value <= 1, "above 0 and at most 1"),
+    "min_p": (lambda value: 0 <= value <= 1, "from 0 to 1"),
+    **dict.fromkeys(("seed", "data_seed"), (lambda value: 0 <= value < 2**32,
+                                            "from 0 to 2**32 - 1")),
+}
+"""Ranges of Transformers and TRL settings that the configs take unchecked and that fail only
+once training has started (a traceback, a hang, or sampling at a negative temperature)."""
+
+
+def check_config_values(settings: dict[str, Any]) -> None:
+    """Refuse a non-finite number, a setting outside :data:`_CONFIG_BOUNDS`, or an
+    ``output_dir`` that cannot be a folder, naming its flag in a
+    :class:`~trainers.common.args.ConfigError`."""
+    if settings.get("output_dir") is not None:
+        try:
+            directory_arg(str(settings["output_dir"]))
+        except argparse.ArgumentTypeError as exc:
+            raise ConfigError("output_dir", str(exc)) from None
+    for name, value in settings.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        within, requirement = _CONFIG_BOUNDS.get(name, (math.isfinite, "a finite number"))
+        if not (math.isfinite(value) and within(value)):
+            raise ConfigError(name, f"must be {requirement}, not {value}")
 
 
 def config_help(config_cls: type, defaults: dict[str, Any] | None = None) -> str:

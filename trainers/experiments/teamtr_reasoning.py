@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from agentworld_envs.atomic_write import write_text_atomic
+from agentworld_envs.cli_errors import UsageError
 from agentworld_envs.run_journal import RunJournal
 from trainers.common.flags import parse_args
 from trainers.common.intervals import INTERVAL, seed_item_interval
@@ -210,8 +211,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = resummarize(args.out)
         report(results)
         return results
+    if args.seeds < 1:
+        raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
+    if not args.methods:
+        raise UsageError(f"--methods: name one or more of {METHODS}")
     if unknown := sorted(set(args.methods) - set(METHODS)):
-        raise SystemExit(f"unknown methods {unknown}; choose from {METHODS}")
+        raise UsageError(f"--methods: unknown methods {unknown}; choose from {METHODS}")
     for method in args.methods:  # the trainers' own checks, before any run
         trainer_args(args, method, 0)
     # what makes runs comparable (which methods and seeds to run only picks runs)

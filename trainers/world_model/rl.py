@@ -39,6 +39,7 @@ from trainers.world_model.sft import (
     chat,
     check_at_least,
     check_model,
+    check_threads,
     check_view,
     device_defaults,
     epoch_seeded,
@@ -105,6 +106,7 @@ class RLArgs:
         check_at_least(self, 1, "max_prompt_length")
         check_at_least(self, -1, "max_faults")
         check_at_least(self, 0, "threads")
+        check_threads(self.threads)
         check_view(self.view)
         if self.judge_weight is not None:
             if not self.judge:
