@@ -7,8 +7,6 @@ mismatch ("nan -> nan")."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 pytest.importorskip("trl", reason="TRL's configs need trl: pip install 'agentworld[train]'")
 
 from agentworld_envs.cli import main, run_command  # noqa: E402
+from tests.helpers.examples import load_example  # noqa: E402
 
 REFUSED = [
     ("sft", "--per_device_train_batch_size", "0", "must be at least 1, not 0"),
@@ -78,11 +77,7 @@ def test_good_trl_settings_are_still_taken() -> None:
 def test_the_trl_example_refuses_a_negative_temperature_before_any_work(
         monkeypatch: pytest.MonkeyPatch, no_model: None,
         capsys: pytest.CaptureFixture[str]) -> None:
-    path = Path(__file__).resolve().parents[1] / "examples" / "trl_grpo_floor.py"
-    spec = importlib.util.spec_from_file_location("cliargs_trl_grpo_floor", path)
-    example = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, example)  # its dataclass looks itself up there
-    spec.loader.exec_module(example)
+    example = load_example("trl_grpo_floor", monkeypatch)
 
     def built(*_: Any, **__: Any) -> None:
         raise AssertionError("the tiny model was built")

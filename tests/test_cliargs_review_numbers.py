@@ -5,24 +5,12 @@ with a segmentation fault). Each is now one line, exit status 2, naming the flag
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentworld_envs.cli import main, run_command
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def _example(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    spec = importlib.util.spec_from_file_location(f"cliargs_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # a dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.examples import ROOT, load_example
 
 
 @pytest.mark.parametrize(("argv", "flag"), [
@@ -50,7 +38,7 @@ def test_a_seed_out_of_range_is_one_line(argv: list[str], flag: str,
 def test_the_simulated_rl_example_refuses_bad_numbers_before_any_env(
         argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    example = _example("simulated_rl", monkeypatch)
+    example = load_example("simulated_rl", monkeypatch)
 
     def made(*_: Any, **__: Any) -> None:
         raise AssertionError("an env was made")
@@ -64,10 +52,10 @@ def test_the_simulated_rl_example_refuses_bad_numbers_before_any_env(
 def test_the_sb3_example_refuses_a_negative_seed_and_too_many_threads(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("stable_baselines3")
-    example = _example("sb3_ppo_floor", monkeypatch)
+    example = load_example("sb3_ppo_floor", monkeypatch)
     for argv, message in ((["--seed", "-1"], "argument --seed: must be from 0"),
                           (["--threads", "100000"], "argument --threads: must be from 1 to"),
-                          (["--plot", str(EXAMPLES)], "is a folder; name the PNG file")):
+                          (["--plot", str(ROOT)], "is a folder; name the PNG file")):
         assert run_command(lambda argv=argv: example.parse_args(argv)) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err

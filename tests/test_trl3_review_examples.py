@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -16,23 +15,14 @@ import pytest
 pytest.importorskip("trl", reason="the TRL examples need trl: pip install 'agentworld[train]'")
 
 from agentworld_envs.cli_errors import UsageError  # noqa: E402
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def _example(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    spec = importlib.util.spec_from_file_location(f"trl3_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.examples import load_example  # noqa: E402
 
 
 def test_settings_grpo_config_refuses_are_a_usage_error_before_any_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, ``openenv_trl.py`` started the server and built the tiny model first, then
     GRPOConfig's ``ValueError`` left as a traceback with exit status 1."""
-    example = _example("openenv_trl", monkeypatch)
+    example = load_example("openenv_trl", monkeypatch)
 
     def started(*_: Any) -> None:
         raise AssertionError("a server was started")
@@ -63,7 +53,7 @@ def test_the_throughput_line_counts_the_steps_taken_when_epochs_set_the_length(
     ``-1 steps in 1.5 s: -0.682 steps/s``."""
     import trl
 
-    example = _example("trl_grpo_floor", monkeypatch)
+    example = load_example("trl_grpo_floor", monkeypatch)
     monkeypatch.setattr(trl, "GRPOTrainer", _Trainer)
     example.main(["--model", str(tiny_lm_dir), "--max_steps", "-1", "--num_train_epochs", "1",
                   "--output_dir", "unused"])
@@ -77,7 +67,7 @@ def test_a_dataset_that_fills_no_batch_is_refused_before_any_work(
     """One row (``--variants v0``) against a batch of 2 prompts: TRL's sampler dropped the
     batch, so training took no step and the example said '1 steps', exit 0."""
     for name in ("trl_grpo_floor", "openenv_trl"):
-        example = _example(name, monkeypatch)
+        example = load_example(name, monkeypatch)
 
         def started(*_: Any, **__: Any) -> None:
             raise AssertionError("work was started")
@@ -93,7 +83,7 @@ def test_a_server_of_another_task_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     pytest.importorskip("openenv")
     from tests.helpers.openenv_server import serve
 
-    example = _example("openenv_trl", monkeypatch)
+    example = load_example("openenv_trl", monkeypatch)
     with serve("AgentFloor/A1-v0") as (url, _), \
             pytest.raises(UsageError, match=r"--task B3: the server at .* serves A1"):
         example.main(["--url", url, "--task", "B3", "--variants", "v0,v1"])
@@ -103,7 +93,7 @@ def test_a_server_of_another_task_is_refused(monkeypatch: pytest.MonkeyPatch) ->
 def test_without_trl_the_examples_say_how_to_install_it(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, ``from trl import ...`` left as a ModuleNotFoundError traceback."""
-    example = _example(name, monkeypatch)
+    example = load_example(name, monkeypatch)
     monkeypatch.setitem(sys.modules, "trl", None)  # as if the extra were not installed
     with pytest.raises(ImportError, match=r'pip install "agentworld\[train\]"'):
         example.main(["--max-steps", "1"])
@@ -114,7 +104,7 @@ def test_openenv_trl_refuses_settings_trl_would_take_unchecked(
     """A negative temperature or a NaN learning rate went on to the server and the model."""
     from trainers.common.args import ConfigError
 
-    example = _example("openenv_trl", monkeypatch)
+    example = load_example("openenv_trl", monkeypatch)
     monkeypatch.setattr(example, "served", lambda *_: (_ for _ in ()).throw(
         AssertionError("a server was started")))
     for flag, value, said in (("--temperature", "-1", "temperature: must be above 0"),

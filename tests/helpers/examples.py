@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -34,3 +37,14 @@ def run_example(name: str, *args: str, cwd: Path) -> str:
         timeout=HANG_GUARD_S)
     assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done.stdout
+
+
+def load_example(name: str, monkeypatch: Any) -> ModuleType:
+    """The example script ``examples/<name>.py`` imported in this process, to call its ``main``
+    with parts replaced (``monkeypatch`` puts it in ``sys.modules`` for the test alone, where
+    its dataclasses look themselves up)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
