@@ -36,6 +36,8 @@ class RunJournal:
         settings: What makes runs comparable; written first, checked on resuming.
         resume: Keep the runs already in ``path``; without it, a ``path`` that holds runs is
             refused (one that holds none is started afresh).
+        added: Settings added after some journals were written, each with the value those
+            journals' runs were made with: a saved settings line that lacks one is read with it.
 
     Example:
         >>> import tempfile
@@ -49,8 +51,9 @@ class RunJournal:
     """
 
     def __init__(self, path: Path, key: Callable[[dict[str, Any]], Hashable],
-                 settings: dict[str, Any] | None = None, resume: bool = False) -> None:
-        self.path, self.key = Path(path), key
+                 settings: dict[str, Any] | None = None, resume: bool = False,
+                 added: dict[str, Any] | None = None) -> None:
+        self.path, self.key, self.added = Path(path), key, dict(added or {})
         self.settings = json.loads(json.dumps(settings)) if settings is not None else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
@@ -95,6 +98,7 @@ class RunJournal:
         return saved, runs
 
     def _check(self, saved: dict[str, Any]) -> None:
+        saved = {**self.added, **saved}
         if saved != self.settings:
             differ = [f"{k} ({shown(saved.get(k))} -> {shown(self.settings.get(k))})"
                       for k in sorted(set(saved) | set(self.settings))

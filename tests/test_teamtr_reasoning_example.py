@@ -4,6 +4,7 @@ the greedy held-out items are the trainer's own, and the summary comes out of th
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -106,3 +107,17 @@ def test_the_advantages_std_reaches_each_trainer_and_a_bad_one_is_refused_before
                                                  held_out=3, max_new_tokens=4),
                                "--adv-std-ddof", "2", "--out", str(out)])
     assert not out.with_name("results.runs.jsonl").exists()  # refused before the untrained run
+
+
+def test_the_committed_journal_resumes_under_the_std_it_was_made_with(tmp_path: Path) -> None:
+    """Its settings line predates --adv-std-ddof; its runs divided by the population std."""
+    out = tmp_path / "results.json"
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    shutil.copy(docs / "teamtr_reasoning_rerun.runs.jsonl", tmp_path / "results.runs.jsonl")
+    argv = ["--prompts-per-rollout", "4", "--group-size", "4", "--total-episodes", "48",
+            "--max-new-tokens", "16", "--update-epochs", "1", "--held-out", "32",
+            "--methods", "teamtr", "--seeds", "1", "--out", str(out), "--resume"]
+    with pytest.raises(ValueError, match=r"differ in adv_std_ddof \(0 -> 1\)"):
+        teamtr_reasoning.main(argv)
+    results = teamtr_reasoning.main([*argv, "--adv-std-ddof", "0"])  # every run is journaled
+    assert results["summary"]["teamtr"]["greedy_reward"] == pytest.approx(0.059, abs=5e-4)

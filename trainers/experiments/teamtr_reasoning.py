@@ -223,7 +223,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings = {k: v for k, v in asdict(args).items()
                 if k not in ("out", "resume", "summarize", "methods", "seeds")}
     journal = RunJournal(args.out.with_name(f"{args.out.stem}.runs.jsonl"),
-                         lambda run: (run["method"], run["seed"]), settings, args.resume)
+                         lambda run: (run["method"], run["seed"]), settings, args.resume,
+                         added={"adv_std_ddof": 0})  # journals from before the setting
     with journal:
         for method in ("untrained", *args.methods):
             for seed in range(args.seeds):

@@ -350,7 +350,7 @@ STEPS = ("data", "train", "eval", "agree")
 
 @dataclass
 class Args:
-    """The settings of one step (``data``, ``train`` or ``eval``, given first)."""
+    """The settings of one step (``data``, ``train``, ``eval`` or ``agree``, given first)."""
 
     out: Path = Path("runs/wm13")
     """where the data, the trained model and the scores go"""
