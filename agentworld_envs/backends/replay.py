@@ -19,6 +19,7 @@ goes under the new key.
 
 from __future__ import annotations
 
+import copy
 import errno
 import hashlib
 import json
@@ -264,13 +265,18 @@ class RequestCache:
         return len(self._entries)
 
     def get(self, key: str) -> Completion | None:
-        """The completion recorded under ``key``, or None."""
+        """The completion recorded under ``key``, or None: a copy, so that a caller's edits
+        (to its ``raw`` or a call's arguments) never reach a later hit."""
         entry = self._entries.get(key)
-        return None if entry is None else completion_from_dict(entry)
+        return None if entry is None else completion_from_dict(copy.deepcopy(entry))
 
     def put(self, key: str, completion: Completion, model: Any = None) -> None:
         """Record a completion, with the model it was keyed with: one appended, fsynced
-        line."""
+        line.
+
+        Raises:
+            OSError: when the disk took only part of the line (full), which is then not kept.
+        """
         entry = completion_to_dict(completion)
         record = {"key": key, "completion": entry, "v": KEY_VERSION,
                   **({"model": model} if model is not None else {})}
@@ -285,9 +291,11 @@ class RequestCache:
             end = os.fstat(self._fd).st_size
             if end and os.pread(self._fd, 1, end - 1) != b"\n":  # end a line cut short
                 data = b"\n" + data
-            os.write(self._fd, data)
+            if os.write(self._fd, data) < len(data):  # the disk filled: the line is cut short
+                raise OSError(errno.ENOSPC, "a record was cut short (disk full?); it is not kept",
+                              str(self.path))
             os.fsync(self._fd)
-            self._entries[key] = entry
+            self._entries[key] = json.loads(data)["completion"]  # the line's, not the caller's
             self._versions.add(KEY_VERSION)
             self._note(model)
 
