@@ -105,7 +105,9 @@ class ChatRequest:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     messages_digest: str | None = field(default=None, repr=False)
     """:func:`messages_digest` of ``messages``, when the builder kept it running
-    (:class:`MessageLog`); :meth:`digest` computes it otherwise."""
+    (:class:`MessageLog`); :meth:`digest` computes it otherwise. It is trusted as given: a
+    ``dataclasses.replace`` with other ``messages`` must pass ``messages_digest=None`` (a
+    record cache would otherwise answer the new messages with the old ones' record)."""
     draft_hint: str | None = field(default=None, repr=False, compare=False)
     """A text the answer is likely to copy (a simulated env's real counterpart's observation):
     a backend that drafts greedy answers (``hf``) drafts from it too, which changes only its
