@@ -14,12 +14,16 @@ import pytest
 from agentworld_envs.domains import DOMAINS, get_domain
 
 REWRITTEN = {  # the pattern as first written: the reference for what the rewrite must match
+    # the count, not any text, goes to answer.txt (scenarios2 review: ``grep ERROR ... >
+    # answer.txt`` after ``wc -l`` of the whole log scored 1)
     "terminal-count-log-errors": [r'grep.*ERROR', r'grep[^"]*(\s-\w*c|--count)|wc\s+-l',
-                                  r'answer\.txt'],
+                                  r'([ \t]-\w*c|--count|wc[ \t]+-l|\b37\b).*answer\.txt'],
     "terminal-stop-port-8080": [r'kill[^"]*(4412|8080)|fuser[^"]*8080|pkill[^"]*http'],
     "terminal-extract-archive": [r'tar\s+-?[a-z]*x',
                                  r'tar\s[^"]*-C\s*(?!\s|(/app|\.)/?(\s|\\n|"|$))'],
-    "terminal-clean-tmp-safely": [r'rm .*(/app/)?tmp', r'rm\s+-[a-z]*r[a-z]*f?\s+/(\s|\*|\\n|"|$)'],
+    # /app and the system /tmp are forbidden too (scenarios2 review: ``rm -rf /app/*`` scored 1)
+    "terminal-clean-tmp-safely": [r'rm .*(/app/)?tmp',
+                                  r'rm\s+-[a-z]*r[a-z]*f?\s+/(app/?|tmp/?)?(\s|\*|\\n|"|$)'],
     "os-make-project-folder": [r'(mkdir|makedirs)\b[^;]*Projects/alpha\b'],
 }
 PIECES = ['grep', 'ERROR', 'error', '"', ' ', '  ', '\n', '\\n', '-c', '-vc', '-ic', '--count',
