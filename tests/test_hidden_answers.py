@@ -229,7 +229,7 @@ def test_reward_labels_show_expected_values_only_when_asked(reveal: bool) -> Non
     env.step(scenario.solution_actions[0])
     _, reward, terminated, _, info = env.step("Python 3.0 came out on 3 December 2008.")
     assert terminated and reward == 1.0
-    labels = (["answer_matches(December 2008)", "answer_observed(December 2008)"] if reveal
+    labels = (["answer_matches(3 December 2008)", "answer_observed(3 December 2008)"] if reveal
               else ["answer_matches", "answer_observed"])
     assert info["reward_breakdown"]["checks"] == dict.fromkeys(labels, True)
     assert reveal or "2008" not in json.dumps(info["reward_breakdown"])

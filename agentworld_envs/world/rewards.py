@@ -7,6 +7,7 @@ env can send every finished episode's judge request in one batched backend call.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 import unicodedata
@@ -25,6 +26,7 @@ __all__ = [
     "EVIDENCE",
     "EpisodeLog",
     "answer_matches",
+    "dates",
     "judge_request",
     "read_judge",
     "run_checks",
@@ -54,6 +56,20 @@ _OBSERVATION_LIMIT = 4000
 _NUMBER = re.compile(r"[-\u2212]?(?:\d+(?:,\d{3})*(?:\.\d+)?|(?<![\w.])\.\d+)(?:[eE][-+]?\d+)?")
 """A number: an optional minus (``-`` or ``\u2212``), thousands separators, a decimal part or a
 bare one (``.5``), an exponent (``1e3``)."""
+_MONTHS = {name: n for n, names in enumerate(
+    ["january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
+     "august aug", "september sep sept", "october oct", "november nov", "december dec"], start=1)
+    for name in names.split()}
+_MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
+_DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
+_DATE = re.compile("|".join([
+    r"(?<!\d)(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d)",
+    rf"(?<![\w.]){_DAY.format('dd')}(?:\s+of)?\s+{_MONTH.format('dm')},?\s+(?P<dy>\d{{4}})(?!\d)",
+    rf"\b{_MONTH.format('mm')}\s+{_DAY.format('md')},?\s+(?P<my>\d{{4}})(?!\d)",
+    rf"\b{_MONTH.format('ym')},?\s+(?P<yy>\d{{4}})(?!\d)",
+]), re.IGNORECASE)
+"""A date: ISO (``2008-12-03``), day-month-year (``3 December 2008``, ``3rd of Dec, 2008``),
+month-day-year (``December 3, 2008``), or a month with no day (``December 2008``)."""
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)(?![\w.])')  # not 1 of 1e999
 
 
@@ -100,19 +116,44 @@ def _numbers(text: str) -> list[float]:
     return [float(m.replace(",", "").replace("\u2212", "-")) for m in _NUMBER.findall(text)]
 
 
+def dates(text: str) -> list[tuple[int, int, int | None]]:
+    """The calendar dates that ``text`` states, as ``(year, month, day)``; ``day`` is None for
+    a month with no day. Impossible dates (``30 February 2009``) are not dates."""
+    found = []
+    for m in _DATE.finditer(unicodedata.normalize("NFKC", text)):
+        year = int(m["iy"] or m["dy"] or m["my"] or m["yy"])
+        named = m["dm"] or m["mm"] or m["ym"]
+        month = _MONTHS[named.casefold()] if named else int(m["im"])
+        day = m["id"] or m["dd"] or m["md"]
+        try:
+            datetime.date(year, month, int(day or 1))
+        except ValueError:
+            continue
+        found.append((year, month, int(day) if day else None))
+    return found
+
+
 def answer_matches(answer: str, expected: str, match: str = "contains") -> bool:
     """Compare an answer with the expected one, ignoring case, punctuation and spacing.
 
     ``contains``: the expected text appears in the answer as whole words; ``exact``: they are
     equal; ``number``: some number in the answer equals the expected number (thousands
-    separators, trailing zeros and notation do not matter: ``1,000``, ``1e3``, ``.5``).
+    separators, trailing zeros and notation do not matter: ``1,000``, ``1e3``, ``.5``);
+    ``date``: some date in the answer (:func:`dates`) is the expected date, its day included
+    when the expected date has one (``December 2008`` is not ``3 December 2008``).
 
     Example:
         >>> answer_matches("The founder was Ilsa Toren.", "ilsa toren")
         True
         >>> answer_matches("About 1,204.0 units", "1204", "number")
         True
+        >>> answer_matches("It came out on December 3, 2008.", "3 December 2008", "date")
+        True
     """
+    if match == "date":
+        want = dates(expected)
+        return bool(want) and any(
+            got[:2] == want[0][:2] and want[0][2] in (None, got[2]) for got in dates(answer))
     if match == "number":
         targets = _numbers(expected)
         if not targets:

@@ -89,8 +89,12 @@ class Check(_Frozen):
     """One named rule of the verifier.
 
     ``answer_matches`` compares the agent's answer with ``value`` (default: the scenario's
-    reference answer) by ``match``, and fails an answer that also states one of ``excludes``
-    (known wrong answers: "47 or 52" hedges), unless the expected answer itself states it;
+    reference answer) by ``match`` (``contains``: as whole words; ``exact``; ``number``: as a
+    number in any notation; ``date``: as a calendar date in ISO, day-month-year or
+    month-day-year spelling, whose day must be stated when the expected date has one; see
+    :func:`~agentworld_envs.world.rewards.answer_matches`), and fails an answer that also
+    states one of ``excludes`` (known wrong answers: "47 or 52" hedges), unless the expected
+    answer itself states it;
     ``called_tool`` names a tool; ``action_matches`` and
     ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
     looks for text in the environment's last observation (the initial state before any), not
@@ -103,7 +107,7 @@ class Check(_Frozen):
 
     check: CheckName
     value: str | None = None
-    match: Literal["contains", "exact", "number"] = "contains"
+    match: Literal["contains", "exact", "number", "date"] = "contains"
     excludes: list[str] = []
     """``answer_matches``: wrong answers that the agent's answer must not also state."""
 
@@ -253,6 +257,11 @@ class Scenario(_Frozen):
                 and not re.search(r"\d", expected or ""):
             raise ValueError(f"scenario {self.id}: {check.check} by number needs a number in "
                              f"its expected answer, not {expected!r}")
+        if check.check in _NEEDS_EXPECTED and check.match == "date":
+            from agentworld_envs.world.rewards import dates  # rewards imports this module
+            if not dates(expected or ""):
+                raise ValueError(f"scenario {self.id}: {check.check} by date needs a date in "
+                                 f"its expected answer, not {expected!r}")
         if check.check == "floor_verifier" and self.floor is None:
             raise ValueError(f"scenario {self.id}: floor_verifier needs an AgentFloor task "
                              "(the floor field)")

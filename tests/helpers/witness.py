@@ -4,13 +4,21 @@ The ``scripted`` placeholder shows nothing, so an answer given after it is unsup
 scores 0 wherever a scenario asks ``answer_observed``. :func:`witness_backend` answers every
 world-model request with the scenario's screen (state domains) followed by the values its
 ``answer_observed`` checks look for, as a world model that knows the scenario would show them.
+Where the scenario's own demonstrations give a transition (a screen, an action on it, the next
+screen), the witness plays it, so that state checks (``observation_contains``) read a screen
+that the episode's actions led to; on a turn that a control fires, the screen stays as it was.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from agentworld_envs.domains import get_domain
+from agentworld_envs.world.prompting import fence
 from agentworld_envs.world.scenario import Scenario
+
+_CONTROL = r"Control \(this turn only; never mention it\): "
 
 
 def evidence(scenario: Scenario) -> list[str]:
@@ -19,8 +27,29 @@ def evidence(scenario: Scenario) -> list[str]:
             if check.check == "answer_observed"]
 
 
+def _reply(screen: str | None, scenario: Scenario) -> str:
+    shown = "\n".join(filter(None, [screen, *evidence(scenario)]))
+    return f"<predicted_observation>\n{shown}\n</predicted_observation>"
+
+
+def _transitions(scenario: Scenario) -> list[dict[str, Any]]:
+    """Rules for the scenario's demonstrations: the demonstrated screen and action give the
+    demonstrated observation, or the same screen on a turn with a control."""
+    domain = get_domain(scenario.domain)
+    rules = []
+    for demo in scenario.demonstrations:
+        if demo.state is None:
+            continue
+        read = domain.interpret(demo.action, scenario, demo.state)
+        turn = re.escape(f"**Current State:**\n{demo.state}\n\n**Action:**\n"
+                         f"{fence(read.action_text, read.language)}")
+        rules += [{"match": rf"(?s){_CONTROL}.*{turn}", "reply": _reply(demo.state, scenario)},
+                  {"match": turn, "reply": _reply(demo.observation, scenario)}]
+    return rules
+
+
 def witness_backend(scenario: Scenario) -> dict[str, Any]:
-    """A ``scripted`` backend config whose every observation shows :func:`evidence`."""
-    shown = "\n".join(filter(None, [scenario.initial_state, *evidence(scenario)]))
+    """A ``scripted`` backend config: the scenario's demonstrated transitions, and otherwise
+    the initial screen, every observation showing :func:`evidence`."""
     return {"name": "scripted", "rules": [
-        {"match": "", "reply": f"<predicted_observation>\n{shown}\n</predicted_observation>"}]}
+        *_transitions(scenario), {"match": "", "reply": _reply(scenario.initial_state, scenario)}]}
