@@ -146,12 +146,16 @@ def unknown_tool_call(draw: st.DrawFn, task_id: str) -> tuple[str, Expect]:
     return _call(name, args), Expect("error", ("not available",), "tool_not_available")
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is no JSON number")
+
+
 def _classify_argument_string(text: str) -> Expect | None:
     """What an ``arguments`` value given as a JSON string should produce (None: a valid call)."""
     if not text.strip():
         return None  # read as {}; the missing-argument strategy covers it
-    try:
-        value = json.loads(text)
+    try:  # as the env's parser reads it: NaN and Infinity are no JSON numbers
+        value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return Expect("error", ("not valid JSON",), "parse_error")
     if value is None or isinstance(value, dict):
