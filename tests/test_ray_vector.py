@@ -25,7 +25,10 @@ from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.distributed.layout import actor_blocks
 from agentworld_envs.distributed.vector_parts import overlay_info
 from agentworld_envs.sim.vector_info import batch_infos
-from tests.helpers.ray_cluster import ray_runtime  # noqa: F401 - the module's Ray runtime
+from tests.helpers.ray_cluster import (  # noqa: F401 - ray_runtime: the module's Ray runtime
+    assert_killed,
+    ray_runtime,
+)
 from tests.test_examples import quick_check, run_example
 from tests.test_vector_worker_errors import ENV_ID as CHOKING_ID
 
@@ -260,19 +263,6 @@ def kill_and_wait(actor: Any) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"actor process {pid} outlived ray.kill")
-
-
-def assert_killed(actor: Any) -> None:
-    """The actor dies. ``ray.kill`` is asynchronous: a call made just after ``close()`` may
-    still be answered, one made once the kill lands raises ``RayActorError`` (a 600 s hang
-    guard, polled)."""
-    for _ in range(6000):
-        try:
-            ray.get(actor.describe.remote())
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the actor still answers 600 s after close()")
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), [MCP, FLOOR], ids=["same_step", "next_step"])

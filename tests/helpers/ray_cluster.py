@@ -7,6 +7,7 @@ runs on that cluster instead.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,3 +33,18 @@ def ray_runtime() -> Iterator[Any]:
             yield ray
         finally:
             ray.shutdown()
+
+
+def assert_killed(actor: Any) -> None:
+    """The actor dies. ``ray.kill`` is asynchronous: a call made just after ``close()`` may
+    still be answered, one made once the kill lands raises ``RayActorError`` (a 600 s hang
+    guard, polled)."""
+    import ray
+
+    for _ in range(6000):
+        try:
+            ray.get(actor.describe.remote())
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the actor still answers 600 s after close()")
