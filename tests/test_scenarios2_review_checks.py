@@ -13,9 +13,8 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.domains import get_domain
-from agentworld_envs.registration import make
 from agentworld_envs.world.rewards import EpisodeLog, run_checks
-from tests.helpers.witness import witness_backend
+from tests.helpers.witness import play_on_witness
 
 pytestmark = pytest.mark.filterwarnings("ignore:this AgentWorld env runs on the 'scripted'")
 
@@ -26,18 +25,6 @@ def _keys(command: str) -> str:
 
 def _bash(command: str) -> str:
     return json.dumps({"name": "bash", "arguments": {"command": command}})
-
-
-def _reward(domain: str, scenario_id: str, episode: list[int | str]) -> float:
-    scenario = get_domain(domain).builtin[scenario_id]
-    env = make(domain, backend=witness_backend(scenario))
-    env.reset(seed=0, options={"scenario": scenario_id})
-    for step in episode:
-        action = scenario.candidate_actions[step] if isinstance(step, int) else step
-        _, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return reward
-    raise AssertionError(f"{scenario_id}: the episode did not end")
 
 
 @pytest.mark.parametrize(("domain", "scenario_id", "episode"), [
@@ -62,7 +49,7 @@ def _reward(domain: str, scenario_id: str, episode: list[int | str]) -> float:
 ])
 def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                         episode: list[int | str]) -> None:
-    assert _reward(domain, scenario_id, episode) == 0.0
+    assert play_on_witness(domain, scenario_id, episode) == 0.0
 
 
 _UPDATE = {"start": "2026-05-12T15:00:00", "end": "2026-05-12T16:00:00", "event_id": "evt_84"}
@@ -94,7 +81,7 @@ _UPDATE = {"start": "2026-05-12T15:00:00", "end": "2026-05-12T16:00:00", "event_
 ])
 def test_another_right_way_still_scores(domain: str, scenario_id: str,
                                         episode: list[int | str]) -> None:
-    assert _reward(domain, scenario_id, episode) == 1.0
+    assert play_on_witness(domain, scenario_id, episode) == 1.0
 
 
 @pytest.mark.parametrize(("domain", "scenario_id", "answer"), [

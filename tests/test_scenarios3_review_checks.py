@@ -14,10 +14,9 @@ import pytest
 
 import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 from agentworld_envs.domains import get_domain
-from agentworld_envs.registration import make
 from agentworld_envs.world.rewards import answer_matches, dates
 from agentworld_envs.world.scenario import Scenario
-from tests.helpers.witness import witness_backend
+from tests.helpers.witness import play_on_witness
 
 pytestmark = pytest.mark.filterwarnings("ignore:this AgentWorld env runs on the 'scripted'")
 
@@ -32,19 +31,6 @@ def _tap(index: int) -> str:
 def _type(text: str, index: int | None = None) -> str:
     action = {"action_type": "input_text", "text": text}
     return json.dumps(action if index is None else {**action, "index": index})
-
-
-def _play(domain: str, scenario_id: str, episode: list[int | str],
-          backend: dict | None = None) -> float:
-    scenario = get_domain(domain).builtin[scenario_id]
-    env = make(domain, backend=backend or witness_backend(scenario))
-    env.reset(seed=0, options={"scenario": scenario_id})
-    for step in episode:
-        action = scenario.candidate_actions[step] if isinstance(step, int) else step
-        _, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return reward
-    raise AssertionError(f"{scenario_id}: the episode did not end")
 
 
 @pytest.mark.parametrize(("domain", "scenario_id", "episode"), [
@@ -76,7 +62,7 @@ def _play(domain: str, scenario_id: str, episode: list[int | str],
 ])
 def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                         episode: list[int | str]) -> None:
-    assert _play(domain, scenario_id, episode) == 0.0
+    assert play_on_witness(domain, scenario_id, episode) == 0.0
 
 
 @pytest.mark.parametrize(("domain", "scenario_id", "episode"), [
@@ -98,7 +84,7 @@ def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
 ])
 def test_another_right_way_still_scores(domain: str, scenario_id: str,
                                         episode: list[int | str]) -> None:
-    assert _play(domain, scenario_id, episode) == 1.0
+    assert play_on_witness(domain, scenario_id, episode) == 1.0
 
 
 @pytest.mark.parametrize(("domain", "scenario_id"), [
@@ -107,7 +93,7 @@ def test_another_right_way_still_scores(domain: str, scenario_id: str,
     ("os", "os-calc-sum-column"), ("search", "search-python-release-date")])
 def test_the_gold_does_the_whole_task_and_scores(domain: str, scenario_id: str) -> None:
     scenario = get_domain(domain).builtin[scenario_id]
-    assert _play(domain, scenario_id, scenario.solution) == 1.0
+    assert play_on_witness(domain, scenario_id, scenario.solution) == 1.0
 
 
 def _showing(screen: str) -> dict:
@@ -134,7 +120,7 @@ def test_a_world_showing_the_wrong_outcome_scores_nothing(scenario_id: str,
                                                           screen: str) -> None:
     """A world model that carried the task out wrong: the message went to the dentist, the
     expense under Groceries, the event onto today or at the editor's default time."""
-    assert _play("android", scenario_id, episode, backend=_showing(screen)) == 0.0
+    assert play_on_witness("android", scenario_id, episode, backend=_showing(screen)) == 0.0
 
 
 @pytest.mark.parametrize(("answer", "expected", "matches"), [

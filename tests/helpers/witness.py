@@ -53,3 +53,20 @@ def witness_backend(scenario: Scenario) -> dict[str, Any]:
     the initial screen, every observation showing :func:`evidence`."""
     return {"name": "scripted", "rules": [
         *_transitions(scenario), {"match": "", "reply": _reply(scenario.initial_state, scenario)}]}
+
+
+def play_on_witness(domain: str, scenario_id: str, episode: list[int | str],
+                    backend: dict[str, Any] | None = None) -> float:
+    """The reward of a built-in scenario's episode on its witness (or ``backend``): each step a
+    candidate action's index or an action's text, played until the episode ends."""
+    from agentworld_envs.registration import make
+
+    scenario = get_domain(domain).builtin[scenario_id]
+    env = make(domain, backend=backend or witness_backend(scenario))
+    env.reset(seed=0, options={"scenario": scenario_id})
+    for step in episode:
+        action = scenario.candidate_actions[step] if isinstance(step, int) else step
+        _, reward, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            return reward
+    raise AssertionError(f"{scenario_id}: the episode did not end")
