@@ -19,7 +19,6 @@ Quick check (CPU, seconds; too short to learn): ``python examples/sb3_ppo_floor.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from agentworld_envs.cli_errors import UsageParser, int_at_least, number_type, s
 from agentworld_envs.wrappers import CandidateScoringPolicy, wrap_for_sb3
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.harness.cli import check_task_ids
+from trainers.common.args import most_threads
 
 
 @dataclass
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--max-length", type=positive, default=128,
                         help="token ids kept per text")
     parser.add_argument("--seed", type=seed_number, default=0)
-    parser.add_argument("--threads", type=number_type(int, 1, 8 * (os.cpu_count() or 1)),
+    parser.add_argument("--threads", type=number_type(int, 1, most_threads()),
                         default=1,
                         help="torch CPU threads (at most 8 per CPU of this machine)")
     parser.add_argument("--plot", default=None, help="where to save the curves (PNG)")

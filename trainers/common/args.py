@@ -44,6 +44,20 @@ MAX_THREADS_PER_CPU = 8
 """The most torch threads a run may ask for per CPU: more only slows it (a thread per CPU is
 fastest), and tens of thousands crash torch without a message."""
 
+
+def most_threads() -> int:
+    """The most torch threads a run may ask for on this machine (:data:`MAX_THREADS_PER_CPU`
+    per CPU)."""
+    return MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_threads(name: str, threads: int) -> None:
+    """Raise :class:`ConfigError` for more torch threads than :func:`most_threads` (tens of
+    thousands crash torch without a message)."""
+    if threads > most_threads():
+        raise ConfigError(name, f"must be at most {most_threads()} ({MAX_THREADS_PER_CPU} per "
+                                f"CPU of this machine), got {threads}")
+
 @dataclass
 class TeamArgs:
     """Settings shared by every team trainer."""
@@ -184,11 +198,7 @@ class TeamArgs:
                      "context_tokens", "score_batch_size"):
             if (getattr(self, name) or 0) < 0:
                 raise ConfigError(name, f"must not be negative, got {getattr(self, name)}")
-        most = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)  # tens of thousands crash torch
-        if (self.torch_threads or 0) > most:
-            raise ConfigError("torch_threads", f"must be at most {most} ({MAX_THREADS_PER_CPU} "
-                                               f"per CPU of this machine), got "
-                                               f"{self.torch_threads}")
+        check_threads("torch_threads", self.torch_threads or 0)
         if not 0 <= self.seed < 2**32:  # numpy refuses negative seeds; derived ones overflow
             raise ConfigError("seed", f"must be from 0 to 2**32 - 1, got {self.seed}")
         if self.adv_std_ddof not in (0, 1):

@@ -33,13 +33,12 @@ from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
 from agentworld_envs.backends.registry import answering_settings
 from agentworld_envs.bench.items import BenchItem
 from agentworld_envs.bench.journal import fingerprint
-from trainers.common.args import ConfigError
+from trainers.common.args import ConfigError, check_threads
 from trainers.world_model.rewards import make_judge_reward, rule_reward
 from trainers.world_model.sft import (
     chat,
     check_at_least,
     check_model,
-    check_threads,
     check_view,
     device_defaults,
     epoch_seeded,
@@ -106,7 +105,7 @@ class RLArgs:
         check_at_least(self, 1, "max_prompt_length")
         check_at_least(self, -1, "max_faults")
         check_at_least(self, 0, "threads")
-        check_threads(self.threads)
+        check_threads("threads", self.threads)
         check_view(self.view)
         if self.judge_weight is not None:
             if not self.judge:

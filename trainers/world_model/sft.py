@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,12 +35,12 @@ from agentworld_envs.bench.items import BenchItem, load_items
 from agentworld_envs.models.compact_view import VIEWS
 from agentworld_envs.models.pretrained import BASES, resolve_model
 from agentworld_envs.world.parsing import clean_response_marker
-from trainers.common.args import MAX_THREADS_PER_CPU, ConfigError
+from trainers.common.args import ConfigError, check_threads
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
 __all__ = ["SFT_DEFAULTS", "SFTArgs", "SFTResult", "accelerated", "chat", "check_at_least",
-           "check_model", "check_threads", "check_view", "device_defaults", "encode",
+           "check_model", "check_view", "device_defaults", "encode",
            "epoch_seeded", "final_turns", "is_adapter", "load_causal_lm", "load_model",
            "load_tokenizer", "lora_config", "prepare_model", "prepare_tokenizer", "require_trl",
            "resume_checkpoint", "sft_config", "sft_dataset", "sft_example", "sft_settings",
@@ -120,7 +119,7 @@ class SFTArgs:
 
     def __post_init__(self) -> None:
         check_at_least(self, 0, "max_minutes", "threads", "lora_rank", "lora_layers")
-        check_threads(self.threads)
+        check_threads("threads", self.threads)
         check_view(self.view)
         if self.all_turns and self.view:
             raise ConfigError("all_turns", "learns the whole chat, so it cannot be used with a "
@@ -178,15 +177,6 @@ def check_at_least(settings: Any, low: float, *names: str) -> None:
         value = getattr(settings, name)
         if value is None or not value >= low:
             raise ConfigError(name, f"must be at least {low}, not {value}")
-
-
-def check_threads(threads: int) -> None:
-    """Raise :class:`ConfigError` for more torch threads than
-    :data:`~trainers.common.args.MAX_THREADS_PER_CPU` per CPU (tens of thousands crash torch)."""
-    most = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
-    if threads > most:
-        raise ConfigError("threads", f"must be at most {most} ({MAX_THREADS_PER_CPU} per CPU of "
-                                     f"this machine), not {threads}")
 
 
 def check_view(view: str) -> None:
