@@ -426,10 +426,13 @@ def test_the_turn_rollout_stops_an_episode_before_it_outgrows_the_context(
         tiny_model: Path) -> None:
     """An episode whose next turn would not fit the model's context is left unfinished (and
     scores 0.0, as an episode TRL cut short), not decoded past the positions the model knows."""
-    out, trainer = _rollout(tiny_model, context=600, budget=64, keep_open=True)
+    # prompts of 256 tokens, 169 more a turn: a third turn of up to 400 would pass the context
+    # of 900, while the episodes still had room in their budget of 400
+    out, trainer = _rollout(tiny_model, context=900, budget=400, keep_open=True)
     sessions, tokenizer = trainer.environments, trainer.processing_class
-    assert trainer.asked and max(trainer.asked) + 64 <= 600  # every turn fitted
+    assert trainer.asked and max(trainer.asked) + 400 <= 900  # every turn fitted
     assert len(trainer.asked) > 2  # more than one turn was played
+    assert all(len(ids) < 400 for ids in out["completion_ids"])  # the context stopped them
     assert not any(session.done for session in sessions)
     texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in out["completion_ids"]]
     assert environment_reward(texts, sessions) == [0.0, 0.0]

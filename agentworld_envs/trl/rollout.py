@@ -191,9 +191,11 @@ class TurnRollout:
     left unfinished (:attr:`~agentworld_envs.trl.environment.EnvSession.cut_short`: the reward
     plays no final turn) and scored as TRL scores one it cut short, rather than decoded past the
     positions the model knows (``generate``) or refused (vLLM); a prompt that leaves no room
-    for a first turn raises ``ValueError``. The training sequence is then cut at
-    ``max_completion_length`` tokens (before any end token there, so that TRL reads it as
-    truncated), so set it to cover a whole episode.
+    for a first turn raises ``ValueError``. ``max_completion_length`` bounds the whole episode,
+    turns and feedback, as it bounds TRL's own tool loop: a turn that would end past it is not
+    played, and the episode is left unfinished likewise, so that no reward comes from turns
+    the training sequence does not hold. That sequence is cut there (before any end token, so
+    that TRL reads it as truncated).
 
     Each turn is generated through the trainer's own generation path (``generate``, or vLLM
     when ``use_vllm``), with its sampling settings; ``max_completion_length`` also caps a turn.
@@ -217,24 +219,27 @@ class TurnRollout:
             _check_groups(sessions, trainer.num_generations)
         context = _context_tokens(trainer)
         _check_room(prompt_ids, context, trainer.max_completion_length)
-        room = context - trainer.max_completion_length  # a turn's own budget
+        budget = trainer.max_completion_length
+        room = context - budget  # a turn's own budget
         active = [i for i, session in enumerate(sessions) if not session.done]
         while active := [i for i in active if len(prompt_ids[i]) + len(completion_ids[i])
-                         <= room]:
+                         <= room and len(completion_ids[i]) < budget]:
             new_ids, new_logprobs = trainer._generate_single_turn(
                 [prompt_ids[i] + completion_ids[i] for i in active], None, {}, 1)
             sampled_logprobs = new_logprobs is not None
-            turns = []
+            turns = {}
             for k, i in enumerate(active):
                 ids = list(new_ids[k])
                 completion_ids[i] += ids
                 env_mask[i] += [1] * len(ids)
                 logprobs[i] += list(new_logprobs[k]) if sampled_logprobs else [0.0] * len(ids)
-                text = tokenizer.decode(ids, skip_special_tokens=True)
-                turns.append((ids, Completion(text=text, tool_calls=text_tool_calls(text))))
+                if len(completion_ids[i]) <= budget:  # a turn cut at the budget is not played
+                    text = tokenizer.decode(ids, skip_special_tokens=True)
+                    turns[i] = ids, Completion(text=text, tool_calls=text_tool_calls(text))
+            active = list(turns)
             observations = _play([sessions[i] for i in active],
-                                 [completion.to_action() for _, completion in turns])
-            for i, (ids, completion), observation in zip(active, turns, observations,
+                                 [completion.to_action() for _, completion in turns.values()])
+            for i, (ids, completion), observation in zip(active, turns.values(), observations,
                                                          strict=True):
                 if sessions[i].done:
                     continue
@@ -248,7 +253,7 @@ class TurnRollout:
         for session in sessions:
             session.cut_short = not session.done
         ends = {*eos, tokenizer.pad_token_id}
-        kept = [_kept(ids, trainer.max_completion_length, ends) for ids in completion_ids]
+        kept = [_kept(ids, budget, ends) for ids in completion_ids]
         return {"prompt_ids": prompt_ids,
                 "completion_ids": [ids[:n] for ids, n in zip(completion_ids, kept, strict=True)],
                 "logprobs": [lp[:n] for lp, n in zip(logprobs, kept, strict=True)]
