@@ -93,16 +93,29 @@ def _solve(tiny_lm_dir: Path, budget: int) -> tuple[dict[str, Any], _Solves, lis
         session.env.close()
 
 
-def test_no_reward_comes_from_a_turn_past_the_completion_budget(tiny_lm_dir: Path) -> None:
-    """Before, the answer was played past ``max_completion_length`` and the episode scored 1.0,
-    while the completion TRL trains on (cut at the budget) held the lookup alone."""
+def test_a_turn_past_the_completion_budget_is_played_as_cut(tiny_lm_dir: Path) -> None:
+    """Before, the whole answer was played past ``max_completion_length`` and the episode scored
+    1.0, while the completion TRL trains on (cut at the budget) held half of it."""
     whole, trainer, reward = _solve(tiny_lm_dir, budget=4000)
     length = len(whole["completion_ids"][0])
     assert reward == [1.0] and trainer.calls == 2 and length < 4000
-    out, trainer, reward = _solve(tiny_lm_dir, budget=length - 1)
-    assert trainer.calls == 2  # the answer was generated, and did not fit
-    assert reward == [0.0] and len(trainer.environments[0].actions) == 1
-    assert len(out["completion_ids"][0]) == length - 1
-    assert trainer.environments[0].cut_short
-    out, trainer, reward = _solve(tiny_lm_dir, budget=length)
-    assert reward == [1.0] and out["completion_ids"][0] == whole["completion_ids"][0]
+    out, trainer, reward = _solve(tiny_lm_dir, budget=length - 5)
+    kept = out["completion_ids"][0]
+    assert kept == whole["completion_ids"][0][:length - 5]
+    session = trainer.environments[0]
+    answer = trainer.processing_class.decode(kept[len(kept) - len(trainer.turns[1]) + 5:])
+    assert session.actions[-1] == answer and len(session.actions) == 2  # the cut answer
+    assert reward == [0.0] and session.done  # and the verifier failed it
+    out, trainer, reward = _solve(tiny_lm_dir, budget=length - 1)  # all but the closing EOS
+    assert reward == [1.0] and out["completion_ids"][0] == whole["completion_ids"][0][:-1]
+
+
+def test_no_turn_is_played_once_the_completion_budget_is_spent(tiny_lm_dir: Path) -> None:
+    """The env's feedback that fills the budget leaves no room: the episode stops unfinished
+    (before, the answer was generated and played past the budget, and scored 1.0)."""
+    whole, trainer, _ = _solve(tiny_lm_dir, budget=4000)
+    lookup_and_feedback = len(whole["completion_ids"][0]) - len(trainer.turns[1])
+    out, trainer, reward = _solve(tiny_lm_dir, budget=lookup_and_feedback)
+    session = trainer.environments[0]
+    assert trainer.calls == 1 and len(session.actions) == 1
+    assert reward == [0.0] and session.cut_short

@@ -192,10 +192,10 @@ class TurnRollout:
     plays no final turn) and scored as TRL scores one it cut short, rather than decoded past the
     positions the model knows (``generate``) or refused (vLLM); a prompt that leaves no room
     for a first turn raises ``ValueError``. ``max_completion_length`` bounds the whole episode,
-    turns and feedback, as it bounds TRL's own tool loop: a turn that would end past it is not
-    played, and the episode is left unfinished likewise, so that no reward comes from turns
-    the training sequence does not hold. That sequence is cut there (before any end token, so
-    that TRL reads it as truncated).
+    turns and feedback, as it bounds TRL's own tool loop: a turn that would end past it is cut
+    there and played as cut, and an episode still open at the budget is left unfinished
+    likewise, so that the reward judges the tokens the training sequence holds. That sequence
+    is cut there (before any end token, so that TRL reads it as truncated).
 
     Each turn is generated through the trainer's own generation path (``generate``, or vLLM
     when ``use_vllm``), with its sampling settings; ``max_completion_length`` also caps a turn.
@@ -227,19 +227,18 @@ class TurnRollout:
             new_ids, new_logprobs = trainer._generate_single_turn(
                 [prompt_ids[i] + completion_ids[i] for i in active], None, {}, 1)
             sampled_logprobs = new_logprobs is not None
-            turns = {}
+            turns = []
             for k, i in enumerate(active):
-                ids = list(new_ids[k])
+                ids = list(new_ids[k])[:budget - len(completion_ids[i])]  # as TRL cuts a turn
                 completion_ids[i] += ids
                 env_mask[i] += [1] * len(ids)
-                logprobs[i] += list(new_logprobs[k]) if sampled_logprobs else [0.0] * len(ids)
-                if len(completion_ids[i]) <= budget:  # a turn cut at the budget is not played
-                    text = tokenizer.decode(ids, skip_special_tokens=True)
-                    turns[i] = ids, Completion(text=text, tool_calls=text_tool_calls(text))
-            active = list(turns)
+                logprobs[i] += list(new_logprobs[k])[:len(ids)] if sampled_logprobs \
+                    else [0.0] * len(ids)
+                text = tokenizer.decode(ids, skip_special_tokens=True)
+                turns.append((ids, Completion(text=text, tool_calls=text_tool_calls(text))))
             observations = _play([sessions[i] for i in active],
-                                 [completion.to_action() for _, completion in turns.values()])
-            for i, (ids, completion), observation in zip(active, turns.values(), observations,
+                                 [completion.to_action() for _, completion in turns])
+            for i, (ids, completion), observation in zip(active, turns, observations,
                                                          strict=True):
                 if sessions[i].done:
                     continue
