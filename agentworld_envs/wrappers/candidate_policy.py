@@ -49,6 +49,11 @@ class _CandidateExtractor(BaseFeaturesExtractor):
     features ``[state (hidden_dim), rows * candidate (hidden_dim), mask (rows)]``."""
 
     def __init__(self, observation_space: spaces.Dict, hidden_dim: int) -> None:
+        if not (isinstance(observation_space, spaces.Dict)
+                and set(_CANDIDATE_PARTS) <= set(observation_space.spaces)):
+            raise ValueError(f"CandidateScoringPolicy needs a Dict observation with "
+                             f"{CANDIDATES_KEY!r} and {MASK_KEY!r} (wrap_for_sb3(..., "
+                             f"observation='dict')), not {observation_space}")
         rows = int(observation_space[MASK_KEY].n)
         super().__init__(observation_space, hidden_dim * (rows + 1) + rows)
         self.rows, self.hidden_dim = rows, hidden_dim

@@ -10,8 +10,10 @@ copy-major: slot ``c * n_agents + i`` is agent ``possible_agents[i]`` of copy ``
   a shared policy can still act by role. Agents may observe different things: the shared space
   holds every agent's parts (a part whose space differs between agents splits into
   ``<name>_0``, ``<name>_1``, ...), and a part an agent lacks is blank (``""``, zeros, or the
-  space's lowest value). ``Text`` parts become token ids, exactly as in
-  :class:`~agentworld_envs.wrappers.TokenizeObservation`; other parts pass through.
+  space's lowest value); a part whose name clashes with these (``"agent_index"``, or
+  ``<name>_1`` beside a split ``<name>``) raises ``ValueError``. ``Text`` parts become token
+  ids, exactly as in :class:`~agentworld_envs.wrappers.TokenizeObservation`; other parts pass
+  through.
 - Actions: numeric spaces pass through. A ``Text`` action space becomes ``Discrete``
   over ``env.unwrapped.candidate_actions(agent)``, with the padding policy and
   ``info["action_mask"]`` of :class:`~agentworld_envs.wrappers.DiscreteCandidateActions`;
@@ -23,6 +25,8 @@ copy-major: slot ``c * n_agents + i`` is agent ``possible_agents[i]`` of copy ``
   resets (SB3 semantics: ``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]``).
   An agent that leaves early raises ``RuntimeError``.
 - ``seed(s)`` seeds copy ``c`` with ``s + c * n_agents`` at the next reset.
+- ``env_fn`` must build a new env at every call (as for SB3's ``DummyVecEnv``): copies that
+  share one env raise ``ValueError``.
 
 Needs ``stable-baselines3`` (``pip install "agentworld[rl]"``).
 """
@@ -30,6 +34,7 @@ Needs ``stable-baselines3`` (``pip install "agentworld[rl]"``).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +56,7 @@ except ImportError as exc:
 __all__ = ["ParameterSharingVecEnv"]
 
 _MASKS = "action_masks"
+_AGENT_INDEX = "agent_index"
 
 
 def _shared_action_space(env: ParallelEnv, agents: Sequence[str]) -> spaces.Space:
@@ -102,18 +108,25 @@ class _SharedObservationLayout:
             found = distinct[key]
             return key if len(found) == 1 else f"{key}_{found.index(space)}"
 
+        named = Counter([_AGENT_INDEX] + [name(key, space) for key, found in distinct.items()
+                                          for space in found])
+        clashes = sorted(part for part, count in named.items() if count > 1)
+        if clashes:
+            raise ValueError(f"observation parts {clashes} clash with the shared layout (which "
+                             f"adds {_AGENT_INDEX!r} and splits a part that differs between "
+                             "agents into <name>_0, <name>_1, ...); rename them in the env")
         self.agents = list(agents)
         self.names = {agent: {key: name(key, space) for key, space in agent_parts.items()}
                       for agent, agent_parts in parts.items()}
         self.space = spaces.Dict({
             **{name(key, space): space for key, found in distinct.items() for space in found},
-            "agent_index": spaces.Discrete(len(agents))})
+            _AGENT_INDEX: spaces.Discrete(len(agents))})
 
     def arrange(self, agent: str, observation: Any) -> dict[str, Any]:
         """The agent's observation in the shared layout, with blanks for parts it lacks."""
         values = observation if isinstance(observation, dict) else {"observation": observation}
         placed = {self.names[agent][key]: value for key, value in values.items()}
-        placed["agent_index"] = self.agents.index(agent)
+        placed[_AGENT_INDEX] = self.agents.index(agent)
         return {name: placed[name] if name in placed else _blank(space)
                 for name, space in self.space.spaces.items()}
 
@@ -153,6 +166,9 @@ class ParameterSharingVecEnv(VecEnv):
         if num_copies < 1:
             raise ValueError(f"num_copies must be >= 1, not {num_copies}")
         self.envs = [env_fn() for _ in range(num_copies)]
+        if len({id(env.unwrapped) for env in self.envs}) < num_copies:
+            raise ValueError("env_fn returned one env for several copies; it must build a new "
+                             "env at every call, e.g. lambda: pettingzoo.make('parallel', env_id)")
         self.agents = list(self.envs[0].possible_agents)
         self._layout = _SharedObservationLayout(self.envs[0], self.agents)
         agent_action_space = _shared_action_space(self.envs[0], self.agents)

@@ -59,10 +59,15 @@ class SymbolicTask(TeamTask):
         vocab_size: Symbols per message position, 2 to 26.
         message_length: Symbols per message, 1 to 8.
         window: How many preceding speakers each agent hears (None: all of them).
+        max_cycles: PettingZoo's cap on cycles (``pettingzoo.make(..., max_cycles=)``). An
+            episode is one cycle (every agent speaks once), so any cap of 1 or more leaves it
+            whole; below 1 raises ``ValueError``.
     """
 
     def __init__(self, n_agents: int = 3, vocab_size: int = 4, message_length: int = 1,
-                 window: int | None = 1) -> None:
+                 window: int | None = 1, max_cycles: int | None = None) -> None:
+        if max_cycles is not None:
+            check_int("max_cycles", max_cycles, 1)
         self.vocab_size = check_int("vocab_size", vocab_size, 2, len(SYMBOLS))
         self.message_length = check_int("message_length", message_length, 1,
                                          _MAX_MESSAGE_LENGTH)
