@@ -87,8 +87,14 @@ def _z(confidence: float) -> float:
 
 
 def wilson_interval(passed: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of ``passed`` successes in ``n`` trials; (0, 1) when n = 0."""
+    """The Wilson score interval of ``passed`` successes in ``n`` trials; (0, 1) when n = 0.
+
+    Raises:
+        ValueError: when ``passed`` is not in 0 to ``n`` (a negative ``n`` included).
+    """
     z = _z(confidence)
+    if not 0 <= passed <= n:
+        raise ValueError(f"passed must lie in 0 to n, got {passed} passed of {n}")
     if not n:
         return 0.0, 1.0
     p = passed / n
@@ -100,11 +106,23 @@ def wilson_interval(passed: int, n: int, confidence: float = 0.95) -> tuple[floa
 
 
 def _as_bools(outcomes: Sequence[bool]) -> np.ndarray:
-    return np.asarray(outcomes, dtype=bool).reshape(-1)
+    """The outcomes as booleans; anything but a boolean, 0 or 1 (NaN, a partial score, text,
+    None) is refused rather than counted as a pass."""
+    data = np.asarray(outcomes).reshape(-1)
+    if data.dtype != bool:
+        bad = (~np.isin(data, (0, 1)) if data.dtype.kind in "iuf"
+               else np.array([v not in (0, 1) for v in data.tolist()], dtype=bool))
+        if bad.any():
+            first = int(np.argmax(bad))
+            value = data[first:first + 1].tolist()[0]
+            raise ValueError(f"outcomes must be booleans (or 0 and 1), got {value!r} at "
+                             f"position {first}")
+    return data.astype(bool)
 
 
 def pass_rate_ci(outcomes: Sequence[bool], *, confidence: float = 0.95) -> RateCI:
-    """The pass rate of ``outcomes`` (one boolean per run) with its Wilson score interval."""
+    """The pass rate of ``outcomes`` (one boolean per run) with its Wilson score interval;
+    anything but a boolean, 0 or 1 is a ValueError."""
     data = _as_bools(outcomes)
     n, passed = data.size, int(data.sum())
     return RateCI(passed, n, *wilson_interval(passed, n, confidence), confidence)
@@ -139,7 +157,8 @@ def diff_ci(
         The difference and interval; NaN estimate and [-1, 1] when either arm is empty.
 
     Raises:
-        ValueError: when ``paired`` and the arms differ in length.
+        ValueError: when ``paired`` and the arms differ in length, or an outcome is not a
+            boolean (or 0 or 1).
     """
     xa, xb = _as_bools(a), _as_bools(b)
     if paired and xa.size != xb.size:
