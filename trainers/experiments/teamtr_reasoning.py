@@ -6,10 +6,9 @@ single-agent GRPO: one adapter playing every role) from the same seeds until it 
 ``total_episodes`` rollout episodes, then the greedy team answers the task's held-out items
 (``team_envs/reasoning-v0``: items never drawn in training, scored by reasoning-gym's own
 scorer). The untrained team is scored the same way. Every seed answers the same held-out
-items, so the intervals are a two-way bootstrap of a crossed design: each draw resamples the
-seeds and, once, the items, the same items for every drawn seed
+items, so the intervals are those of a crossed design, the seeds' variance plus the items'
 (:func:`~trainers.common.intervals.seed_item_interval`); the paired differences are taken per
-seed and item, so each draw takes the same seeds and items for both methods.
+seed and item.
 
 Run (CPU, the embedded SmolLM2-135M-Instruct base) as docs/teamtr_reasoning.md was run (its
 committed results are docs/teamtr_reasoning_rerun_results.json; the defaults are the larger
@@ -168,7 +167,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     of each method from the untrained team and of TeamTR from each other method."""
     tables = {m: np.array([r["items"] for r in rs]) for m, rs in runs.items()}
     summary: dict[str, Any] = {m: {"greedy_reward": round(float(t.mean()), 4),
-                                   "ci95": seed_item_interval(t),
+                                   "ci95": seed_item_interval(t, limits=(0.0, 1.0)),
                                    "per_seed": [round(float(row.mean()), 4) for row in t]}
                                for m, t in tables.items()}
     trained = [m for m in tables if m != "untrained"]
@@ -177,7 +176,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     for first, second in pairs:
         diff = tables[first] - tables[second]
         summary[f"{first} - {second}"] = {"difference": round(float(diff.mean()), 4),
-                                          "ci95": seed_item_interval(diff)}
+                                          "ci95": seed_item_interval(diff, limits=(-1.0, 1.0))}
     return summary
 
 

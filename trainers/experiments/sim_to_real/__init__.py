@@ -68,9 +68,8 @@ success: the mean over decisions of the success rate on the variants that need i
 blind to observations scores 0.5 at most on a floor task. An MCP family is scored on ``--mcp-
 eval`` held-out servers that share no record id or name with the training ones (plain success;
 blind, one answer in three is right: the candidates leak nothing). Every seed is scored on
-the same held-out items, so intervals are 95% two-way bootstraps of that crossed design: each
-draw resamples the seeds and, once, the held-out items (within each decision), the same items
-for every drawn seed. ``--summarize PATH`` rebuilds a results file's summaries from the runs
+the same held-out items, so intervals are 95% t intervals of that crossed design, the seeds'
+variance plus the items' (within each decision). ``--summarize PATH`` rebuilds a results file's summaries from the runs
 it holds, training nothing. Training episodes have
 ``--train-steps`` steps. The world model's greedy answers are cached in
 ``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes

@@ -50,8 +50,8 @@ _COUNTS = ("mcp_train", "mcp_eval", "seeds", "updates", "batch", "train_steps", 
            "ppo_envs", "ppo_steps", "ppo_epochs", "ppo_minibatch", "ppo_max_length",
            "ppo_candidate_length")
 """Settings that must be at least 1."""
-INTERVAL_TEXT = (f"{INTERVAL}; the items resampled within each decision, the score balanced "
-                 "over decisions (an MCP family has one decision)")
+INTERVAL_TEXT = (f"{INTERVAL}; the items' variance taken within each decision, the score "
+                 "balanced over decisions (an MCP family has one decision), cut to 0..1")
 """How ``results.json`` describes its intervals (:func:`~.scoring.interval`)."""
 SHOWN = ("per call, the share of servers (from 4 reset seeds each) on which its observation, "
          "as an episode's first step, shows the true answer alone, with a wrong candidate, a "

@@ -75,20 +75,21 @@ def balanced(task: FloorTask | McpTask, outcomes: dict[str, float]) -> float:
 
 def interval(task: FloorTask | McpTask, runs: list[dict[str, Any]]) -> tuple[float, float]:
     """A 95% interval of balanced success over seeds and held-out items together. Every seed
-    is scored on the same held-out items, so it is the two-way bootstrap of a crossed design
-    (:func:`~trainers.common.intervals.seed_item_interval`): each draw resamples the seeds
-    and, once, the items within each decision, the same items for every drawn seed."""
+    is scored on the same held-out items, a crossed design
+    (:func:`~trainers.common.intervals.seed_item_interval`): the seeds' variance plus the
+    items' within each decision, cut to 0..1."""
     variants = list(runs[0]["items"])
     table = np.array([[run["items"][v] for v in variants] for run in runs])
     groups = [[i for i, v in enumerate(variants) if task.decisions[v] == d]
               for d in dict.fromkeys(task.decisions[v] for v in variants)]
-    return seed_item_interval(table, groups)
+    return seed_item_interval(table, groups, limits=(0.0, 1.0))
 
 
 def item_intervals(runs: list[dict[str, Any]]) -> list[tuple[float, float]]:
     """Per seed, the 95% Wilson interval of success over its held-out items (balanced success
     where the decisions have equal numbers of items, as on C1's generated split). Beside the
-    bootstrap, which gives a perfect score no width, it says what the items alone allow."""
+    interval over seeds and items, which gives a perfect score no width, it says what the
+    items alone allow."""
     return [tuple(round(x, 4) for x in wilson_interval(int(sum(run["items"].values())),
                                                         len(run["items"])))
             for run in runs]
