@@ -35,7 +35,7 @@ def test_it_covers_the_population_mean_of_a_crossed_design() -> None:
     covered 84.7%)."""
     rng = np.random.default_rng(123)
     seeds, items, experiments, hits = 5, 24, 300, 0
-    for n in range(experiments):
+    for _ in range(experiments):
         difficulty = rng.beta(1.0, 1.0, size=items)
         table = (rng.random((seeds, items)) < difficulty).astype(float)
         low, high = seed_item_interval(table)
@@ -49,7 +49,7 @@ def test_it_covers_the_population_mean_with_decision_groups_and_seed_effects() -
     rng = np.random.default_rng(11)
     seeds, experiments, hits = 5, 300, 0
     groups = [list(range(10)), list(range(10, 20))]
-    for n in range(experiments):
+    for _ in range(experiments):
         chance = np.clip(rng.beta(1.0, 1.0, size=20) + rng.normal(0, 0.1, size=(seeds, 1)),
                          0, 1)
         table = (rng.random((seeds, 20)) < chance).astype(float)

@@ -69,8 +69,8 @@ blind to observations scores 0.5 at most on a floor task. An MCP family is score
 eval`` held-out servers that share no record id or name with the training ones (plain success;
 blind, one answer in three is right: the candidates leak nothing). Every seed is scored on
 the same held-out items, so intervals are 95% t intervals of that crossed design, the seeds'
-variance plus the items' (within each decision). ``--summarize PATH`` rebuilds a results file's summaries from the runs
-it holds, training nothing. Training episodes have
+variance plus the items' (within each decision). ``--summarize PATH`` rebuilds a results
+file's summaries from the runs it holds, training nothing. Training episodes have
 ``--train-steps`` steps. The world model's greedy answers are cached in
 ``<out>/world_model_calls.jsonl``, so a prompt is generated once across arms and seeds. Writes
 ``<out>/results.json`` (per arm: balanced success, interval, per-seed values, held-out items,
