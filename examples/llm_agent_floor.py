@@ -76,16 +76,18 @@ def main(argv: list[str] | None = None) -> None:
               "api_key_env": args.api_key_env}
     check_backend_config(config)
     backend = make_backend(config)
+    solved = 0
     try:
         with backend:
-            results = [play(backend, task_id, args.variant, sampling) for task_id in args.tasks]
+            for task_id in args.tasks:  # each result as it comes: a later failure keeps it
+                result = play(backend, task_id, args.variant, sampling)
+                print(f"{result['task']} {result['variant']}: reward {result['reward']} in "
+                      f"{result['turns']} turns; failed checks: {result['failed'] or 'none'}",
+                      flush=True)
+                solved += result["reward"] == 1.0
     except BackendError as exc:
         raise SystemExit(f"llm_agent_floor: the model server failed: {exc}") from None
-    for result in results:
-        print(f"{result['task']} {result['variant']}: reward {result['reward']} in "
-              f"{result['turns']} turns; failed checks: {result['failed'] or 'none'}")
-    solved = sum(result["reward"] == 1.0 for result in results)
-    print(f"solved {solved}/{len(results)}")
+    print(f"solved {solved}/{len(args.tasks)}")
 
 
 if __name__ == "__main__":

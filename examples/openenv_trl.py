@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,33 +47,42 @@ class Args:
     model: str | None = None
     """A local model directory; by default a tiny model is built and warm-started."""
     max_steps: int = 2
+    """GRPO steps to train."""
     num_generations: int = 2
+    """Rollouts per prompt (a GRPO group)."""
     per_device_batch: int = 4
+    """Rollouts per step (per device); a multiple of ``num_generations``."""
     max_completion_length: int = 160
+    """Token limit of a whole episode (all turns and tool results)."""
     temperature: float = 0.5
+    """Sampling temperature of the rollouts."""
     learning_rate: float = 1e-3
+    """The optimizer's learning rate."""
     output_dir: str = "runs/openenv_trl"
+    """TRL's output folder (no checkpoint is saved)."""
     seed: int = 0
+    """Seed of the env resets (each row's ``seed``) and of TRL's training and sampling."""
 
 
 @contextlib.contextmanager
 def served(task: str) -> Iterator[str]:
-    """``agentworld serve AgentFloor/<task>-v0`` on a free loopback port, until the block ends."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    """``agentworld serve AgentFloor/<task>-v0`` on a free loopback port, until the block ends.
+
+    The server picks the port (``--port 0``) and names it in its ready line: a port picked
+    here and freed for it could be taken by another process first."""
     command = [sys.executable, "-m", "agentworld_envs.cli", "serve", f"AgentFloor/{task}-v0",
-               "--port", str(port)]
+               "--port", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    ready = "agentworld serve: ready at "
     try:
-        for line in process.stderr:  # the server says when it is ready
-            if line.startswith("agentworld serve: ready at "):
+        for line in process.stderr:  # the server says when it is ready, and where
+            if line.startswith(ready):
                 break
         else:
             raise RuntimeError(f"agentworld serve exited with code {process.wait()}")
         # keep reading its stderr, so a chatty server never blocks on a full pipe
         threading.Thread(target=process.stderr.read, daemon=True).start()
-        yield f"http://127.0.0.1:{port}"
+        yield line.removeprefix(ready).split()[0]
     finally:
         process.terminate()
         process.wait(timeout=60)

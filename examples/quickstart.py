@@ -1,15 +1,20 @@
-"""Play one AgentFloor task by hand with ``gym.make``, then run the oracle over a tier.
+"""Play one AgentFloor task by hand with ``gym.make``, then run the oracle on three tasks.
 
 Quick check (CPU, seconds): ``python examples/quickstart.py``
 """
 
+import sys
+
 import gymnasium as gym
 
 import floor_tasks
+from agentworld_envs.cli import run_command
+from agentworld_envs.cli_errors import UsageParser
 from floor_tasks.harness.runner import run_episode
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    UsageParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no settings: --help
     env = gym.make("AgentFloor/B3-v0")
     prompt, info = env.reset(seed=0, options={"variant": "v0"})
     print(f"{info['task_id']} (tier {info['tier']}, {info['variant']}): {prompt}\n")
@@ -24,4 +29,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main))

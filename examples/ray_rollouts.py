@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--group-size", type=positive, default=4,
                         help="consecutive sub-envs that play one task with one seed")
     parser.add_argument("--rounds", type=positive, default=2, help="episodes per sub-env")
-    parser.add_argument("--seed", type=seed_number, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0,
+                        help="seed of the first round's resets and of the random policy")
     parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
     args = parser.parse_args()
     if args.address:

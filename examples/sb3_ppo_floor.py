@@ -19,6 +19,7 @@ Quick check (CPU, seconds; too short to learn): ``python examples/sb3_ppo_floor.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from dataclasses import dataclass
@@ -79,7 +80,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
                         help="rollout length per env between updates")
     parser.add_argument("--max-length", type=positive, default=128,
                         help="token ids kept per text")
-    parser.add_argument("--seed", type=seed_number, default=0)
+    parser.add_argument("--seed", type=seed_number, default=0,
+                        help="seed of envs, policy initialisation and sampling")
     parser.add_argument("--threads", type=number_type(int, 1, most_threads()),
                         default=1,
                         help="torch CPU threads (at most 8 per CPU of this machine)")
@@ -88,10 +90,16 @@ def parse_args(argv: list[str] | None = None) -> Args:
     if args.eval_every % (args.n_envs * args.n_steps):
         parser.error("--eval-every must be a multiple of --n-envs * --n-steps")
     check_task_ids(args.tasks)  # all checked before the first task trains for minutes
-    if args.plot and not Path(args.plot).resolve().parent.is_dir():
-        parser.error(f"--plot {args.plot}: its folder does not exist")
-    if args.plot and Path(args.plot).is_dir():
-        parser.error(f"--plot {args.plot}: is a folder; name the PNG file to write")
+    if args.plot:  # all checked before training, not when the curves are saved
+        plot_path = Path(args.plot)
+        if not plot_path.resolve().parent.is_dir():
+            parser.error(f"--plot {args.plot}: its folder does not exist")
+        if plot_path.is_dir():
+            parser.error(f"--plot {args.plot}: is a folder; name the PNG file to write")
+        if plot_path.suffix.lower() != ".png":  # savefig would refuse it, or add ".png"
+            parser.error(f"--plot {args.plot}: name a .png file")
+        if importlib.util.find_spec("matplotlib") is None:
+            parser.error('--plot needs matplotlib: pip install "agentworld[plot]"')
     return args
 
 

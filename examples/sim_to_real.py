@@ -10,7 +10,7 @@ what ``OUT/results.json`` holds); this script runs it::
 Interrupted? The same command with ``--resume`` keeps the finished runs (``OUT/runs.jsonl``)
 and makes only the others.
 
-Quick check (seconds, placeholder world model for both sim arms):
+Quick check (seconds; the scripted placeholder world model in every arm that simulates):
 ``python examples/sim_to_real.py --out s2r --seeds 1 --updates 2 --batch 4
 --world-model scripted``.
 """

@@ -92,13 +92,16 @@ def backend_config(args: argparse.Namespace) -> str | dict:
 def main(argv: list[str] | None = None) -> list[float]:
     """Train; returns the mean episode reward of each update."""
     parser = UsageParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--domain", default="search", choices=sorted(DOMAINS))
+    parser.add_argument("--domain", default="search", choices=sorted(DOMAINS),
+                        help="the AgentWorld domain whose scenarios are played")
     parser.add_argument("--num-envs", type=int_at_least(1), default=8,
                         help="episodes played at once; each step is one batched model call")
     parser.add_argument("--updates", type=int_at_least(1), default=30,
                         help="batches of num-envs episodes")
-    parser.add_argument("--learning-rate", type=number_type(float, 0), default=0.5)
-    parser.add_argument("--seed", type=seed_number, default=0)
+    parser.add_argument("--learning-rate", type=number_type(float, 0), default=0.5,
+                        help="step size of the policy's preference updates")
+    parser.add_argument("--seed", type=seed_number, default=0,
+                        help="seed of the envs and of the policy's sampling")
     parser.add_argument("--base-url", help="an OpenAI-compatible world-model server")
     parser.add_argument("--model", default="Qwen/Qwen-AgentWorld-35B-A3B",
                         help="the model the server serves")

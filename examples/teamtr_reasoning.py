@@ -8,7 +8,7 @@ docs/teamtr_reasoning.md was run::
     python examples/teamtr_reasoning.py --prompts-per-rollout 4 --group-size 4 \
         --total-episodes 48 --max-new-tokens 16 --update-epochs 1 --held-out 32 \
         --methods teamtr,stale_sequential,single_agent_grpo \
-        --out runs/teamtr_reasoning/results.json --resume
+        --out runs/teamtr_reasoning_s3/results.json   # --resume to continue it
 """
 
 import sys

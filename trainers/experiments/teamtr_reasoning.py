@@ -11,13 +11,13 @@ items, so the intervals are those of a crossed design, the seeds' variance plus 
 seed and item.
 
 Run (CPU, the embedded SmolLM2-135M-Instruct base) as docs/teamtr_reasoning.md was run (its
-committed results are docs/teamtr_reasoning_rerun_results.json; the defaults are the larger
-settings that were never run, about 29 minutes a stage)::
+current committed results are docs/teamtr_reasoning_sample_std_results.json; the defaults are
+the larger settings that were never run, about 29 minutes a stage)::
 
     python examples/teamtr_reasoning.py --prompts-per-rollout 4 --group-size 4 \
         --total-episodes 48 --max-new-tokens 16 --update-epochs 1 --held-out 32 \
         --methods teamtr,stale_sequential,single_agent_grpo \
-        --out runs/teamtr_reasoning/results.json --resume
+        --out runs/teamtr_reasoning_s3/results.json   # --resume to continue it
 
 Every number of docs/teamtr_reasoning.md comes out of the JSON this writes. ``--summarize``
 rebuilds that JSON's summary and interval from the per-seed, per-item runs it holds, training
