@@ -31,7 +31,7 @@ from typing import Any
 
 from agentworld_envs.cli import run_command
 from agentworld_envs.cli_errors import UsageError
-from trainers.common.flags import check_config_values, parse_args
+from trainers.common.flags import check_config_values, check_model_folder, parse_args
 
 
 @dataclass
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
 
     GRPOTrainer = import_trl().GRPOTrainer  # or the install hint, in one line
 
+    check_model_folder(args.model)
     config = grpo_config(args)  # before a server is started or a model built
     gym.register("OpenEnv/Remote-v0", entry_point="agentworld_envs.serve.client:RemoteEnv")
     try:

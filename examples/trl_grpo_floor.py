@@ -29,7 +29,7 @@ from typing import Literal
 
 from agentworld_envs.cli import run_command
 from agentworld_envs.cli_errors import UsageError
-from trainers.common.flags import parse_with_config
+from trainers.common.flags import check_model_folder, parse_with_config
 
 
 @dataclass
@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
 
     GRPOTrainer = import_trl().GRPOTrainer  # or the install hint, in one line
 
+    check_model_folder(args.model)
     tasks, variants = args.tasks.split(","), args.variants.split(",")
     try:
         rows = floor_rows(tasks, variants, system_prompt=None if args.model else

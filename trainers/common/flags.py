@@ -33,9 +33,10 @@ import re
 import textwrap
 import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from agentworld_envs.cli_errors import UsageParser, directory_arg
+from agentworld_envs.cli_errors import UsageError, UsageParser, directory_arg
 from trainers.common.args import ConfigError
 
 __all__ = ["ConfigHelp", "add_dataclass_args", "check_config_values", "config_help",
@@ -255,6 +256,25 @@ def check_config_values(settings: dict[str, Any]) -> None:
         within, requirement = _CONFIG_BOUNDS.get(name, (math.isfinite, "a finite number"))
         if not (math.isfinite(value) and within(value)):
             raise ConfigError(name, f"must be {requirement}, not {value}")
+
+
+def check_model_folder(model: str | None) -> None:
+    """A ``--model`` naming a local model folder (or a LoRA adapter's) that exists, checked
+    before any work; None (the script's own model) passes.
+
+    Raises:
+        UsageError: no such folder, or one with neither ``config.json`` nor
+            ``adapter_config.json`` (transformers then fails with a hub-name error or a
+            tokenizer traceback).
+    """
+    if model is None:
+        return
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"--model {model}: no such folder (a local model directory)")
+    if not any((folder / name).is_file() for name in ("config.json", "adapter_config.json")):
+        raise UsageError(f"--model {model}: holds no model (no config.json or "
+                         f"adapter_config.json)")
 
 
 def config_help(config_cls: type, defaults: dict[str, Any] | None = None) -> str:
