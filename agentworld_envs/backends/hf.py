@@ -225,9 +225,11 @@ class HFBackend(Backend):
 
         Raises:
             BackendError: a request's prompt fills the model's context; nothing is generated
-                then. ``CallCancelled`` when :meth:`cancel`, or the call's scope, cancelled
-                it.
+                then; the backend is closed. ``CallCancelled`` when :meth:`cancel`, or the
+                call's scope, cancelled it.
         """
+        if self._model is None:
+            raise BackendError(f"the hf backend of {self.model!r} is closed: make another")
         with self._in_flight.call() as cancelled:
             return self._complete(requests, cancelled)
 

@@ -377,6 +377,12 @@ class RayVectorEnv(ActorCalls, VectorEnv):
             raise RuntimeError(f"actor {k} died and Ray cannot restart it (max_restarts spent "
                                f"or its node lost): {fault_text(exc)}") from exc
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Refused: the actors are this env's alone (a copy sharing them would kill them on
+        close) and a new set is a new env."""
+        raise TypeError("a RayVectorEnv cannot be copied or pickled: its Ray actors are its "
+                        "own; make another RayVectorEnv with the same arguments")
+
     def _check_open(self) -> None:
         if self.closed:
             raise error.ClosedEnvironmentError("the RayVectorEnv is closed")

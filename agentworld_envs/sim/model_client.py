@@ -13,6 +13,7 @@ import asyncio
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,28 +101,32 @@ class _Job:
 
 
 class _Worker:
-    """One long-lived daemon thread that runs model calls, one at a time.
+    """One long-lived daemon thread that runs model calls, one at a time, for ``owner``.
 
     Reusing the thread keeps the model library's thread pools warm; a daemon thread never
     blocks interpreter exit, even when a call hangs. A call that timed out keeps the thread
     until it returns, and later calls wait for it (within their own time limit) rather than
-    starting more threads, so timed-out calls never pile up threads.
+    starting more threads, so timed-out calls never pile up threads. The thread holds nothing
+    of ``owner`` between calls, and ends once ``owner`` is collected unclosed (an env never
+    closed).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, owner: object) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._idle = threading.Event()
         self._idle.set()
+        self._stop = weakref.finalize(owner, self._jobs.put, None)
         threading.Thread(target=self._serve, name="agentworld-model-call", daemon=True).start()
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
             job.run()
+            del job  # its call holds the owner, which must stay collectable while idle
             self._idle.set()
 
     def stop(self) -> None:
         """Let the thread end once its current call, if any, returns."""
-        self._jobs.put(None)
+        self._stop()
 
     def run(self, fn: Callable[[], Any], timeout_s: float) -> Any:
         """Run ``fn`` on the worker; raise :class:`_TimedOut` unless it is done in ``timeout_s``."""
@@ -138,6 +143,29 @@ class _Worker:
         if job.error is not None:
             raise job.error
         return job.result
+
+
+class _Holders:
+    """How many clients share what one client built (its backend, its recording): a deep copy
+    of the client is one more, and the last one closed closes them. Pickled, it starts again
+    at one: an unpickled client holds backends of its own."""
+
+    def __init__(self) -> None:
+        self._count, self._lock = 1, threading.Lock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Holders:
+        with self._lock:
+            self._count += 1
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _Holders, ()
+
+    def release(self) -> bool:
+        """One holder fewer; whether it was the last."""
+        with self._lock:
+            self._count -= 1
+            return self._count == 0
 
 
 class ModelClient:
@@ -161,6 +189,9 @@ class ModelClient:
             (:meth:`~agentworld_envs.backends.Backend.cancel`: a server backend closes its
             connections). A backend that cannot cancel keeps it running in the client's one
             worker thread, its result discarded, and the next call waits for it to end.
+
+    A deep copy shares the live backend (and the recording); of the client and its copies,
+    the last one closed closes what the client built. A pickled copy builds its own.
     """
 
     def __init__(self, backend: str | dict[str, Any] | Backend, record_path: str | None = None,
@@ -171,6 +202,8 @@ class ModelClient:
         self.backend: Backend = self._recording or self._inner
         self.timeout_s = timeout_s
         self._worker: _Worker | None = None
+        self._holders = _Holders()
+        self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the worker thread (a copy starts its own)."""
@@ -206,7 +239,7 @@ class ModelClient:
         if self.timeout_s is None or not self.backend.blocking:
             return self.backend.complete_each(requests)
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = _Worker(self)
         scope = CallScope()
 
         def call() -> list[Any]:
@@ -222,10 +255,16 @@ class ModelClient:
             raise
 
     def close(self) -> None:
-        """Stop the worker thread; close the recording and any backend this client built."""
+        """Stop the worker thread; close the recording and any backend this client built, if
+        no deep copy of it is still open. A second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+        if not self._holders.release():
+            return
         if self._recording is not None:
             self._recording.cache.close()
         if self._owned:

@@ -9,7 +9,8 @@ judge fault warns at every step that has one, or, with ``on_fault="raise"``, end
 :class:`WorldModelFault`. :attr:`Simulator.faults` counts the model calls and the failed ones
 (ending the step in :class:`~agentworld_envs.backends.faults.TooManyFaultsError` past
 ``max_faults``); :attr:`Simulator.sources` counts the observations by where they came from.
-The env raises a step's error only once the step is done.
+The env raises a step's error only once the step is done. Once :meth:`Simulator.close`
+has run, a reset or step (or one in flight then) raises ``ClosedEnvironmentError``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pydantic
+from gymnasium.error import ClosedEnvironmentError
 
 from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.domains import get_domain
@@ -42,20 +44,23 @@ def _warn_placeholder_once(backend: str | None) -> None:
     global _warned_placeholder
     if not _warned_placeholder:
         _warned_placeholder = True
-        warnings.warn(f"this AgentWorld env runs on the {backend!r} backend: its observations "
+        _warn_outside(f"this AgentWorld env runs on the {backend!r} backend: its observations "
                       "are placeholders, not a world model's (observation_source "
-                      "'placeholder'); pass backend=... to attach one", UserWarning,
-                      stacklevel=_outside_level())
+                      "'placeholder'); pass backend=... to attach one", UserWarning)
 
 
-def _outside_level() -> int:
-    """The ``stacklevel`` of the caller's first frame outside this package and gymnasium (the
-    user's ``gym.make``, ``make_vec`` or constructor call, however deep it reached here)."""
-    frame, level = sys._getframe(2), 2
+def _warn_outside(message: str, category: type[Warning]) -> None:
+    """Warn at the caller's first frame outside this package and gymnasium (the user's
+    ``gym.make``, ``step`` or constructor call, however deep it reached here), as
+    ``warnings.warn`` does, but in a registry of its own: the caller's module's
+    ``__warningregistry__`` would keep each fault warning, new at every step (it holds the
+    running count), for good."""
+    frame = sys._getframe(2)
     while frame.f_back and frame.f_globals.get("__name__", "").startswith(
             ("agentworld_envs.", "gymnasium.")):
-        frame, level = frame.f_back, level + 1
-    return level
+        frame = frame.f_back
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"), registry={})
 
 
 class Simulator:
@@ -85,6 +90,8 @@ class Simulator:
         """World-model and judge calls made and failed, with the reasons."""
         self.sources: Counter[str] = Counter()
         """Step observations by ``info["observation_source"]`` (``fallback``, ...)."""
+        self.closed = False
+        """Whether :meth:`close` has run."""
 
     def _scenario_pool(self) -> list[Scenario] | None:
         selection = self.config.scenarios
@@ -123,6 +130,7 @@ class Simulator:
         """Start an episode with at most ``limit`` steps (fewer when the scenario says so,
         unless ``exact``: a budget the user gave), its world-model requests in
         ``sampling_stream``."""
+        self._check_open()
         scenario = self.pick(rng, options)
         budget = limit if exact else min(limit, scenario.max_steps or limit)
         if self.judge is None and (self.config.reward_kind or scenario.reward.kind) != "rule":
@@ -139,8 +147,10 @@ class Simulator:
         own bookkeeping is done (a vector env's autoresets): :class:`TooManyFaultsError` past
         ``max_faults``, else :class:`WorldModelFault` for a failed world-model or judge call
         under ``on_fault="raise"`` (under ``"report"`` it warns instead); None when all went
-        well.
+        well. Raises ``ClosedEnvironmentError`` once :meth:`close` has run, also when it ran
+        during the step's calls (which it cancelled).
         """
+        self._check_open()
         requests = [episode.begin(action)
                     for episode, action in zip(episodes, actions, strict=True)]
         asked = [i for i, request in enumerate(requests) if request is not None]
@@ -151,6 +161,7 @@ class Simulator:
         judged = [i for i in finished if episodes[i].needs_judge]
         verdicts = dict(zip(judged, self.judge.complete(
             [episodes[i].judge_request() for i in judged]), strict=True)) if judged else {}
+        self._check_open()
         for i in finished:
             episodes[i].settle(results[i], verdicts.get(i))
         self.sources.update(result.info.get("observation_source", "none") for result in results)
@@ -199,12 +210,20 @@ class Simulator:
             return WorldModelFault(message, results,
                                    sorted({*model_faults, *judge_faults, *unread}))
         # the running count makes each step's warning new, so Python's filter shows them all
-        warnings.warn(f"{message} ({self.faults.failed} of {self.faults.calls} model calls "
-                      "failed so far)", RuntimeWarning, stacklevel=_outside_level())
+        _warn_outside(f"{message} ({self.faults.failed} of {self.faults.calls} model calls "
+                      "failed so far)", RuntimeWarning)
         return None
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError("this AgentWorld env is closed, its world model "
+                                         "released: make a new env")
+
     def close(self) -> None:
-        """Close the model clients."""
+        """Close the model clients (once: a second call does nothing)."""
+        if self.closed:
+            return
+        self.closed = True
         if self.world_model is not None:
             self.world_model.close()
         if self.judge is not None and self.judge is not self.world_model:
