@@ -12,10 +12,10 @@ margin also carries the seed-by-item interaction, so the sum counts it twice: th
 wide, never narrow. Its quantile is Student's t with Satterthwaite's degrees of freedom, which
 the experiments' few seeds need.
 
-An earlier version used the two-way (pigeonhole) percentile bootstrap. With 3 to 5 seeds it
-covered 71 to 85% where it said 95% (simulated, seed effect only): a bootstrap of R seeds
-shrinks their variance by (R - 1) / R and takes a normal quantile where t with R - 1 degrees of
-freedom is due.
+An earlier version used the two-way (pigeonhole) percentile bootstrap. With 3 and 5 seeds it
+covered 77 and 84% where it said 95% (simulated, seed effect only; docs/sim_to_real.md, "The
+interval, and what the first one claimed"): a bootstrap of R seeds shrinks their variance by
+(R - 1) / R and takes a normal quantile where t with R - 1 degrees of freedom is due.
 
 Example:
     >>> import numpy as np
