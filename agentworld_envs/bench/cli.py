@@ -124,12 +124,14 @@ def _journal(args: argparse.Namespace, items: list[Any], source: _Source, **sett
 @contextmanager
 def _resumable(args: argparse.Namespace, journal: BenchJournal) -> Iterator[None]:
     """Ctrl-C, or too many failed calls, in the block says where the results so far are kept
-    and how to resume."""
+    and how to resume, and removes an earlier run's records and report from ``--out`` (this
+    run has written neither yet)."""
     try:
         yield
     except (KeyboardInterrupt, TooManyFaultsError) as exc:
         if journal.path is None:
             raise
+        _remove(Path(args.out), "records.jsonl", "report.json", "report.md")  # an earlier run's
         argv = getattr(args, "argv", None)  # set by the console script
         again = shlex.join(["agentworld", *argv, *([] if "--resume" in argv else ["--resume"])]
                            ) if argv else "the same command and --resume"
@@ -187,11 +189,16 @@ def _write(out: Path, result: Any, faulted: bool) -> None:
     lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in result.records]
     write_text_atomic(folder / "records.jsonl", "".join(lines))
     if faulted:
-        for name in ("report.json", "report.md"):
-            (folder / name).unlink(missing_ok=True)
+        _remove(folder, "report.json", "report.md")
         return
     write_text_atomic(folder / "report.json", json.dumps(result.to_dict(), indent=2))
     write_text_atomic(folder / "report.md", result.markdown() + "\n")
+
+
+def _remove(folder: Path, *names: str) -> None:
+    """Remove an earlier run's files from ``folder``, so that none is read as this run's."""
+    for name in names:
+        (folder / name).unlink(missing_ok=True)
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:
@@ -320,7 +327,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
+def _add_prediction_flags(parser: argparse.ArgumentParser, judged: bool) -> None:
+    """The flags of the commands that score a world model's outputs; ``judged``: those of
+    ``wm bench``, which also asks a judge."""
     parser.add_argument("items", nargs="+",
                         help="bench JSONL files or folders; SAMPLE for the shipped sample")
     parser.add_argument("--backend", default="",
@@ -342,13 +351,15 @@ def _add_prediction_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="go on with the unfinished run in --out (same items and settings; "
                              "--batch-size and --max-faults may differ): only the items it has "
-                             "no output or verdict for are asked for")
+                             f"no output{' or verdict' if judged else ''} for are asked for")
+    calls = "failed model calls (world model, then judge)" if judged else \
+        "failed world-model calls"
+    verdicts = (" Unreadable judge verdicts, counted apart, end it with status 1 after the "
+                "table, or past this number with no table.") if judged else ""
     parser.add_argument("--max-faults", type=int_at_least(-1), default=DEFAULT_MAX_FAULTS,
-                        help="failed model calls (world model, then judge) to go on after; one "
-                             "more stops the run; -1: never stop. Any failed call ends the run "
-                             "with status 1 and no table. Unreadable judge verdicts, counted "
-                             "apart, end it with status 1 after the table, or past this number "
-                             f"with no table (default: {DEFAULT_MAX_FAULTS})")
+                        help=f"{calls} to go on after; one more stops the run; -1: never "
+                             "stop. Any failed call ends the run with status 1 and no table."
+                             f"{verdicts} (default: {DEFAULT_MAX_FAULTS})")
 
 
 class _Renamed(argparse.Action):
@@ -368,7 +379,7 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     console script can add the training commands."""
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     bench = commands.add_parser("bench", help="judge a world model as AgentWorldBench does")
-    _add_prediction_flags(bench)
+    _add_prediction_flags(bench, judged=True)
     bench.add_argument("--judge", required=True, help="judge backend: a name or JSON")
     bench.add_argument("--prompts", default=None,
                        help="prompt directory in the release's layout for the judge's texts "
@@ -386,7 +397,7 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     bench.set_defaults(handler=_cmd_bench)
 
     fidelity = commands.add_parser("fidelity", help="judge-free fidelity (exact, structural)")
-    _add_prediction_flags(fidelity)
+    _add_prediction_flags(fidelity, judged=False)
     fidelity.set_defaults(handler=_cmd_fidelity)
 
     export = commands.add_parser("export", help="run corpora to train/val transition files")
