@@ -34,9 +34,11 @@ Example (``scripted`` never blocks, so no batch is formed for it):
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agentworld_envs.backends.base import Backend, BackendError, first_error_or_completions
@@ -93,6 +95,14 @@ class BatchingBackend(Backend):
         self._stepping = 0
         self._closed = False
         self._dispatcher: threading.Thread | None = None
+        self._wakes: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._asleep = True
+        """Whether the dispatcher waits on ``_wakes``: for a true (a call came) or a false
+        (stop: this backend was closed, or collected unclosed)."""
+        self._stop = weakref.finalize(self, self._wakes.put, False)
+        self._serving: list[_Call] = []
+        """The calls of the batch the dispatcher serves now (sent, or, after it failed, to be
+        sent again one caller at a time)."""
         self._sent: tuple[list[_Call], CallScope] | None = None
         """The calls whose requests the inner backend has now, and that inner call's scope."""
         self._batches = self._requests = self._largest = 0
@@ -140,40 +150,54 @@ class BatchingBackend(Backend):
         """Complete ``requests`` within the next batch, each failure in its own place."""
         if not requests:
             return []
+        self._check_open()
         if not self.blocking:
             return self._checked(list(requests))
         call = _Call(list(requests))
         with self._cond:
-            if self._closed:
-                raise BackendError("the batching backend is closed")
+            self._check_open()  # again: close() may have come meanwhile
             self._pending.append(call)
             if self._dispatcher is None:
                 self._dispatcher = threading.Thread(
-                    target=self._dispatch, name="agentworld-batcher", daemon=True)
+                    target=_dispatch, args=(weakref.ref(self), self._wakes),
+                    name="agentworld-batcher", daemon=True)
                 self._dispatcher.start()
+            if self._asleep:
+                self._asleep = False
+                self._wakes.put(True)
             self._cond.notify_all()
-        with stopped_with(current_scope(), lambda: self._abandon(call)):
+        with stopped_with(current_scope(),
+                          lambda: self._abandon(call, CallCancelled.by_caller())):
             call.done.wait()
         if call.error is not None:
             raise call.error
         return call.outcomes  # type: ignore[return-value]
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BackendError("the batching backend is closed")
+
     def cancel(self) -> None:
         """Cancel every call: those waiting are never sent, the batch in flight is cancelled
         in the inner backend, and each raises ``CallCancelled``."""
-        with self._cond:
-            calls = [*self._pending, *(self._sent[0] if self._sent else [])]
-        for call in calls:
-            self._abandon(call)
+        self._abandon_all(CallCancelled.by_caller)
 
-    def _abandon(self, call: _Call) -> None:
-        """Release ``call``'s caller with ``CallCancelled``; drop it if it is not sent yet, and
-        cancel the inner call once no caller waits for it."""
+    def _abandon_all(self, error: Callable[[], BackendError]) -> None:
+        """:meth:`_abandon` every call waiting or in the batch served now, each with its own
+        ``error()``."""
+        with self._cond:
+            calls = [*self._pending, *self._serving]
+        for call in calls:
+            self._abandon(call, error())
+
+    def _abandon(self, call: _Call, error: BackendError) -> None:
+        """Release ``call``'s caller with ``error``; drop it if it is not sent yet, and cancel
+        the inner call once no caller waits for it."""
         with self._cond:
             if call.abandoned or call.done.is_set():
                 return
             call.abandoned = True
-            call.error = CallCancelled.by_caller()
+            call.error = error
             call.done.set()
             if call in self._pending:
                 self._pending.remove(call)
@@ -191,13 +215,19 @@ class BatchingBackend(Backend):
                     "largest": self._largest, "busy_s": round(self._busy_s, 6),
                     "stepping": self._stepping, "members": self._members}
 
+    def _send_while_waiting(self) -> None:
+        """Send batches until no call waits (or this backend is closed)."""
+        while (batch := self._next_batch()) is not None:
+            self._send(batch)
+
     def _next_batch(self) -> list[_Call] | None:
-        """The calls of the next batch, once it may leave; None once closed."""
+        """The calls of the next batch, once it may leave; None once closed, or once no call
+        waits (the dispatcher then sleeps until one comes)."""
         with self._cond:
             while not self._closed:
                 if not self._pending:
-                    self._cond.wait()
-                    continue
+                    self._asleep = True
+                    return None
                 window = min(self.max_window_s,
                              max(self.window_s, self.WINDOW_SHARE * self._last_seconds))
                 opened = max(self._pending[0].arrived, self._free_since)
@@ -206,6 +236,7 @@ class BatchingBackend(Backend):
                     self._cond.wait(left)
                     continue
                 batch, self._pending = self._pending, []
+                self._serving = batch
                 size = sum(len(call.requests) for call in batch)
                 self._batches += 1
                 self._requests += size
@@ -213,17 +244,18 @@ class BatchingBackend(Backend):
                 return batch
             return None
 
-    def _dispatch(self) -> None:
-        while (batch := self._next_batch()) is not None:
-            began = time.monotonic()
-            try:
-                self._run(batch)
-            finally:
-                self._free_since = time.monotonic()
-                self._last_seconds = self._free_since - began
-                self._busy_s += self._last_seconds
-                for call in batch:
-                    call.done.set()
+    def _send(self, batch: list[_Call]) -> None:
+        began = time.monotonic()
+        try:
+            self._run(batch)
+        finally:
+            self._free_since = time.monotonic()
+            self._last_seconds = self._free_since - began
+            self._busy_s += self._last_seconds
+            with self._cond:
+                self._serving = []
+            for call in batch:
+                call.done.set()
 
     def _run(self, batch: list[_Call]) -> None:
         try:
@@ -282,12 +314,24 @@ class BatchingBackend(Backend):
         return outcomes
 
     def close(self) -> None:
-        """Fail calls still waiting, stop the dispatcher, close the inner backend."""
+        """Fail every call, waiting or sent (cancelling the batch in flight), stop the
+        dispatcher, close the inner backend."""
         with self._cond:
             self._closed = True
-            waiting, self._pending = self._pending, []
             self._cond.notify_all()
-        for call in waiting:
-            call.error = BackendError("the batching backend was closed")
-            call.done.set()
+        self._stop()
+        self._abandon_all(_closed_error)
         self.inner.close()
+
+
+def _closed_error() -> BackendError:
+    return BackendError("the batching backend was closed")
+
+
+def _dispatch(backend: weakref.ref[BatchingBackend], wakes: queue.SimpleQueue[bool]) -> None:
+    """The dispatcher thread: on each wake, send batches while calls wait. Asleep, it holds
+    nothing of its backend, so one never closed is collected (with its inner backend) once
+    nothing else holds it, and its finaliser's stop ends the thread."""
+    while wakes.get() and (awake := backend()) is not None:
+        awake._send_while_waiting()
+        del awake
