@@ -258,7 +258,7 @@ def test_failed_world_model_calls_stop_the_run_unless_asked_to_go_on(s2r, tmp_pa
     from agentworld_envs.backends.faults import TooManyFaultsError
 
     small = {"out": tmp_path, "batch": 16, "updates": 1, "eval_every": 1, "agent": agent,
-             "ppo_envs": 2, "ppo_steps": 2, "ppo_minibatch": 4, "ppo_epochs": 1}
+             "ppo_envs": 2, "ppo_steps": 8, "ppo_minibatch": 4, "ppo_epochs": 1}
     args = s2r.Args(**small)
     task = s2r.make_task(args)
     with pytest.raises(TooManyFaultsError, match="GPU on fire"):

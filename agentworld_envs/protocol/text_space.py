@@ -50,7 +50,10 @@ class UnicodeText(spaces.Text):
             min_length: Shortest accepted text, in characters (0 accepts the empty string).
             seed: Seed for :meth:`sample`.
         """
-        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+        # in a fixed order: Gymnasium before 1.4 keeps a set's order, which varies with
+        # PYTHONHASHSEED, so seeded samples differed from process to process
+        super().__init__(max_length, min_length=min_length,
+                         charset="".join(sorted(SAMPLE_CHARSET)), seed=seed)
 
     def contains(self, x: Any) -> bool:
         """Return True for any ``str`` within the length bounds, whatever its characters."""

@@ -42,7 +42,8 @@ class ServeSettings:
             loopback or a fast network it costs about 0.2 ms of server CPU per step (measured
             at 64 sessions) and saves nothing that matters.
         env_kwargs: Keyword arguments of ``gym.make`` (``reveal_reference``, ``scenarios``,
-            ``mode``, ``max_episode_steps``, ...).
+            ``mode``, ``max_episode_steps``, ...); ``max_episode_steps`` is checked here
+            (``gym.make``'s: None, -1 or a whole number > 0).
     """
 
     env_id: str
@@ -72,3 +73,8 @@ class ServeSettings:
             raise ValueError("batch_window_s must be between 0 and 1 second")
         if not 0 <= self.port <= 65535:
             raise ValueError("port must be between 0 and 65535")
+        steps = self.env_kwargs.get("max_episode_steps")
+        if steps is not None and (type(steps) is not int or not (steps > 0 or steps == -1)):
+            # checked here: gymnasium < 1.4's TimeLimit only asserts it
+            raise ValueError(f"max_episode_steps must be a whole number > 0 (or -1: no "
+                             f"TimeLimit), not {steps!r}")

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 
-from tests.helpers.examples import HANG_GUARD_S
+from tests.helpers.examples import HANG_GUARD_S, ROOT
 from tests.helpers.server import free_port, stop
 
 __all__ = ["serve", "stats"]
@@ -23,8 +21,9 @@ _READY = "agentworld serve: ready at "
 
 
 def _command() -> list[str]:
-    exe = shutil.which("agentworld") or str(Path(sys.executable).with_name("agentworld"))
-    return [exe, "serve"]
+    """``agentworld serve`` of this checkout under the tests' own interpreter: an installed
+    ``agentworld`` script may belong to another interpreter or checkout."""
+    return [sys.executable, "-m", "agentworld_envs.cli", "serve"]
 
 
 @contextlib.contextmanager
@@ -40,7 +39,8 @@ def serve(env_id: str, *args: str, startup_timeout_s: float = HANG_GUARD_S) -> I
             generous ``startup_timeout_s``) before printing its ready line.
     """
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen([*_command(), env_id, "--port", str(port), *args],
                                    stdout=log, stderr=subprocess.PIPE, env=env, text=True)
