@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 
 from tests.helpers.examples import HANG_GUARD_S, ROOT
-from tests.helpers.server import free_port, stop
+from tests.helpers.server import stop
 
 __all__ = ["serve", "stats"]
 
@@ -29,7 +29,8 @@ def _command() -> list[str]:
 @contextlib.contextmanager
 def serve(env_id: str, *args: str, startup_timeout_s: float = HANG_GUARD_S) -> Iterator[
         tuple[str, subprocess.Popen]]:
-    """Run ``agentworld serve ENV_ID ARGS`` on a free loopback port until the block ends.
+    """Run ``agentworld serve ENV_ID ARGS`` on a loopback port the server picks (``--port
+    0``: a port picked here and freed for it could be taken first) until the block ends.
 
     Yields:
         The base URL and the process (SIGTERM, then SIGKILL after 30 s, at the end).
@@ -38,19 +39,20 @@ def serve(env_id: str, *args: str, startup_timeout_s: float = HANG_GUARD_S) -> I
         RuntimeError: with the server's output, when it exits (or is not ready within the
             generous ``startup_timeout_s``) before printing its ready line.
     """
-    port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen([*_command(), env_id, "--port", str(port), *args],
+        process = subprocess.Popen([*_command(), env_id, "--port", "0", *args],
                                    stdout=log, stderr=subprocess.PIPE, env=env, text=True)
         ready = threading.Event()
         lines: list[str] = []
+        url: list[str] = []
 
         def read() -> None:
             for line in process.stderr:
                 lines.append(line)
                 if line.startswith(_READY):
+                    url.append(line.removeprefix(_READY).split()[0])
                     ready.set()
 
         threading.Thread(target=read, daemon=True).start()
@@ -60,7 +62,7 @@ def serve(env_id: str, *args: str, startup_timeout_s: float = HANG_GUARD_S) -> I
                     raise RuntimeError(f"agentworld serve {env_id} stopped before it was ready "
                                        f"(code {process.poll()}):\n{''.join(lines)[-3000:]}")
                 startup_timeout_s -= 0.2
-            yield f"http://127.0.0.1:{port}", process
+            yield url[0], process
         finally:
             stop(process, 30)
 
