@@ -39,8 +39,9 @@ def replicas(*stalling: bool):
 def test_no_failover_starts_after_an_attempt_spent_the_calls_time() -> None:
     with replicas(True, False) as (stalled, healthy):
         backend = OpenAIBackend("m", [stalled.base_url, healthy.base_url], api_key_env=None,
-                                timeout_s=0.3, max_retries=0)
+                                timeout_s=0.3, max_retries=0, replica_cooldown_s=HANG_GUARD_S)
         (outcome,) = backend.complete_each([ask()])
+        backend.timeout_s = HANG_GUARD_S  # the healthy replica's answers need no speed
         after = backend.complete_each([ask(), ask()])  # the stalled replica sits out
     assert isinstance(outcome, OpenAIRequestError) and outcome.attempts == 1
     assert "the end of the call's 0.3 s, timeout_s x (max_retries + 1)" in str(outcome)

@@ -245,11 +245,22 @@ def test_over_the_cap_the_capacity_error_comes_at_once():
         second.close()
 
 
+def _reset_within_the_idle_timeout(url: str):
+    """A websocket whose session was reset. On a loaded machine the reset may come after a
+    short idle timeout closed the session the socket opened: then a new socket tries again."""
+    for _ in range(100):
+        ws = _ws(url)
+        if _ask(ws, {"type": "reset", "data": {}})["type"] == "observation":
+            return ws
+        ws.close()
+    raise AssertionError("no reset came within the idle timeout in 100 sessions")
+
+
 def test_idle_sessions_are_closed_and_say_so():
     with serve("AgentFloor/A1-v0", "--idle-timeout", "0.5") as (url, _):
-        with _ws(url) as ws:
-            assert _ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
-            _wait(lambda: stats(url)["sessions_closed"] >= 1, "the idle session closed")
+        with _reset_within_the_idle_timeout(url) as ws:
+            closed = stats(url)["sessions_closed"]  # the sessions of sockets that came late
+            _wait(lambda: stats(url)["sessions_closed"] > closed, "the idle session closed")
             reply = _ask(ws, {"type": "step", "data": {"message": "done"}})
             assert reply["type"] == "error" and "idle" in reply["data"]["message"]
         assert stats(url)["sessions_open"] == 0
@@ -260,8 +271,10 @@ def test_a_long_step_keeps_its_socket_health_answers_and_faults_stay_in_their_se
     url, _ = slow_search
 
     async def run() -> tuple[object, list[int], object]:
+        # pings go on through the step; their timeout is a hang guard, as a loaded machine's
+        # server may answer one late
         async with GenericEnvClient(base_url=url, websocket_ping_interval_s=0.2,
-                                    websocket_ping_timeout_s=0.5) as slow, \
+                                    websocket_ping_timeout_s=HANG_GUARD_S) as slow, \
                 GenericEnvClient(base_url=url) as poisoned:
             await slow.reset(seed=0)
             await poisoned.reset(seed=0)

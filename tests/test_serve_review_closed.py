@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
 pytest.importorskip("openenv")
 
+from agentworld_envs.serve import app  # noqa: E402
 from tests.helpers.openenv_server import stats  # noqa: E402
 from tests.test_serve import _ask, _in_process, _wait, _ws  # noqa: E402
 
 
-def test_state_of_a_session_closed_for_idling_is_an_error():
+@pytest.fixture
+def sweep_released(monkeypatch) -> threading.Event:
+    """The idle sweep finds no session idle until the event is set: on a loaded machine the
+    reset may come more than the short idle timeout after the connection opened."""
+    released, idle = threading.Event(), app._idle
+    monkeypatch.setattr(app, "_idle",
+                        lambda session, limit: released.is_set() and idle(session, limit))
+    return released
+
+
+def test_state_of_a_session_closed_for_idling_is_an_error(sweep_released):
     with _in_process("AgentFloor/B3-v0", idle_timeout_s=0.2) as url:
         with _ws(url) as ws:
             assert _ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            sweep_released.set()
             _wait(lambda: stats(url)["sessions_closed"] >= 1, "the idle session closed")
             # before, a live-looking state (done false) came back from the closed session
             for message in ({"type": "state"}, {"type": "step", "data": {"message": "hi"}}):

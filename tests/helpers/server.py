@@ -237,10 +237,11 @@ class FakeOpenAIServer:
 
 
 def fake_backend(base_url: str, **kwargs: Any) -> Any:
-    """An ``openai`` backend for a fake server: no key, no retries, short back-off."""
+    """An ``openai`` backend for a fake server: no key, no retries, short back-off, and a
+    ``timeout_s`` that is a hang guard (a loaded machine's answer is never a timeout)."""
     from agentworld_envs.backends.openai_compat import OpenAIBackend
 
-    options: dict[str, Any] = {"api_key_env": None, "backoff_s": 0.01, "timeout_s": 5.0,
+    options: dict[str, Any] = {"api_key_env": None, "backoff_s": 0.01, "timeout_s": 60.0,
                                "max_retries": 0}
     options.update(kwargs)
     return OpenAIBackend(model="fake", base_url=base_url, **options)
