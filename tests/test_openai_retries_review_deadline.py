@@ -58,4 +58,6 @@ def test_a_failover_attempt_gets_only_what_is_left_of_the_call() -> None:
         (outcome,) = backend.complete_each([ask()])
     assert isinstance(outcome, OpenAIRequestError) and outcome.attempts == 2
     assert "the end of the call's 0.6 s" in str(outcome)
-    assert [s.hits for s in servers] == [1, 1, 0]
+    # the third replica was never asked (the first two may not have read their request
+    # within 0.3 s on a loaded machine: their attempts count, their hits need not)
+    assert servers[2].hits == 0
