@@ -27,6 +27,12 @@ def world_model(down: set[int]) -> Any:
     return reply
 
 
+def backend(server: FakeOpenAIServer) -> str:
+    """The ``--backend`` of ``server``: no retries, no key."""
+    return json.dumps({"name": "openai", "model": "m", "base_url": server.base_url,
+                       "max_retries": 0, "api_key_env": None})
+
+
 def items_file(folder: Path) -> Path:
     return write_items([item_from_dict({
         "task": "floor", "id": i, "prompt": [f"act {i}"],
@@ -46,9 +52,7 @@ def test_a_run_with_failed_world_model_calls_leaves_records_and_no_report(
         (out / name).write_text("stale")
     down: set[int] = {0}
     with FakeOpenAIServer(lambda hit, body: world_model(down)(hit, body)) as server:
-        config = json.dumps({"name": "openai", "model": "m", "base_url": server.base_url,
-                             "max_retries": 0, "api_key_env": None})
-        argv = ["wm", *command, str(items), "--backend", config, "--batch-size", "1",
+        argv = ["wm", *command, str(items), "--backend", backend(server), "--batch-size", "1",
                 "--out", str(out)]
         assert main(argv) == 1
         assert "1 of 2 world-model calls failed" in capsys.readouterr().err
@@ -59,3 +63,22 @@ def test_a_run_with_failed_world_model_calls_leaves_records_and_no_report(
         down.clear()
         assert main([*argv, "--resume"]) == 0
     assert "| floor | 2 | 0 | 100.00 |" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("command", [["fidelity"], ["bench", "--judge", JUDGE]])
+def test_a_run_stopped_by_failed_calls_leaves_no_earlier_report(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run stopped early (too many failed calls) left the earlier run's ``report.json``,
+    ``report.md`` and ``records.jsonl`` in ``--out``, unchanged, beside its own journal: a
+    report that read as this run's."""
+    monkeypatch.delenv("AGENTWORLD_PROMPTS", raising=False)
+    items, out = items_file(tmp_path), tmp_path / "out"
+    out.mkdir()
+    for name in ("report.md", "report.json", "records.jsonl"):  # an earlier, finished run's
+        (out / name).write_text("earlier")
+    with FakeOpenAIServer(world_model({0, 1})) as server:
+        assert main(["wm", *command, str(items), "--backend", backend(server), "--batch-size",
+                     "1", "--max-faults", "0", "--out", str(out)]) == 1
+    assert "resume with" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["journal.jsonl"]

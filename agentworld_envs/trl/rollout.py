@@ -218,8 +218,8 @@ class TurnRollout:
         if trainer.model.training:  # evaluation may group rollouts otherwise
             _check_groups(sessions, trainer.num_generations)
         context = _context_tokens(trainer)
-        _check_room(prompt_ids, context, trainer.max_completion_length)
         budget = trainer.max_completion_length
+        _check_room(prompt_ids, context, budget)
         room = context - budget  # a turn's own budget
         active = [i for i, session in enumerate(sessions) if not session.done]
         while active := [i for i in active if len(prompt_ids[i]) + len(completion_ids[i])

@@ -17,7 +17,8 @@ from typing import Any, Literal, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
-__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "LM_FIELDS", "SYMBOLIC_FIELDS"]
+__all__ = ["ConfigError", "TeamArgs", "TrustRegionArgs", "LM_FIELDS", "SYMBOLIC_FIELDS",
+           "check_threads", "most_threads"]
 
 A = TypeVar("A", bound="TeamArgs")
 
@@ -57,6 +58,7 @@ def check_threads(name: str, threads: int) -> None:
     if threads > most_threads():
         raise ConfigError(name, f"must be at most {most_threads()} ({MAX_THREADS_PER_CPU} per "
                                 f"CPU of this machine), got {threads}")
+
 
 @dataclass
 class TeamArgs:

@@ -39,9 +39,9 @@ from typing import Any, Literal, TypeVar
 from agentworld_envs.cli_errors import UsageError, UsageParser, directory_arg
 from trainers.common.args import ConfigError
 
-__all__ = ["ConfigHelp", "add_dataclass_args", "check_config_values", "config_help",
-           "dataclass_from_args", "field_docs", "json_object", "parse_args", "parse_config",
-           "parse_with_config"]
+__all__ = ["ConfigHelp", "add_dataclass_args", "check_config_values", "check_model_folder",
+           "config_help", "dataclass_from_args", "field_docs", "holds_model", "json_object",
+           "parse_args", "parse_config", "parse_with_config"]
 
 T = TypeVar("T")
 
@@ -258,6 +258,13 @@ def check_config_values(settings: dict[str, Any]) -> None:
             raise ConfigError(name, f"must be {requirement}, not {value}")
 
 
+def holds_model(path: str | Path) -> bool:
+    """Whether ``path`` is a folder transformers loads a model from: a model's
+    (``config.json``) or a LoRA adapter's (``adapter_config.json``)."""
+    folder = Path(path).expanduser()
+    return any((folder / name).is_file() for name in ("config.json", "adapter_config.json"))
+
+
 def check_model_folder(model: str | None) -> None:
     """A ``--model`` naming a local model folder (or a LoRA adapter's) that exists, checked
     before any work; None (the script's own model) passes.
@@ -269,10 +276,9 @@ def check_model_folder(model: str | None) -> None:
     """
     if model is None:
         return
-    folder = Path(model).expanduser()
-    if not folder.is_dir():
+    if not Path(model).expanduser().is_dir():
         raise UsageError(f"--model {model}: no such folder (a local model directory)")
-    if not any((folder / name).is_file() for name in ("config.json", "adapter_config.json")):
+    if not holds_model(model):
         raise UsageError(f"--model {model}: holds no model (no config.json or "
                          f"adapter_config.json)")
 

@@ -36,6 +36,7 @@ from agentworld_envs.models.compact_view import VIEWS
 from agentworld_envs.models.pretrained import BASES, resolve_model
 from agentworld_envs.world.parsing import clean_response_marker
 from trainers.common.args import ConfigError, check_threads
+from trainers.common.flags import holds_model
 from trainers.world_model.examples import target_text
 from trainers.world_model.scratch import MARKUP_TOKENS, ScratchSpec, build_model, build_tokenizer
 
@@ -194,11 +195,9 @@ def check_model(model: str) -> None:
     (:func:`~agentworld_envs.backends.hf_settings.unreachable`)."""
     from agentworld_envs.backends.hf_settings import unreachable
 
-    folder = Path(model).expanduser()
-    if model in BASES or any((folder / name).is_file()
-                             for name in ("config.json", "adapter_config.json")):
+    if model in BASES or holds_model(model):
         return
-    if folder.exists() or unreachable("model", model):
+    if Path(model).expanduser().exists() or unreachable("model", model):
         raise ConfigError("model", f"{model} is not a local model folder (it has no "
                                    f"config.json) nor a base's name ({', '.join(BASES)})")
 
