@@ -73,7 +73,7 @@ def test_gym_make_by_default_gives_a_flagged_fallback_and_a_warning() -> None:
         strict.reset(seed=0)
         with warnings.catch_warnings(), pytest.raises(
                 TooManyFaultsError, match=r"^1 of 1 model calls failed \(1x backend_error: .*"
-                                          r"the server is on fire.*\(--max-faults\)$"):
+                                          r"the server is on fire.*\(max_faults\)$"):
             warnings.simplefilter("ignore", RuntimeWarning)
             strict.step(SEARCH)
         strict.close()
@@ -125,7 +125,7 @@ def test_simulated_rl_stops_with_one_line() -> None:
     [last] = [line for line in done.stderr.splitlines() if "model calls" in line]
     assert "Warning" not in done.stderr, done.stderr
     assert re.fullmatch(r"error: (\d) of \1 model calls failed \(\1x backend_error: .*the "
-                        r"server is on fire.*\); stopped after more than 0 \(--max-faults\)",
+                        r"server is on fire.*\); stopped after more than 0 \(max_faults\)",
                         last), last
     assert "Traceback" not in done.stderr
 
@@ -147,6 +147,17 @@ def test_the_world_model_evidence_reports_no_fidelity_of_failed_calls() -> None:
     with pytest.raises(TooManyFaultsError, match=r"^2 of 2 model calls failed \(2x .*GPU on "
                                                  r"fire.*; no base fidelity is reported$"):
         fidelity(failing, load_items(sample_path())[:2], "base", 16)
+
+
+def test_the_agreement_check_names_no_setting_it_does_not_have() -> None:
+    from agentworld_envs.backends.registry import make_backend
+    from agentworld_envs.bench.items import load_items
+    from agentworld_envs.bench.sample import sample_path
+    from trainers.experiments.world_model_evidence import agreement
+    failing = make_backend({"name": "scripted", "rules": [{"match": ".", "error": "GPU on fire"}]})
+    with pytest.raises(TooManyFaultsError, match=r"^1 of 1 model calls failed \(1x .*GPU on "
+                                                 r"fire.*; stopped after more than 0$"):
+        agreement({"a": failing, "b": failing}, load_items(sample_path())[:1], 8)
 
 
 def test_sim_fidelity_through_transformers_serve(tiny_server: tuple[str, str],

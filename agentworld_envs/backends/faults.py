@@ -48,10 +48,14 @@ class FaultTally:
         max_faults: Failed calls tolerated before :meth:`add` raises; None or a negative
             number: never stop (the user asked to go on).
         what: What a call is, in messages (``"world-model calls"``).
+        setting: The setting that sets ``max_faults``, named when the budget is spent: an
+            env's ``max_faults`` keyword, a command's ``--max-faults`` flag (the default), or
+            empty where no setting changes it.
     """
 
     max_faults: int | None = DEFAULT_MAX_FAULTS
     what: str = "model calls"
+    setting: str = "--max-faults"
     calls: int = 0
     failed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -80,8 +84,9 @@ class FaultTally:
             if len(texts) < 2 and reason not in texts:
                 texts.append(reason)
         if self.bounded and self.max_faults < self.failed:
+            named = f" ({self.setting})" if self.setting else ""
             raise TooManyFaultsError(f"{self.summary()}; stopped after more than "
-                                     f"{self.max_faults} (--max-faults)")
+                                     f"{self.max_faults}{named}")
 
     def summary(self) -> str:
         """``N of M <what> failed (K x <commonest reason>)``."""

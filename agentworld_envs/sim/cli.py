@@ -178,6 +178,7 @@ def _play(backend: dict[str, Any], scenario_ids: list[str], todo: list[int], mod
                                backend=backend, mode=mode, sampling=sampling, prompts=prompts,
                                max_faults=tally.max_faults)
     envs.sim.faults.restore(tally.counts())  # the budget counts the kept scenarios' failures
+    envs.sim.faults.setting = tally.setting  # spent, it names the command's flag
     played = [{"calls": 0, "failures": [], "fallback_steps": 0} for _ in todo]
     try:
         envs.reset(seed=[seed + i for i in todo],

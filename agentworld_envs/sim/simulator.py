@@ -86,7 +86,7 @@ class Simulator:
             _warn_placeholder_once(self.identity["backend"])
         self.judge = self.world_model if config.judge_backend is None else ModelClient(
             config.judge_backend, config.record_path, config.timeout_s)
-        self.faults = FaultTally(config.max_faults, "model calls")
+        self.faults = FaultTally(config.max_faults, "model calls", "max_faults")
         """World-model and judge calls made and failed, with the reasons."""
         self.sources: Counter[str] = Counter()
         """Step observations by ``info["observation_source"]`` (``fallback``, ...)."""

@@ -258,7 +258,8 @@ def agreement(backends: dict[str, Backend], items: list[BenchItem], max_tokens: 
     in turn (so that a busy moment costs each alike): per other backend, the items whose answer
     differs from the first's, and every backend's CPU seconds. A failed request stops it
     (:class:`TooManyFaultsError`): it has no answer to compare."""
-    models = {label: TalliedBackend(backend, FaultTally(0)) for label, backend in backends.items()}
+    models = {label: TalliedBackend(backend, FaultTally(0, setting=""))
+              for label, backend in backends.items()}
     sampling = SamplingParams(**{**EMBEDDED_SAMPLING, "max_tokens": max_tokens}, seed=0)
     answers: dict[str, list[str | None]] = {label: [] for label in models}
     cpu = dict.fromkeys(models, 0.0)
