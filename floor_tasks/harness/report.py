@@ -3,6 +3,9 @@
 The routing table finds, per tier, the *boundary of model necessity*: the cheapest model whose
 pass rate is statistically equivalent (TOST, :func:`~floor_tasks.harness.stats.equivalence_test`)
 to the best model's in that tier.
+
+Every interval treats a task as one cluster (its variants and repeats are correlated runs), so it
+is about the population of tasks, not only these tasks' runs (see :mod:`floor_tasks.harness.stats`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from floor_tasks.harness.record import RunRecord
 from floor_tasks.harness.stats import (
     METHOD,
     DiffCI,
+    Equivalence,
     RateCI,
     equivalence_test,
     pass_rate_ci,
@@ -167,16 +171,19 @@ class Route:
     """Every model equivalent to the best one (the best included), cheapest first."""
 
 
-def _outcome_pair(
-    a: Sequence[RunRecord], b: Sequence[RunRecord]
-) -> tuple[list[bool], list[bool], bool]:
-    """Outcomes of two cells, aligned case by case (paired) when both hold the same cases."""
+def _equivalence(
+    a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float
+) -> Equivalence:
+    """The equivalence test of two cells, tasks as clusters; paired case by case when both
+    hold the same cases."""
     cases_a = {case_key(r): r.passed for r in a}
     cases_b = {case_key(r): r.passed for r in b}
     if len(cases_a) == len(a) and len(cases_b) == len(b) and cases_a.keys() == cases_b.keys():
         keys = sorted(cases_a)
-        return [cases_a[k] for k in keys], [cases_b[k] for k in keys], True
-    return [r.passed for r in a], [r.passed for r in b], False
+        return equivalence_test([cases_a[k] for k in keys], [cases_b[k] for k in keys],
+                                margin=margin, paired=True, clusters_a=[k[0] for k in keys])
+    return equivalence_test([r.passed for r in a], [r.passed for r in b], margin=margin,
+                            clusters_a=[r.task_id for r in a], clusters_b=[r.task_id for r in b])
 
 
 def _route(
@@ -190,8 +197,7 @@ def _route(
     best = min(cells, key=lambda m: (-rate[m].rate, cost[m], m))
     diffs: dict[str, DiffCI] = {}
     for model, records in cells.items():
-        mine, theirs, paired = _outcome_pair(records, cells[best])
-        test = equivalence_test(mine, theirs, margin=margin, paired=paired)
+        test = _equivalence(records, cells[best], margin)
         if model == best or test.equivalent:
             diffs[model] = test.diff
     equivalent = sorted(diffs, key=lambda m: (cost[m], -rate[m].rate, m))
@@ -239,7 +245,25 @@ class Report:
         return (
             f"## Tier ladder\n\nPass rate [95% {METHOD} interval] (passed/runs). The interval "
             "stays wide for few runs: 5/5 gives [57%, 100%].\n\n"
-            + _table(head, rows)
+            + _table(head, rows) + self._clusters_md()
+        )
+
+    def _clusters_md(self) -> str:
+        """What the intervals are about where a task ran more than once; nothing otherwise
+        (each interval is then Wilson's over the runs)."""
+        cells = [cell for cells in self.ladder.values() for cell in cells.values()]
+        if all(cell.clusters == cell.n for cell in cells):
+            return ""
+        head = ["Model", *self.tiers, "Overall"]
+        rows = [[m, *(_cluster_cell(cells[c]) for c in [*self.tiers, OVERALL])]
+                for m, cells in self.ladder.items()]
+        return (
+            "\n\nA task's runs (its variants and repeats) are correlated, so each interval here "
+            "and each difference in the routing table counts a task as one cluster: the interval "
+            "is Wilson's over the effective runs (the runs over their design effect, estimated "
+            "from the tasks' pass counts; Korn & Graubard 1998), which lie between the tasks "
+            "and the runs, and are the tasks where every run passed or every run failed. Tasks / "
+            "effective runs:\n\n" + _table(head, rows)
         )
 
     def _failures_md(self) -> str:
@@ -304,6 +328,10 @@ class Report:
         )
 
 
+def _cluster_cell(ci: RateCI) -> str:
+    return f"{ci.clusters} / {ci.n_eff:.1f}" if ci.n else "n/a"
+
+
 def _usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.4f}"
 
@@ -347,7 +375,7 @@ def build_report(
     groups = by_model(records)
     columns = {m: _columns(rs, tiers) for m, rs in groups.items()}
     ladder = {
-        m: {c: pass_rate_ci([r.passed for r in rs])
+        m: {c: pass_rate_ci([r.passed for r in rs], clusters=[r.task_id for r in rs])
             for c, rs in cols.items()}
         for m, cols in columns.items()
     }
