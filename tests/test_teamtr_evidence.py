@@ -82,7 +82,7 @@ def test_training_summary_counts_kept_steps_regressions_and_paired_differences(e
             run("teamtr_nx_budget", 2, [0.5, 0.8, 0.9, 0.95, 0.95], [0.5, 0.5, 0.5, 0.5]),
             run("kl_no_refresh", 1, [0.5, 0.6, 0.8, 0.9, 0.9], [1.0] * 4),
             run("kl_no_refresh", 2, [0.5, 0.6, 0.9, 0.9, 0.9], [1.0] * 4)]
-    train = evidence.summarize_training(runs, np.random.default_rng(0))
+    train = evidence.summarize_training(runs)
     cell = train["table"]["teamtr_nx_budget"][2]
     assert cell["regressed"] == 1 and cell["collapsed"] == 0
     assert cell["accepted"] == pytest.approx((3 / 4 + 4 / 4) / 2)
@@ -91,7 +91,9 @@ def test_training_summary_counts_kept_steps_regressions_and_paired_differences(e
     assert cell["final"]["mean"] == pytest.approx(0.775)
     paired = train["paired"]["equal_updates"]["by_n"][2]
     assert paired[1]["value"] == pytest.approx(((0.7 - 0.6) + (0.8 - 0.6)) / 2)
-    assert paired[1]["low"] == pytest.approx(0.1) and paired[1]["high"] == pytest.approx(0.2)
+    half = 12.7062 * 0.05  # t_{0.975, 1} x the sd of (0.1, 0.2) over the root of 2 seeds
+    assert paired[1]["low"] == pytest.approx(0.15 - half, abs=1e-4)
+    assert paired[1]["high"] == pytest.approx(0.15 + half, abs=1e-4)
     assert paired[4]["value"] == pytest.approx(((0.6 - 0.9) + (0.95 - 0.9)) / 2)
 
 
