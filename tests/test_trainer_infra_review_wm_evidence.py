@@ -72,3 +72,32 @@ def test_eval_before_train_is_one_line_naming_the_step_to_run(
     assert run_command(lambda: main(["eval", "--out", str(tmp_path), "--items", "2"])) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and f"run the train step first (train --out {tmp_path})" in error
+
+
+def test_eval_scores_the_shipped_adapter_or_a_named_folder(tmp_path: Path) -> None:
+    from agentworld_envs.backends.embedded import embedded_backend
+    from trainers.experiments.world_model_evidence import adapter_model
+    assert adapter_model("shipped", tmp_path / "adapter") == embedded_backend("tools")
+    assert adapter_model(None) == embedded_backend("tools")  # agree's default
+    with pytest.raises(UsageError, match=r"no trained adapter; run the train step first "
+                                         r".*or score the shipped adapter \(--adapter shipped\)"):
+        adapter_model(None, tmp_path / "adapter")
+    with pytest.raises(UsageError, match="no such folder"):
+        adapter_model(str(tmp_path / "elsewhere"), tmp_path / "adapter")
+    (tmp_path / "mine").mkdir()
+    assert adapter_model(str(tmp_path / "mine"))["adapter"] == str(tmp_path / "mine")
+
+
+def test_the_exact_rate_on_answers_no_training_transition_holds() -> None:
+    from types import SimpleNamespace
+
+    from trainers.experiments.world_model_evidence import unseen_answers_exact
+    items = [SimpleNamespace(key=f"mcp/{i}", ground_truth=answer)
+             for i, answer in enumerate(["[]", "[]", "rate limited", "TCK-1", "TCK-2", "x"])]
+    records = [{"key": f"mcp/{i}", "fidelity": {"exact": exact}}
+               for i, exact in enumerate([True, True, True, True, False, False])]
+    found = unseen_answers_exact(records, items, seen={"[]", "rate limited"})
+    assert found["items"] == 3 and found["exact"] == 33.33  # 1 of TCK-1, TCK-2, x
+    assert found["exact_wilson95"] == [6.1, 79.2]
+    assert unseen_answers_exact(records, items, seen={"[]", "rate limited", "TCK-1", "TCK-2",
+                                                       "x"})["items"] == 0

@@ -90,6 +90,8 @@ from trainers.world_model.explore import explore_corpus, mistaken
 from trainers.world_model.sft import SFTArgs, sft_config, train_sft
 
 _FAMILY = re.compile(r"MCP server \S+-(\w+) \(")
+SHIPPED = "shipped"
+"""``--adapter``'s name for the ``tools`` adapter this package ships."""
 
 
 def oracle_corpus(out: Path) -> Path:
@@ -285,7 +287,7 @@ def agreement(backends: dict[str, Backend], items: list[BenchItem], max_tokens: 
 
 def agree(out: Path, dtype: str, count: int, adapter: str | None, max_tokens: int) -> None:
     """``agreement`` of the embedded model in ``dtype`` with float32 on both domains."""
-    model = _adapter_config(Path(adapter)) if adapter else embedded_backend("tools")
+    model = adapter_model(adapter)
     backends = {"float32": make_backend({**model, "dtype": "float32"}),
                 dtype: make_backend({**model, "dtype": dtype})}
     evidence = {}
@@ -322,15 +324,39 @@ def _step_seconds(domain: str, envs: int, steps: int) -> dict[str, float]:
     return {k: round(v, 2) for k, v in seconds.items()}
 
 
+def adapter_model(adapter: str | None, trained: Path | None = None) -> dict[str, Any]:
+    """The embedded model with ``adapter``: a folder, or :data:`SHIPPED` (the ``tools`` adapter
+    the package ships); None: the adapter ``train`` wrote in ``trained``, or the shipped one
+    where no ``trained`` folder is named."""
+    if adapter == SHIPPED or (adapter is None and trained is None):
+        return embedded_backend("tools")
+    folder = Path(adapter) if adapter else trained
+    if not folder.is_dir():
+        hint = (f"run the train step first (train --out {folder.parent}) or score the shipped "
+                f"adapter (--adapter {SHIPPED})" if adapter is None else "no such folder")
+        raise UsageError(f"{folder}: no trained adapter; {hint}")
+    return _adapter_config(folder)
+
+
+def unseen_answers_exact(records: list[dict[str, Any]], items: list[BenchItem],
+                         seen: set[str]) -> dict[str, Any]:
+    """The exact-match rate (0-100, with its 95% Wilson interval) over the items whose true
+    answer occurs in no training transition: the held-out figure that memorised generic
+    answers (an empty search result, a rate limit) cannot lift."""
+    unseen = {item.key for item in items if item.ground_truth not in seen}
+    kept = [record for record in records if record["key"] in unseen]
+    exact = sum(bool(record["fidelity"]["exact"]) for record in kept)
+    return {"items": len(kept), "exact": round(100 * exact / len(kept), 2) if kept else None,
+            "exact_wilson95": exact_interval(kept)}
+
+
 def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_tokens: int,
-             base_items: int = 24) -> None:
+             base_items: int = 24, adapter: str | None = None) -> None:
     """Held-out fidelity of the base, the fine-tuned model (and floor_wm), and step costs."""
-    if not (out / "adapter").is_dir():
-        raise UsageError(f"{out / 'adapter'}: no trained adapter; run the train step first "
-                         f"(train --out {out})")
+    fine_tuned = adapter_model(adapter, out / "adapter")
     items = _draw(out, domain, count)
-    models = {"fine-tuned": _adapter_config(out / "adapter"),
-              "base (built-in prompt)": embedded_backend()}
+    seen = {item.ground_truth for item in load_items(out / "train" / f"{domain}.jsonl")}
+    models = {"fine-tuned": fine_tuned, "base (built-in prompt)": embedded_backend()}
     if floor_wm and domain == "floor":
         models["floor_wm"] = {"name": "hf", "model": floor_wm, "batch_size": 16}
     evidence: dict[str, Any] = {"items": len(items), "max_tokens": max_tokens,
@@ -338,7 +364,10 @@ def evaluate(out: Path, domain: str, count: int, floor_wm: str | None, max_token
     for label, backend in models.items():
         scored = items[:base_items] if label.startswith("base") and base_items else items
         evidence[label] = _fidelity(backend, scored, label, max_tokens)
-        print(label, evidence[label]["markdown"], flush=True)
+        evidence[label]["unseen_answers"] = unseen_answers_exact(
+            evidence[label]["records"], scored, seen)
+        print(label, evidence[label]["markdown"], "answers no training transition holds:",
+              evidence[label]["unseen_answers"], flush=True)
     evidence["seconds_per_env_step"] = {"single": _step_seconds(domain, 1, 3),
                                         "vector_of_16": _step_seconds(domain, 16, 1)}
     print(evidence["seconds_per_env_step"])
@@ -360,7 +389,8 @@ class Args:
     dtype: str = "bfloat16"
     """agree: the dtype compared with float32"""
     adapter: str | None = None
-    """agree: the adapter's folder (default: the shipped ``tools`` adapter)"""
+    """eval and agree: the adapter's folder, or ``shipped`` (the ``tools`` adapter this package
+    ships); default: eval the one train wrote in --out, agree the shipped one"""
     minutes: float = 30.0
     """training time budget"""
     explore_repeats: int = 4
@@ -400,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
             agree(args.out, args.dtype, args.items, args.adapter, args.max_tokens)
         else:
             evaluate(args.out, args.domain, args.items, args.floor_wm, args.max_tokens,
-                     args.base_items)
+                     args.base_items, args.adapter)
     except TooManyFaultsError as exc:
         raise SystemExit(f"error: {exc}") from None
 
