@@ -13,20 +13,55 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
-from collections.abc import Callable, Collection, Iterable, Iterator
+import reprlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from agentworld_envs.errors import FieldedError
 
 __all__ = ["Interrupted", "UnknownNameError", "UsageError", "UsageParser", "directory_arg",
-           "int_at_least", "name_of", "number_type", "on_interrupt", "seed_number"]
+           "int_at_least", "name_of", "nearest_names", "number_type", "on_interrupt",
+           "refused_value", "seed_number"]
 
 T = TypeVar("T")
 
 _LISTED = 12
 """Most known names an error lists in full."""
+
+
+def nearest_names(name: object, known: Iterable[str], n: int = 3,
+                  cutoff: float = 0.6) -> list[str]:
+    """The ``n`` known names nearest to ``name``, nearest first, ignoring case (``a1`` is
+    nearest to ``A1``).
+
+    Example:
+        >>> nearest_names("a1", ["C1", "A11", "A1"])
+        ['A1', 'A11']
+    """
+    by_folded: dict[str, list[str]] = {}
+    for known_name in known:
+        by_folded.setdefault(known_name.casefold(), []).append(known_name)
+    close = difflib.get_close_matches(str(name).casefold(), list(by_folded), n, cutoff)
+    return [known_name for folded in close for known_name in by_folded[folded]][:n]
+
+
+def refused_value(error: Mapping[str, Any]) -> str:
+    """What one pydantic error (an item of ``ValidationError.errors()``) says of the value it
+    refused, for a message that names the setting first: a validator's own message, else what
+    the value must be and what it was.
+
+    Example:
+        >>> refused_value({"msg": "Input should be greater than 0", "input": 0})
+        'must be greater than 0, got 0'
+    """
+    cause = error.get("ctx", {}).get("error")
+    if cause is not None:
+        return str(cause)
+    message = error["msg"].replace("Input should be", "must be", 1).replace(
+        "greater than or equal to", "at least").replace("less than or equal to", "at most")
+    return f"{message[:1].lower()}{message[1:]}, got {reprlib.repr(error['input'])}"
 
 
 class UsageError(FieldedError):
@@ -38,7 +73,7 @@ class UnknownNameError(UsageError, ValueError):
     nearest known ones."""
 
     def __init__(self, kind: str, name: object, known: Collection[str], listing: str = ""):
-        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
+        close = nearest_names(name, known, cutoff=0.5)
         message = f"unknown {kind} {name!r}"
         if close:
             message += f"; did you mean {' or '.join(repr(c) for c in close)}?"

@@ -18,6 +18,7 @@ others), against a served world model::
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import gymnasium as gym
@@ -48,22 +49,25 @@ def env_ids() -> list[str]:
     return [i for i in gym.registry if i.startswith(("AgentWorld/", "AgentFloor/"))]
 
 
-def main() -> None:
-    parser = UsageParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = UsageParser(description=__doc__.splitlines()[0],
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     positive = int_at_least(1)
     parser.add_argument("--env-id", default="AgentWorld/MCP-v0", type=name_of("env id", env_ids),
                         help="an AgentWorld/<Domain>-v0 or AgentFloor/<ID>-v0 id")
     parser.add_argument("--backend", default="scripted", type=backend_arg,
                         help="a backend name or JSON config (AgentWorld ids only)")
     parser.add_argument("--num-envs", type=positive, default=16, help="sub-envs in all")
-    parser.add_argument("--num-actors", type=positive, default=2, help="Ray actors")
+    parser.add_argument("--num-actors", type=positive, default=None,
+                        help="Ray actors; unset: one per CPU of the Ray cluster, at most one per "
+                             "group")
     parser.add_argument("--group-size", type=positive, default=4,
                         help="consecutive sub-envs that play one task with one seed")
     parser.add_argument("--rounds", type=positive, default=2, help="episodes per sub-env")
     parser.add_argument("--seed", type=seed_number, default=0,
                         help="seed of the first round's resets and of the random policy")
-    parser.add_argument("--address", default=None, help="a Ray cluster (default: a local one)")
-    args = parser.parse_args()
+    parser.add_argument("--address", default=None, help="a Ray cluster; unset: a local one")
+    args = parser.parse_args(argv)
     if args.address:
         import ray
 

@@ -71,7 +71,7 @@ USAGE_ERRORS = {
     "sim task twice": (["sim", "fidelity", "--backend", "scripted", "--tasks", "C3,C3"],
                        ["duplicate task ids: C3"]),
     "repeats": (["floor", "run", "--tasks", "A1", "--repeats", "0"],
-                ["repeats: input should be greater than or equal to 1"]),
+                ["--repeats: must be at least 1, got 0"]),
     "backend key": (["floor", "run", "--backend", '{"name": "openai", "model": "m", '
                                                   '"baseurl": "http://127.0.0.1:9/v1"}'],
                     ["backend 'openai': unknown key 'baseurl'; did you mean 'base_url'?"]),

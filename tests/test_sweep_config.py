@@ -91,7 +91,7 @@ def test_unknown_tasks_and_variants_are_named(tmp_path: Path) -> None:
     with pytest.raises(SweepConfigError, match=r"unknown task id\(s\): C33 \(did you mean C3\?\)"):
         expand(config, TASK_IDS, TIER_OF, VARIANTS_OF)
     config = load_text(tmp_path, MINIMAL + "tasks: [C1]\nvariants: [v0, i1, v9]\n")
-    no_variant = r"variants: no selected task has variant\(s\) i1, v9$"
+    no_variant = r"variants: no selected task has variant\(s\) i1, v9; they have: v0, v1"
     with pytest.raises(SweepConfigError, match=no_variant):
         expand(config, TASK_IDS, TIER_OF, VARIANTS_OF)
 

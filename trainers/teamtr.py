@@ -38,7 +38,14 @@ from trainers.common.args import ConfigError, TrustRegionArgs
 from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.exact_gains import ExactGainProbe, exact_supported
 from trainers.common.flags import parse_args
-from trainers.common.loop import StageHook, TrainResult, agent_record, budget_stages, run_stages
+from trainers.common.loop import (
+    StageHook,
+    TrainResult,
+    agent_record,
+    budget_stages,
+    check_budget,
+    run_stages,
+)
 from trainers.common.objectives import message_advantages, surrogate_gain
 from trainers.common.team import (
     Team,
@@ -46,6 +53,7 @@ from trainers.common.team import (
     build_team,
     check_same_vocabulary,
     make_optimizer,
+    team_task,
 )
 from trainers.common.updates import (
     UpdateSettings,
@@ -205,10 +213,9 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
           ) -> TrainResult:
     """Train a team with TeamTR until ``total_episodes`` rollout episodes are used."""
     args.exp_name = args.exp_name or "teamtr"
-    team = team or build_team(args)
-    settings = UpdateSettings.from_args(args)
-    n = team.n_agents
-    task = getattr(team.rollouts, "task", None)
+    # Without a team, read from the env alone: every setting is checked before a model loads.
+    task = team_task(args) if team is None else getattr(team.rollouts, "task", None)
+    n = task.n_agents if team is None else team.n_agents
     if args.exact_gains and not (task is not None and exact_supported(task)):
         raise ConfigError("exact_gains", f"{args.env_id} with {args.env_kwargs} cannot be "
                                          "enumerated: use a relay or compositional chain with "
@@ -221,10 +228,13 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
     if args.replace_agent >= n:
         raise ConfigError("replace_agent", f"{args.replace_agent} is not an agent of this "
                                            f"{n}-agent team")
+    check_budget(args, stage_cost)
     if args.replace_agent >= 0 and args.replace_at_stage >= budget_stages(
             stage_cost, args.total_episodes):
         raise ConfigError("replace_at_stage", f"stage {args.replace_at_stage} is past the last "
                                               f"one that {args.total_episodes} episodes pay for")
+    team = team or build_team(args)
+    settings = UpdateSettings.from_args(args)
 
     def play_stage(stage: int) -> dict[str, Any]:
         record: dict[str, Any] = {}

@@ -7,6 +7,7 @@ at the call site may ``backend`` or ``judge_backend`` be a live backend object.
 from __future__ import annotations
 
 import os
+import reprlib
 import threading
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,6 +16,7 @@ import pydantic
 from agentworld_envs.backends import Backend, SamplingParams
 from agentworld_envs.backends.embedded import DEFAULT_WORLD_MODEL, default_world_model
 from agentworld_envs.backends.registry import declared_sampling
+from agentworld_envs.cli_errors import UsageError, nearest_names, refused_value
 from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
 from agentworld_envs.world.prompt_sets import PromptSet, resolve_prompt_set
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
     from agentworld_envs.domains.base import Domain
     from agentworld_envs.world.reality import Reality
 
-__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "WORLD_MODEL_SAMPLING", "step_budget"]
+__all__ = ["CALL_TIMEOUT_S", "DEFAULT_BACKEND", "SimConfig", "SimConfigError",
+           "WORLD_MODEL_SAMPLING", "step_budget"]
 
 DEFAULT_BACKEND = None
 """No backend named: the domain's default world model
@@ -37,6 +40,12 @@ CALL_TIMEOUT_S = 3600.0
 """Default wait for one batched world-model call: 32,768 tokens at ~10 tokens/s, with room."""
 
 BackendConfig = str | dict[str, Any] | Backend
+_BACKEND_FORMS = "a backend name, a backend config dict or a Backend, or None"
+
+
+class SimConfigError(UsageError, ValueError):
+    """A simulated env setting that is unknown, or a value it cannot take: one line naming the
+    setting, what was given and what is allowed."""
 
 
 class SimConfig(pydantic.BaseModel):
@@ -131,15 +140,19 @@ class SimConfig(pydantic.BaseModel):
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # a union's description is what a refused value is told it must be (one line, not each
+    # of its forms' refusals)
     domain: DomainKey
-    backend: BackendConfig | None = DEFAULT_BACKEND
+    backend: BackendConfig | None = pydantic.Field(DEFAULT_BACKEND, description=_BACKEND_FORMS)
     sampling: dict[str, Any] = {}
     prompts: str | None = None
-    judge_backend: BackendConfig | None = None
+    judge_backend: BackendConfig | None = pydantic.Field(None, description=_BACKEND_FORMS)
     judge_sampling: dict[str, Any] = {}
     reward: Literal["simulated", "real"] = "simulated"
     reward_kind: Literal["rule", "judge", "hybrid"] | None = None
-    scenarios: Literal["builtin", "generated"] | list[str | dict[str, Any] | Scenario] = "builtin"
+    scenarios: Literal["builtin", "generated"] | list[str | dict[str, Any] | Scenario] = \
+        pydantic.Field("builtin", description="'builtin', 'generated', or a list of scenario "
+                                              "ids, dicts or Scenario objects")
     controls: list[Control] = []
     fictional: bool | None = None
     record_path: str | None = None
@@ -154,6 +167,14 @@ class SimConfig(pydantic.BaseModel):
     real_counterpart: bool = True
     decided_by: Literal["shown", "scenario"] = "shown"
     reveal_reference: bool = False
+
+    def __init__(self, /, **settings: Any) -> None:
+        """Raises :class:`SimConfigError` (a ``ValueError``) for an unknown setting or a bad
+        value."""
+        try:
+            super().__init__(**settings)
+        except pydantic.ValidationError as exc:
+            raise SimConfigError(_refusal(exc, settings)) from None
 
     @pydantic.model_validator(mode="after")
     def _simulated_without_counterpart(self) -> SimConfig:
@@ -226,6 +247,37 @@ def step_budget(value: Any, name: str) -> int | None:
     """``value`` as a step budget: None (not given) or an integer >= 1; a ``ValueError`` naming
     ``name`` otherwise."""
     return None if value is None else check_int(name, value, 1)
+
+
+def _refusal(exc: pydantic.ValidationError, settings: dict[str, Any]) -> str:
+    """``exc``'s failures in one line: the unknown settings with the nearest known names, then
+    each bad value with its setting, what was given and what is allowed."""
+    known = sorted(set(SimConfig.model_fields) - {"domain"})  # the env id sets the domain
+    unknown = sorted(e["loc"][0] for e in exc.errors() if e["type"] == "extra_forbidden")
+    problems = []
+    if unknown:
+        close = [match for name in unknown for match in nearest_names(name, known, 1)]
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        problems.append(f"unknown AgentWorld env setting(s) {unknown}{hint}; known: {known}")
+    described = set()
+    for error in exc.errors():
+        loc = error["loc"]
+        if error["type"] == "extra_forbidden" or (loc and loc[0] in described):
+            continue
+        description = loc and SimConfig.model_fields[loc[0]].description
+        if description and error["type"] != "value_error":  # one line for a union's forms
+            described.add(loc[0])
+            problems.append(f"AgentWorld env setting {loc[0]}: must be {description}, got "
+                            f"{reprlib.repr(settings[loc[0]])}")
+        else:
+            problems.append(f"AgentWorld env setting {_path(loc)}: {refused_value(error)}"
+                            if loc else refused_value(error))
+    return "; ".join(problems)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """A setting's error location as written in Python: ``controls[0].probability``."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)[1:]
 
 
 def _sampling(fields: dict[str, Any]) -> SamplingParams:

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from agentworld_envs.backends import Backend
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend
 from agentworld_envs.backends.redaction import redact
+from agentworld_envs.cli_errors import refused_value
 from agentworld_envs.protocol.shown import shown
 from floor_tasks.harness.agents import as_backend
 from floor_tasks.harness.corpus import RunCorpus, read_metadata, writer_lock
@@ -35,7 +36,6 @@ from floor_tasks.harness.sweep_config import (
     SweepConfig,
     SweepConfigError,
     expand,
-    format_errors,
 )
 from floor_tasks.task import load_tasks
 
@@ -332,7 +332,8 @@ def single_model_config(backend: dict[str, Any], *, name: str, tasks: Any = "all
     """A one-model sweep config, as ``agentworld floor run`` builds it from flags.
 
     Raises:
-        SweepConfigError: a setting that does not fit, one line per field.
+        SweepConfigError: a setting that does not fit, one line each, named by the flag that
+            sets it (``--max-steps: must be greater than 0, got 0``).
     """
     try:
         return SweepConfig.model_validate({
@@ -341,5 +342,22 @@ def single_model_config(backend: dict[str, Any], *, name: str, tasks: Any = "all
             "models": [{"name": name, "backend": backend, **{
                 k: v for k, v in settings.items() if v is not None}}]})
     except ValidationError as exc:
-        raise SweepConfigError(format_errors("the command line", exc)) from None
+        raise SweepConfigError(_flag_errors(exc)) from None
+
+
+_RUN_FLAGS = {"sweep_name": "--name", "results_dir": "--out", "max_steps_override": "--max-steps"}
+"""The ``agentworld floor run`` flags not named after the config field they set (the others
+are its name in dashes: ``max_tokens`` is ``--max-tokens``)."""
+
+
+def _flag_errors(exc: ValidationError) -> str:
+    """``exc``'s errors, one line each, under the ``agentworld floor run`` flag that set the
+    field (the model's own fields too: ``models.0.max_tokens`` is ``--max-tokens``)."""
+    lines = []
+    for error in exc.errors():
+        loc = error["loc"][2:] if error["loc"][:1] == ("models",) else error["loc"]
+        field = str(loc[0]) if loc else ""
+        flag = _RUN_FLAGS.get(field, f"--{field.replace('_', '-')}")
+        lines.append(f"{flag}: {refused_value(error)}" if loc else refused_value(error))
+    return "\n".join(dict.fromkeys(lines))  # --name sets two fields
 

@@ -10,7 +10,6 @@ run, in a fixed order: arm, task, variant, repeat.
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from pydantic import (
 
 from agentworld_envs.backends import SamplingParams
 from agentworld_envs.backends.registry import check_backend_config
+from agentworld_envs.cli_errors import nearest_names
 from floor_tasks.harness.runner import SYSTEM_PROMPT, RunSettings
 from floor_tasks.harness.yaml_limits import YAMLLimitError, line_of, load_yaml
 from floor_tasks.task import TIERS
@@ -326,11 +326,16 @@ def resolve_tasks(
     wanted = [selector] if isinstance(selector, str) else list(selector)
     unknown = [t for t in wanted if t not in all_task_ids]
     if unknown:
-        hints = [difflib.get_close_matches(str(t), list(all_task_ids), n=1) for t in unknown]
-        named = [f"{t} (did you mean {h[0]}?)" if h else str(t)
-                 for t, h in zip(unknown, hints, strict=True)]
-        raise SweepConfigError(f"unknown task id(s): {', '.join(named)}")
+        raise SweepConfigError(f"unknown task id(s): {_hinted(unknown, all_task_ids)}")
     return wanted
+
+
+def _hinted(unknown: Sequence[str], known: Sequence[str]) -> str:
+    """The unknown names, each with the nearest known one (ignoring case) where there is one:
+    ``a1 (did you mean A1?), Q9``."""
+    hints = [nearest_names(name, known, 1) for name in unknown]
+    return ", ".join(f"{name} (did you mean {hint[0]}?)" if hint else str(name)
+                     for name, hint in zip(unknown, hints, strict=True))
 
 
 def expand(
@@ -360,12 +365,12 @@ def expand(
     if config.variants == "all":
         per_task = {t: list(variants_of.get(t, ())) for t in tasks}
     else:
-        available = {v for t in tasks for v in variants_of.get(t, ())}
+        available = list(dict.fromkeys(v for t in tasks for v in variants_of.get(t, ())))
         unknown = [v for v in config.variants if v not in available]
         if unknown:
-            raise SweepConfigError(
-                f"{prefix}variants: no selected task has variant(s) {', '.join(unknown)}"
-            )
+            raise SweepConfigError(f"{prefix}variants: no selected task has variant(s) "
+                                   f"{_hinted(unknown, available)}; they have: "
+                                   f"{', '.join(available)}")
         per_task = {t: [v for v in config.variants if v in variants_of.get(t, ())] for t in tasks}
     return [
         RunSpec(arm.slug, copy.deepcopy(arm.backend), arm.settings.model_copy(deep=True), t, v, r)

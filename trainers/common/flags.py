@@ -229,6 +229,8 @@ _CONFIG_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
                      "generation_batch_size", "max_length", "max_prompt_length",
                      "max_completion_length"), _COUNT),
     "num_generations": (lambda value: value >= 2, "at least 2"),
+    "max_steps": (lambda value: value >= 1 or value == -1,
+                  "at least 1, or -1 for num_train_epochs to decide"),
     **dict.fromkeys(("learning_rate", "weight_decay", "num_train_epochs", "max_grad_norm",
                      "beta", "epsilon", "top_k", "dataloader_num_workers"), _NOT_NEGATIVE),
     **dict.fromkeys(("temperature", "repetition_penalty"), (lambda value: value > 0, "above 0")),

@@ -24,7 +24,7 @@ from trainers.common.checkpoint import (
 from trainers.common.runlog import RunLogger
 from trainers.common.team import EVAL_SEED_OFFSET, Team
 
-__all__ = ["TrainResult", "run_stages", "agent_record", "budget_stages"]
+__all__ = ["TrainResult", "run_stages", "agent_record", "budget_stages", "check_budget"]
 
 StageHook = Callable[[int, Team, dict[str, Any]], None]
 
@@ -53,6 +53,15 @@ def budget_stages(stage_cost: Callable[[int], int], total_episodes: int) -> int:
         spent += stage_cost(stages)
         stages += 1
     return stages
+
+
+def check_budget(args: TeamArgs, stage_cost: Callable[[int], int]) -> None:
+    """Refuse a fresh run whose ``total_episodes`` does not pay for its first stage (it would
+    train nothing and report the untrained team as trained)."""
+    if not args.resume and stage_cost(0) > args.total_episodes:
+        raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
+                                            f"({stage_cost(0)} rollout episodes with these "
+                                            f"settings): nothing would train")
 
 
 def agent_record(agent: int, values: dict[str, float], group: str) -> dict[str, float]:
@@ -141,15 +150,12 @@ def _run_stages(args: TeamArgs, team: Team, play_stage: Callable[[int], dict[str
                                             f"checkpoint, which a fresh run would replace: "
                                             f"pass resume to continue it, or choose another "
                                             f"folder")
+    check_budget(args, stage_cost)
     if args.resume:
         state = load_checkpoint(args.checkpoint_dir, team, resume_settings(args))
         stage, history = state["stage"], state["history"]
         if args.log_dir and state["run_dir"]:  # the same run, under this run's log_dir
             run_dir = str(Path(args.log_dir) / Path(state["run_dir"]).name)
-    elif stage_cost(0) > args.total_episodes:
-        raise ConfigError("total_episodes", f"{args.total_episodes} is below one stage "
-                                            f"({stage_cost(0)} rollout episodes with these "
-                                            f"settings): nothing would train")
     else:
         initial = team.evaluate(args.eval_episodes, eval_seed)
     logger = _resumed_logger(args, run_dir, history) if args.resume else RunLogger(args)

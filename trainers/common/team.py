@@ -20,6 +20,7 @@ from pettingzoo.env_registry.exceptions import PettingZooRegistryError
 import team_envs  # registers the team envs
 from agentworld_envs.backends.hf_settings import unreachable
 from agentworld_envs.cli_errors import UnknownNameError
+from team_envs.core import TeamTask
 from team_envs.symbolic.tasks import SymbolicTask
 from trainers.common.args import LM_FIELDS, SYMBOLIC_FIELDS, ConfigError, TeamArgs
 from trainers.common.batch import RolloutBatch
@@ -27,7 +28,7 @@ from trainers.common.rollouts import SymbolicRollouts, TextRollouts
 from trainers.common.updates import trainable
 from trainers.policies.symbolic import SymbolicAgent, build_symbolic_agents, new_network
 
-__all__ = ["Team", "build_team", "agent_deltas", "agent_order", "make_optimizer",
+__all__ = ["Team", "build_team", "team_task", "agent_deltas", "agent_order", "make_optimizer",
            "check_same_vocabulary", "EVAL_SEED_OFFSET"]
 
 EVAL_SEED_OFFSET = 1_000_003
@@ -253,6 +254,19 @@ def _lm_factory(args: TeamArgs, n_agents: int) -> PolicyFactory:
     return build
 
 
+def _checked_env(args: TeamArgs) -> tuple[Any, dict[str, Any]]:
+    """:func:`_make_env`, with a setting of the other kind of policy refused."""
+    env, kwargs = _make_env(args)
+    _refuse_other_policy_settings(args, isinstance(env.unwrapped.task, SymbolicTask))
+    return env, kwargs
+
+
+def team_task(args: TeamArgs) -> TeamTask:
+    """The task of the team :func:`build_team` builds for ``args``, read from its env alone (no
+    model loads); a setting of the other kind of policy is refused, as :func:`build_team` does."""
+    return _checked_env(args)[0].unwrapped.task
+
+
 def _refuse_other_policy_settings(args: TeamArgs, symbolic: bool) -> None:
     """A ``ConfigError`` for a setting of the other kind of policy (an LM setting on a symbolic
     team, ``hidden_size`` on a text team), which would be ignored."""
@@ -304,11 +318,10 @@ def build_team(args: TeamArgs, shared: bool = False) -> Team:
         args: Trainer settings.
         shared: One policy plays every agent (single-agent fine-tuning).
     """
-    env, kwargs = _make_env(args)
+    env, kwargs = _checked_env(args)
     n_agents = len(env.possible_agents)
     task = env.unwrapped.task
     symbolic = isinstance(task, SymbolicTask)
-    _refuse_other_policy_settings(args, symbolic)
     threads = (1 if symbolic else 0) if args.torch_threads is None else args.torch_threads
     if threads:
         torch.set_num_threads(threads)
