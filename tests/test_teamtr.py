@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -112,9 +113,9 @@ def test_fresh_rollouts_follow_each_update_while_stale_reuses_one() -> None:
         seen = []
         collect = team.collect
 
-        def spy(prompts: int, group_size: int):
+        def spy(prompts: int, group_size: int, **options: Any):
             seen.append(team_fingerprint(team))
-            return collect(prompts, group_size)
+            return collect(prompts, group_size, **options)
 
         team.collect = spy
         return seen

@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,10 +108,10 @@ def fingerprints_at_collection(team: Team) -> list[list[torch.Tensor]]:
     seen = []
     collect = team.collect
 
-    def spy(prompts: int, group_size: int):
+    def spy(prompts: int, group_size: int, **options: Any):
         seen.append([torch.cat([p.detach().flatten() for p in policy.module.parameters()])
                      for policy in team.policies])
-        return collect(prompts, group_size)
+        return collect(prompts, group_size, **options)
 
     team.collect = spy
     return seen

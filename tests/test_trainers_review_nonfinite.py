@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,8 +30,8 @@ def test_a_nan_reward_stops_training_with_every_weight_unchanged(name: str) -> N
     team = build_team(args, shared=name == "single_agent_grpo")
     collect = team.collect
 
-    def nan_reward(prompts: int, group_size: int):
-        batch = collect(prompts, group_size)
+    def nan_reward(prompts: int, group_size: int, **options: Any):
+        batch = collect(prompts, group_size, **options)
         batch.rewards[0] = np.nan  # as a broken reward function may return
         return batch
 

@@ -249,11 +249,16 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
         for position, agent in enumerate(agent_order(args.order, n, team.rng)):
             # ALGO LOGIC: fresh rollouts of the partially updated team; only `agent` changes.
             if position % args.resample_every == 0:
-                fresh = team.collect(args.prompts_per_rollout, args.group_size)
+                # old log-probs the sampling did not record are scored only where needed: an
+                # agent's own by its update's first pass, the stage start's for the stale gap
+                fresh = team.collect(args.prompts_per_rollout, args.group_size,
+                                     defer_scoring=True)
                 rewards.append(float(fresh.rewards.mean()))
             assert fresh is not None
             stage_start = stage_start or fresh
             samples = fresh.samples[agent]
+            if stage_start is not fresh:  # scored before the agent's own update changes it
+                team.score_old(agent, stage_start.samples[agent])
             advantages = message_advantages(fresh, agent, args.adv_clip, args.adv_std_ddof)
             if probe:
                 probe.before(position)

@@ -26,8 +26,11 @@ class Samples:
     payload: Any
     mask: torch.Tensor
     """``(M, T)`` 1.0 on the agent's message tokens, 0.0 on padding."""
-    old_logp: torch.Tensor
-    """``(M, T)`` per-token log-probs under the policy that sampled the messages."""
+    old_logp: torch.Tensor | None
+    """``(M, T)`` per-token log-probs under the policy that sampled the messages; None while
+    deferred (a rollout collected with ``defer_scoring``): the agent's update scores them in
+    its first pass, or :meth:`~trainers.common.team.Team.score_old` before the policy
+    changes."""
     old_dist: torch.Tensor | None = None
     """``(M, T, V)`` full per-token log-distributions of that policy, where they are cheap to
     keep (symbolic teams); they make the per-message KL exact instead of sampled."""
@@ -40,7 +43,7 @@ class Samples:
         index = np.asarray(index)
         rows = torch.from_numpy(index)
         return Samples(self.agent, self.episode[index], self.payload.subset(index),
-                       self.mask[rows], self.old_logp[rows],
+                       self.mask[rows], None if self.old_logp is None else self.old_logp[rows],
                        None if self.old_dist is None else self.old_dist[rows])
 
 

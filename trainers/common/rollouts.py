@@ -46,9 +46,9 @@ class SymbolicRollouts:
     @torch.no_grad()
     def collect(self, policies: Sequence[SymbolicAgent], prompts: int, group_size: int,
                 rng: np.random.Generator, generator: torch.Generator,
-                scored: bool = True) -> RolloutBatch:
+                scored: bool = True, defer_scoring: bool = False) -> RolloutBatch:
         """Play ``prompts * group_size`` episodes (their log-probs come with the sampling
-        itself, so ``scored`` changes nothing here)."""
+        itself, so ``scored`` and ``defer_scoring`` change nothing here)."""
         private = [np.repeat(p, group_size, axis=0)
                    for p in self.task.sample_private(rng, prompts)]
         batch = self.task.batch(private)
@@ -95,11 +95,14 @@ class TextRollouts:
     def collect(self, policies: Sequence[CausalLMPolicy], prompts: int, group_size: int,
                 rng: np.random.Generator, generator: torch.Generator, *,
                 options: Sequence[dict[str, Any]] | None = None,
-                greedy: bool = False, scored: bool = True) -> RolloutBatch:
+                greedy: bool = False, scored: bool = True,
+                defer_scoring: bool = False) -> RolloutBatch:
         """Play ``prompts * group_size`` episodes; a group's episodes share the env seed (and
         its entry of ``options``, the reset options that pick held-out items). ``greedy``
         decodes every message greedily; without ``scored`` (an evaluation, which needs the
-        rewards alone) the messages' old log-probs are not scored and ``samples`` is empty."""
+        rewards alone) the messages' old log-probs are not scored and ``samples`` is empty.
+        With ``defer_scoring``, old log-probs that the sampling pass did not record (bf16,
+        vLLM) are left to be scored when needed (``Samples.old_logp`` None)."""
         envs = self._envs_for(prompts * group_size)
         seeds = rng.integers(2**31 - 1, size=prompts)
         for k, env in enumerate(envs):
@@ -128,7 +131,7 @@ class TextRollouts:
                     envs[k].step(messages.texts[row])
                 written[agent].append(([k for k, _ in items], messages))
         start = time.perf_counter()
-        samples = [self._samples(agent, policies[agent], chunks)
+        samples = [self._samples(agent, policies[agent], chunks, defer_scoring)
                    for agent, chunks in enumerate(written)] if scored else []
         return RolloutBatch(rewards, np.repeat(np.arange(prompts), group_size), samples,
                             scoring_s=time.perf_counter() - start,
@@ -139,7 +142,7 @@ class TextRollouts:
     @staticmethod
     @torch.no_grad()
     def _samples(agent: int, policy: CausalLMPolicy,
-                 chunks: list[tuple[list[int], TextMessages]]) -> Samples:
+                 chunks: list[tuple[list[int], TextMessages]], defer: bool) -> Samples:
         episodes = [k for ks, _ in chunks for k in ks]
         recorded = all(m.logprobs is not None for _, m in chunks)
         messages = TextMessages(
@@ -154,5 +157,5 @@ class TextRollouts:
             for row, logprobs in enumerate(messages.logprobs):
                 samples.old_logp[row, :len(logprobs)] = torch.tensor(logprobs)
         elif len(messages):
-            samples.old_logp = policy.token_logprobs(samples)
+            samples.old_logp = None if defer else policy.token_logprobs(samples)
         return samples

@@ -23,7 +23,7 @@ from agentworld_envs.cli_errors import UnknownNameError
 from team_envs.core import TeamTask
 from team_envs.symbolic.tasks import SymbolicTask
 from trainers.common.args import LM_FIELDS, SYMBOLIC_FIELDS, ConfigError, TeamArgs
-from trainers.common.batch import RolloutBatch
+from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.rollouts import SymbolicRollouts, TextRollouts
 from trainers.common.updates import trainable
 from trainers.policies.symbolic import SymbolicAgent, build_symbolic_agents, new_network
@@ -78,9 +78,14 @@ class Team:
         """Whether one policy plays every agent."""
         return self.n_agents > 1 and len({weights_key(p) for p in self.policies}) == 1
 
-    def collect(self, prompts: int, group_size: int) -> RolloutBatch:
-        """Roll out the current team; counts towards the budget."""
-        batch = self._rollout(prompts, group_size, self.rng, self.generator)
+    def collect(self, prompts: int, group_size: int, *, defer_scoring: bool = False
+                ) -> RolloutBatch:
+        """Roll out the current team; counts towards the budget. ``defer_scoring``: old
+        log-probs the sampling pass did not record are scored when needed, by the agent's
+        update or :meth:`score_old` (an agent whose messages are never trained on costs no
+        scoring pass); not for a shared policy, which every agent's update changes."""
+        batch = self._rollout(prompts, group_size, self.rng, self.generator,
+                              defer_scoring=defer_scoring and not self.shared)
         self.episodes += batch.episodes
         self.collections += 1
         self.transcript = batch.transcript
@@ -100,6 +105,16 @@ class Team:
         self.clock["scoring_s"] += batch.scoring_s
         self.clock["new_tokens"] += batch.new_tokens
         return batch
+
+    @torch.no_grad()
+    def score_old(self, agent: int, samples: Samples) -> None:
+        """Score deferred old log-probs of ``agent``'s ``samples`` with its policy, which must
+        still be the one that sampled them (before the agent's update); the time counts as
+        scoring."""
+        if samples.old_logp is None:
+            start = time.perf_counter()
+            samples.old_logp = self.policies[agent].token_logprobs(samples)
+            self.clock["scoring_s"] += time.perf_counter() - start
 
     def evaluate(self, episodes: int, seed: int) -> float:
         """Mean team reward on ``episodes`` episodes drawn from ``seed`` (not counted)."""

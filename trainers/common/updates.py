@@ -22,6 +22,7 @@ from trainers.common.batch import RolloutBatch, Samples
 from trainers.common.objectives import (
     group_advantages,
     kl_summary,
+    message_kl,
     message_log_ratio,
     ppo_clip_loss,
 )
@@ -107,12 +108,20 @@ def accumulate(policy: AgentPolicy, samples: Samples, rows: np.ndarray,
 
 
 def _ppo_loss(policy: AgentPolicy, advantages: torch.Tensor, clip: float, beta: float = 0.0,
-              weights: torch.Tensor | None = None
+              weights: torch.Tensor | None = None, scores: Samples | None = None
               ) -> Callable[[Samples, np.ndarray], tuple[torch.Tensor, dict[str, float]]]:
     """The PPO-clip plus ``beta`` · KL loss of the messages at some rows, for :func:`accumulate`
-    (``advantages`` and ``weights``: one per message of the samples)."""
+    (``advantages`` and ``weights``: one per message of the samples). With ``scores`` (the
+    samples, their old log-probs deferred), a pass before any step: each message's log-probs
+    are its old ones, written into ``scores``."""
     def loss_of(part: Samples, rows: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
-        new_logp, kl = policy.score(part)
+        if scores is None:
+            new_logp, kl = policy.score(part)
+        else:
+            new_logp = policy.token_logprobs(part)
+            part.old_logp = new_logp.detach()
+            scores.old_logp[torch.from_numpy(rows)] = part.old_logp
+            kl = message_kl(new_logp, part.old_logp, part.mask)
         log_ratio = message_log_ratio(new_logp, part.old_logp, part.mask)
         pg_loss, clipfrac = ppo_clip_loss(log_ratio, advantages[rows], clip,
                                           None if weights is None else weights[rows])
@@ -127,10 +136,14 @@ def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples
                   beta: float = 0.0, weights: torch.Tensor | None = None) -> dict[str, float]:
     """PPO-clip plus ``beta`` · KL(old ‖ new) on one agent's messages.
 
+    Old log-probs left deferred (``samples.old_logp`` None) are those of the first pass, taken
+    before any step: with one minibatch, that pass's own (its micro-batches are the scoring
+    pass's, so they equal what a scoring pass would give), else a scoring pass first.
+
     Args:
         policy: The agent's policy.
         optimizer: Its optimiser.
-        samples: Its messages; ``old_logp`` are the log-probs they were sampled with.
+        samples: Its messages; ``old_logp`` are the log-probs they were sampled with, or None.
         advantages: ``(M,)`` advantage of each message.
         settings: Epochs, minibatches, clip range and gradient clip.
         generator: Shuffles minibatches.
@@ -143,8 +156,16 @@ def policy_update(policy: AgentPolicy, optimizer: torch.optim.Optimizer, samples
     if len(samples) == 0:
         return {}
     params = trainable(policy)
-    loss_of = _ppo_loss(policy, advantages, settings.clip, beta, weights)
-    for _ in range(settings.epochs):
+    deferred = samples.old_logp is None
+    if deferred and settings.minibatches > 1:  # later minibatches would run after a step
+        with torch.no_grad():
+            samples.old_logp = policy.token_logprobs(samples)
+        deferred = False
+    if deferred:
+        samples.old_logp = torch.zeros_like(samples.mask)
+    for epoch in range(settings.epochs):
+        loss_of = _ppo_loss(policy, advantages, settings.clip, beta, weights,
+                            samples if deferred and epoch == 0 else None)
         order = torch.randperm(len(samples), generator=generator)
         stats: list[dict[str, float]] = []  # this pass's (chunk may give fewer than asked)
         for chunk in order.chunk(settings.minibatches):
