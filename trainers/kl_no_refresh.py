@@ -37,8 +37,9 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
     settings = UpdateSettings.from_args(args)
 
     def play_stage(stage: int) -> dict[str, Any]:
-        # ALGO LOGIC: one rollout per stage; the KL trust region but no fresh rollouts.
-        batch = team.collect(args.prompts_per_rollout, args.group_size)
+        # ALGO LOGIC: one rollout per stage; the KL trust region but no fresh rollouts (each
+        # agent's old log-probs, where sampling did not record them, from its update's pass).
+        batch = team.collect(args.prompts_per_rollout, args.group_size, defer_scoring=True)
         record: dict[str, Any] = {"charts/team_reward": float(batch.rewards.mean())}
         results = []
         for agent in agent_order(args.order, team.n_agents, team.rng):

@@ -39,8 +39,9 @@ def train(args: Args, team: Team | None = None, on_stage_end: StageHook | None =
     settings = UpdateSettings.from_args(args)
 
     def play_stage(stage: int) -> dict[str, Any]:
-        # ALGO LOGIC: the stage's only rollout, reused by every agent.
-        batch = team.collect(args.prompts_per_rollout, args.group_size)
+        # ALGO LOGIC: the stage's only rollout, reused by every agent (each agent's old
+        # log-probs, where sampling did not record them, come from its update's first pass).
+        batch = team.collect(args.prompts_per_rollout, args.group_size, defer_scoring=True)
         record: dict[str, Any] = {"charts/team_reward": float(batch.rewards.mean())}
         outside = []
         for agent in agent_order(args.order, team.n_agents, team.rng):
