@@ -78,8 +78,8 @@ def accumulate(policy: AgentPolicy, samples: Samples, rows: np.ndarray,
     weighted by its share of ``rows`` before ``backward``, so the accumulated gradient is that of
     one batch. Returns the statistics averaged with the same weights.
 
-    Rows that take more than one micro-batch are taken in order, so that the rows of every
-    message are those beside it in a scoring pass over the same rows (which runs in order): in
+    Rows that take more than one micro-batch are taken in order, so that each micro-batch holds
+    the rows that a scoring pass over the same rows (which runs in order) puts together: in
     bfloat16 a message's log-probs depend on the shape of the pass, its rows and their padding
     (on SmolLM2-135M, sequence log-ratios of up to 0.59 at zero update in shuffled micro-batches,
     beyond PPO's clip). An update with one minibatch thus sees its old log-probs exactly.
