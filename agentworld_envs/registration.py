@@ -13,7 +13,7 @@ from gymnasium.envs.registration import register
 
 from agentworld_envs.domains import DOMAINS
 
-__all__ = ["ENV_IDS", "env_id", "make"]
+__all__ = ["ENV_IDS", "domain_of", "env_id", "make"]
 
 
 def env_id(domain: str) -> str:
@@ -22,6 +22,17 @@ def env_id(domain: str) -> str:
 
 
 ENV_IDS: tuple[str, ...] = tuple(env_id(key) for key in DOMAINS)
+
+
+def domain_of(name: str) -> str | None:
+    """The domain of an env id or of a domain itself; None for anything else.
+
+    Example:
+        >>> domain_of("AgentWorld/MCP-v0"), domain_of("mcp"), domain_of("MCP")
+        ('mcp', 'mcp', None)
+    """
+    return name if name in DOMAINS else dict(zip(ENV_IDS, DOMAINS, strict=True)).get(name)
+
 
 # No backend is named here: ``SimConfig`` picks the default (the embedded world model on
 # Floor and MCP; the other domains have none and ask for one).

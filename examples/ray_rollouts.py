@@ -31,6 +31,9 @@ from agentworld_envs.distributed import RayVectorEnv
 from agentworld_envs.registration import ENV_IDS
 from floor_tasks.harness.cli import backend_arg
 
+DEFAULT_BACKEND = "scripted"
+"""The world model of AgentWorld ids when ``--backend`` is not given: the offline placeholder."""
+
 
 def play_round(envs: RayVectorEnv, seed: int, rng: np.random.Generator) -> np.ndarray:
     """Every sub-env's reward for one episode, all started by one ``reset(seed=seed)``."""
@@ -55,8 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     positive = int_at_least(1)
     parser.add_argument("--env-id", default="AgentWorld/MCP-v0", type=name_of("env id", env_ids),
                         help="an AgentWorld/<Domain>-v0 or AgentFloor/<ID>-v0 id")
-    parser.add_argument("--backend", default="scripted", type=backend_arg,
-                        help="a backend name or JSON config (AgentWorld ids only)")
+    parser.add_argument("--backend", default=argparse.SUPPRESS, type=backend_arg,  # unset: absent
+                        help="a backend name or JSON config (AgentWorld ids only) "
+                             f"(default: {DEFAULT_BACKEND})")
     parser.add_argument("--num-envs", type=positive, default=16, help="sub-envs in all")
     parser.add_argument("--num-actors", type=positive, default=None,
                         help="Ray actors; unset: one per CPU of the Ray cluster, at most one per "
@@ -68,11 +72,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="seed of the first round's resets and of the random policy")
     parser.add_argument("--address", default=None, help="a Ray cluster; unset: a local one")
     args = parser.parse_args(argv)
+    simulated = {}  # AgentFloor ids play the real tools: no backend
+    if args.env_id in ENV_IDS:
+        simulated["backend"] = getattr(args, "backend", DEFAULT_BACKEND)
+    elif "backend" in args:
+        parser.error(f"argument --backend: {args.env_id} plays the real tools and takes no "
+                     "backend; drop --backend or give an AgentWorld id")
     if args.address:
         import ray
 
         ray.init(address=args.address)
-    simulated = {"backend": args.backend} if args.env_id in ENV_IDS else {}  # AgentFloor: none
     rng = np.random.default_rng(args.seed)
     try:
         envs = RayVectorEnv(args.env_id, args.num_envs, num_actors=args.num_actors,

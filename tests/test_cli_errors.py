@@ -142,7 +142,7 @@ def test_a_missing_corpus_is_a_usage_error_naming_the_path(
 def test_a_dead_world_model_server_is_a_failure_naming_url_and_cause(
         capsys: pytest.CaptureFixture[str]) -> None:
     backend = dead_backend()
-    assert main(["wm", "fidelity", "SAMPLE", "--backend", backend]) == 1
+    assert main(["wm", "fidelity", "SAMPLE", "--backend", backend, "--no-progress"]) == 1
     err = one_error_line(capsys)
     assert json.loads(backend)["base_url"] in err and "connection error" in err
 
@@ -229,7 +229,7 @@ def test_ctrl_c_says_what_was_saved_and_the_sweep_resumes(tmp_path: Path) -> Non
 def test_a_dead_judge_is_a_failure_naming_url(capsys: pytest.CaptureFixture[str]) -> None:
     judge = dead_backend()
     assert main(["wm", "bench", "SAMPLE", "--backend", "scripted", "--judge", judge,
-                 "--max-retries", "1"]) == 1
+                 "--max-retries", "1", "--no-progress"]) == 1
     assert json.loads(judge)["base_url"] in one_error_line(capsys)
 
 

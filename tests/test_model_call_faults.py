@@ -104,7 +104,7 @@ def test_wm_fidelity_with_one_failed_call_in_budget_prints_no_table(
 
     with FakeOpenAIServer(once) as server:
         assert main(["wm", "fidelity", "SAMPLE", "--backend", json.dumps(backend(server)),
-                     "--batch-size", "1", "--out", str(tmp_path)]) == 1
+                     "--batch-size", "1", "--out", str(tmp_path), "--no-progress"]) == 1
     err, out = one_error_line(capsys)
     assert err.startswith("agentworld: error: 1 of 42 world-model calls failed (1x ")
     assert err.endswith(f"; no table is printed (records in {tmp_path})\n")

@@ -412,7 +412,7 @@ def test_unreadable_verdicts_end_the_run_with_one_line_after_the_table(
              {"match": ".", "reply": NO_SCORES}]
     judge = json.dumps({"name": "scripted", "rules": rules})
     argv = ["wm", "bench", str(items), "--backend", "scripted", "--judge", judge,
-            "--max-retries", "1"]
+            "--max-retries", "1", "--no-progress"]
     assert main(argv) == 1
     captured = capsys.readouterr()
     unread = 2 if judged == "all unreadable" else 1

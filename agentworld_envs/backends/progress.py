@@ -1,14 +1,23 @@
-"""A backend wrapper that shows progress and counts the requests it failed against a budget."""
+"""Progress bars on stderr, and a backend wrapper that advances one and counts the requests it
+failed against a budget."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend
 
-__all__ = ["WatchedBackend"]
+__all__ = ["WatchedBackend", "progress_bar"]
+
+
+def progress_bar(total: int | None, desc: str, unit: str, *, show: bool = True) -> tqdm:
+    """A command's progress bar on stderr, drawn whether or not stderr is a terminal (a log
+    gets its updates too); hidden when not ``show`` (``--no-progress``)."""
+    return tqdm(total=total, desc=desc, unit=unit, disable=not show)
 
 
 class WatchedBackend(TalliedBackend):

@@ -34,7 +34,7 @@ from agentworld_envs.backends import (
     parse_backend_arg,
 )
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally, TooManyFaultsError
-from agentworld_envs.backends.progress import WatchedBackend
+from agentworld_envs.backends.progress import WatchedBackend, progress_bar
 from agentworld_envs.backends.registry import answering_settings
 from agentworld_envs.cli_errors import (
     Interrupted,
@@ -51,12 +51,12 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 def _watched(config: dict[str, Any], role: str, total: int | None,
-             max_faults: int) -> tuple[Backend, WatchedBackend]:
-    """The backend of ``config`` and its watched wrapper, with a progress bar on stderr, that
-    stops the run after more than ``max_faults`` failed calls."""
+             args: argparse.Namespace) -> tuple[Backend, WatchedBackend]:
+    """The backend of ``config`` and its watched wrapper, with a progress bar on stderr (unless
+    ``--no-progress``), that stops the run after more than ``--max-faults`` failed calls."""
     backend = make_backend(config)
-    bar = tqdm(total=total, desc=role, unit="request", disable=None)
-    return backend, WatchedBackend(backend, bar, FaultTally(max_faults, f"{role} calls"))
+    bar = progress_bar(total, role, "request", show=not args.no_progress)
+    return backend, WatchedBackend(backend, bar, FaultTally(args.max_faults, f"{role} calls"))
 
 
 def _items(paths: list[str]) -> list[Any]:
@@ -152,7 +152,7 @@ def _outputs(args: argparse.Namespace, items: list[Any], source: _Source,
     todo = sum(item.key not in journal.outputs for item in items)
     if not todo:
         return [journal.outputs[item.key] for item in items], FaultTally(None)
-    backend, watched = _watched(source.config, "world-model", todo, args.max_faults)
+    backend, watched = _watched(source.config, "world-model", todo, args)
     with backend, watched.bar:
         outputs = predict(watched, items, source.sampling, args.batch_size,
                           done=journal.outputs, on_output=journal.add_output)
@@ -248,7 +248,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         with _resumable(args, journal):
             outputs, faults = _outputs(args, items, source, journal)
             # retries make the total unknown
-            judge, watched = _watched(judge_config, "judge", None, args.max_faults)
+            judge, watched = _watched(judge_config, "judge", None, args)
             with judge, watched.bar:
                 result = run_bench(items, outputs, watched, sampling, args.max_retries - 1,
                                    args.batch_size, prompts=prompts, rule_caps=args.rule_caps,
@@ -360,6 +360,7 @@ def _add_prediction_flags(parser: argparse.ArgumentParser, judged: bool) -> None
                         help=f"{calls} to go on after; one more stops the run; -1: never "
                              "stop. Any failed call ends the run with status 1 and no table."
                              f"{verdicts} (default: {DEFAULT_MAX_FAULTS})")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 class _Renamed(argparse.Action):

@@ -27,10 +27,10 @@ from typing import Any
 from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS, FaultTally
 from agentworld_envs.cli_errors import (
+    UnknownNameError,
     UsageError,
     directory_arg,
     int_at_least,
-    name_of,
     on_interrupt,
 )
 from agentworld_envs.sim.fidelity_journal import JOURNAL, REPORT, FidelityJournal
@@ -314,13 +314,17 @@ def _resumable(args: argparse.Namespace, journal: FidelityJournal) -> Any:
                         f"{again}")
 
 
-def _known_domains() -> list[str]:
+def _domain_name(value: str) -> str:
+    """An argparse type: a domain (``mcp``) or its env id (``AgentWorld/MCP-v0``, as ``list``
+    prints it), as the domain; anything else is one line naming the nearest ones."""
     from agentworld_envs.domains import DOMAINS
+    from agentworld_envs.registration import ENV_IDS, domain_of
 
-    return list(DOMAINS)
-
-
-_domain_name = name_of("domain", _known_domains, listing="agentworld sim list")
+    domain = domain_of(value)
+    if domain is None:
+        raise argparse.ArgumentTypeError(str(UnknownNameError(
+            "domain", value, [*DOMAINS, *ENV_IDS], listing="agentworld sim list")))
+    return domain
 
 
 def _prompts_option(parser: argparse.ArgumentParser) -> None:
@@ -337,7 +341,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=_cmd_list)
 
     scenarios = commands.add_parser("scenarios", help="a domain's hand-written scenarios")
-    scenarios.add_argument("domain", type=_domain_name, help="a simulated domain (see list)")
+    scenarios.add_argument("domain", type=_domain_name,
+                           help="a simulated domain or its env id (see list)")
     scenarios.add_argument("--json", action="store_true", help="one JSON scenario per line")
     scenarios.set_defaults(handler=_cmd_scenarios)
 
@@ -351,7 +356,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
     request = commands.add_parser(
         "request", help="the world-model request one action sends (JSON), without a model")
-    request.add_argument("domain", type=_domain_name, help="a simulated domain (see list)")
+    request.add_argument("domain", type=_domain_name,
+                         help="a simulated domain or its env id (see list)")
     request.add_argument("action", help="the agent's action, e.g. a JSON tool call")
     request.add_argument("--scenario", help="a scenario id (default: drawn from --seed)")
     request.add_argument("--seed", type=int_at_least(0), default=0,

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from tqdm.auto import tqdm
 
 from agentworld_envs.backends import Backend
 from agentworld_envs.backends.faults import FaultTally, TalliedBackend
+from agentworld_envs.backends.progress import progress_bar
 from agentworld_envs.backends.redaction import redact
 from agentworld_envs.cli_errors import refused_value
 from agentworld_envs.protocol.shown import shown
@@ -280,7 +280,7 @@ def _run(corpus: RunCorpus, specs: list[RunSpec], config: SweepConfig, metadata:
                            skipped=sum(s.run_id in done for s in specs))
     todo = [s for s in specs if s.run_id not in done]
     corpus.write_metadata(metadata)
-    bar = tqdm(total=len(todo), desc=config.sweep_name, unit="run", disable=not progress)
+    bar = progress_bar(len(todo), config.sweep_name, "run", show=progress)
     outcome.status = "interrupted"
     try:
         for _, group in groupby(todo, key=lambda s: s.model_slug):

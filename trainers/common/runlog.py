@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,27 @@ from trainers.common.args import TeamArgs
 
 __all__ = ["RunLogger", "run_name"]
 
+_EVENT_FILE = re.compile(r"events\.out\.tfevents\.(\d+)\.")
+"""A TensorBoard event file's name, from the second it was opened in."""
+
 
 def run_name(args: TeamArgs) -> str:
     """``{env}__{exp_name}__{seed}__{unix time}``, as CleanRL names runs."""
     return f"{args.env_id.replace('/', '_')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+
+
+def _wait_for_a_later_second(run_dir: str) -> None:
+    """Wait, if a file in ``run_dir`` was opened in this second of the clock, for the next.
+
+    TensorBoard reads a run's event files in name order, which is the order they were opened
+    in only across seconds: within one, names sort by host, process and a counter, as text
+    ("...10" before "...9"). A resumed run's file read before the older one it purges would
+    leave the purged points in and lose its own."""
+    now = time.time()
+    opened = {int(match[1]) for path in Path(run_dir).glob("events.out.tfevents.*")
+              if (match := _EVENT_FILE.match(path.name))}
+    if int(now) in opened:
+        time.sleep(int(now) + 1 - now)
 
 
 class RunLogger:
@@ -42,6 +60,7 @@ class RunLogger:
             except ImportError as exc:
                 raise ImportError("TensorBoard logging needs tensorboard: pip install "
                                   "tensorboard (or pass --log-dir '')") from exc
+            _wait_for_a_later_second(self.run_dir)  # this file must sort after the run's others
             # on resume, drop what a killed run wrote after its last saved stage (later steps)
             self.writer = SummaryWriter(self.run_dir, purge_step=self.history[-1]["episodes"] + 1
                                         if self.history else None)
