@@ -8,7 +8,8 @@ its test: nothing is skipped except the determinism rollout of an env whose spec
 the ``scripted`` backend: the matrix checks env mechanics, not a world model.
 
 PettingZoo's own conformance tests (``api_test``, ``parallel_api_test``, the seed tests) run
-once, in ``tests/test_team_envs.py``, over every registered team env and its variants.
+once, in ``tests/team_envs/test_pettingzoo_api.py``, over every registered team env and its
+variants.
 """
 
 from __future__ import annotations

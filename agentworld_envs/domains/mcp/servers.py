@@ -10,7 +10,7 @@ The candidate answers leak nothing to an agent that compares them: each wrong an
 same field of another record (or, for CRM, a value drawn like the right one), drawn so that
 the right answer is exchangeable with the wrong ones. No offset, order, constant or rarity
 among the candidates tells it apart; only the records do (tested in
-``tests/test_mcp_candidate_leaks.py``).
+``tests/sim/test_mcp_candidate_leaks.py``).
 
 Example:
     >>> s = mcp_server_scenario(3)
