@@ -186,8 +186,7 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     if kind in ("action_matches", "no_action_matches"):
         # credit only what was done; blame whatever was even attempted
         actions = log.performed if kind == "action_matches" else log.actions
-        pattern = re.compile(check.value or "", re.IGNORECASE)
-        found = any(pattern.search(a) for a in actions)
+        found = _matched(actions, check.value or "", check.after)
         return found if kind == "action_matches" else not found
     if kind == "observation_contains":
         return _normalise(check.value or "") in _normalise(_last_shown(log))
@@ -195,6 +194,21 @@ def _check(check: Check, log: EpisodeLog) -> bool:
         expected = check.value or log.scenario.reference_answer or ""
         return any(answer_matches(o, expected, check.match) for o in _evidence(log))
     return bool(log.verdict and log.verdict.get("passed"))
+
+
+def _matched(actions: list[str], pattern: str, after: str | None) -> bool:
+    """Whether an action matches ``pattern``, ignoring case; with ``after``, only past the
+    first match of ``after``: later in that action's text (``fix && pytest``) or in a later
+    action. At most one search of each pattern per action."""
+    wanted = re.compile(pattern, re.IGNORECASE)
+    if after is None:
+        return any(wanted.search(a) for a in actions)
+    earlier = re.compile(after, re.IGNORECASE)
+    for i, action in enumerate(actions):
+        if change := earlier.search(action):
+            return (wanted.search(action, change.end()) is not None
+                    or any(wanted.search(a) for a in actions[i + 1:]))
+    return False
 
 
 def _last_shown(log: EpisodeLog) -> str:

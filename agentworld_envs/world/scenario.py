@@ -96,7 +96,9 @@ class Check(_Frozen):
     states one of ``excludes`` (known wrong answers: "47 or 52" hedges), unless the expected
     answer itself states it;
     ``called_tool`` names a tool; ``action_matches`` and
-    ``no_action_matches`` take a regular expression over the actions; ``observation_contains``
+    ``no_action_matches`` take a regular expression over the actions, and ``action_matches``
+    with ``after`` (another one) passes only past the first match of ``after``, later in that
+    action or in a later one (a verification that must follow the change); ``observation_contains``
     looks for text in the environment's last observation (the initial state before any), not
     in the env's own reply to a final or invalid action; ``answer_observed`` asks that
     ``value`` (default: the reference answer) was shown in the initial state or an observation
@@ -110,17 +112,22 @@ class Check(_Frozen):
     match: Literal["contains", "exact", "number", "date"] = "contains"
     excludes: list[str] = []
     """``answer_matches``: wrong answers that the agent's answer must not also state."""
+    after: str | None = pydantic.Field(None, min_length=1)
+    """``action_matches``: a regular expression that an earlier action must match."""
 
     @pydantic.model_validator(mode="after")
     def _value_given(self) -> Check:
         if self.check in _NEEDS_VALUE and not self.value:
             raise ValueError(f"check {self.check!r} needs a value")
+        if self.after is not None and self.check != "action_matches":
+            raise ValueError(f"check {self.check!r} takes no after: only action_matches does")
         if self.check in _PATTERNS:
-            try:
-                re.compile(self.value or "")
-            except re.error as exc:
-                raise ValueError(f"check {self.check!r}: value {self.value!r} is not a regular "
-                                 f"expression ({exc})") from None
+            for name, pattern in (("value", self.value), ("after", self.after)):
+                try:
+                    re.compile(pattern or "")
+                except re.error as exc:
+                    raise ValueError(f"check {self.check!r}: {name} {pattern!r} is not a "
+                                     f"regular expression ({exc})") from None
         if self.check in _COMPARED and self.value is not None and not _has_words(self.value):
             raise ValueError(f"check {self.check!r}: value {self.value!r} has no letter or digit "
                              "to compare")
@@ -128,8 +135,10 @@ class Check(_Frozen):
 
     @property
     def label(self) -> str:
-        """A readable key for the breakdown, e.g. ``called_tool(web_search)``."""
-        return f"{self.check}({self.value})" if self.value else self.check
+        """A readable key for the breakdown, e.g. ``called_tool(web_search)``,
+        ``action_matches(pytest after fix)``."""
+        value = f"{self.value} after {self.after}" if self.after else self.value
+        return f"{self.check}({value})" if value else self.check
 
 
 class RewardSpec(_Frozen):

@@ -52,8 +52,8 @@ def _checks(scenario_id: str) -> Callable[[str], Any]:
     """Every action pattern of a built-in scenario, searched as its reward check searches."""
     scenario = next(scenarios[scenario_id] for key in DOMAINS
                     if scenario_id in (scenarios := get_domain(key).builtin))
-    patterns = [re.compile(c.value, re.IGNORECASE) for c in scenario.reward.checks
-                if c.check.endswith("action_matches")]
+    patterns = [re.compile(pattern, re.IGNORECASE) for c in scenario.reward.checks
+                if c.check.endswith("action_matches") for pattern in (c.value, c.after) if pattern]
     return lambda text: [pattern.search(text) for pattern in patterns]
 
 
