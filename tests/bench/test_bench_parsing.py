@@ -78,6 +78,11 @@ SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "check_rm": (_checks("terminal-clean-tmp-safely"), "", "rm "),
     "check_mkdir": (_checks("os-make-project-folder"), "", "mkdir "),
     "check_command": (_checks("swe-install-in-venv"), "", '"command": '),
+    # the checks that must follow a change scan each command from its start: ``"``, ``;``, ...
+    "check_port": (_checks("terminal-stop-port-8080"), '"', "ss -"),
+    "check_listing": (_checks("terminal-extract-archive"), '"', "ls "),
+    "check_run": (_checks("terminal-script-permission"), "", "; a/"),
+    "check_import": (_checks("swe-install-in-venv"), '"command": ', "; python "),
 }
 PER_BYTE = PerByte()
 
