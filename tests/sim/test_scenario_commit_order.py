@@ -1,6 +1,7 @@
 """Scenarios that ask to enter something and commit it (save, submit, add to the cart): the
 commit counts only after what it commits, through ``action_matches`` with ``after``. Before,
-saving first and editing after (the change left unsaved) scored 1.
+saving first and editing after (the change left unsaved) scored 1. Likewise a slide's title
+counts only once the slide exists (typing it first titled the current slide).
 
 Episodes are played on the witness backend, so only the checks decide the reward. An ``int``
 in an episode is an index into the scenario's candidate actions; a string is the action itself.
@@ -49,6 +50,12 @@ ORDERS: dict[str, list[tuple[Episode, Episode]]] = {
         ((0, 1, 2), (1, 0, 2)),
         (("click(bid='901')", "click(bid='902')", 2), ("click(bid='902')", "click(bid='901')", 2)),
         ((1, 0, 1, 2), (1, 0, 2)),
+    ],
+    "os-impress-new-slide": [  # the title typed before the slide exists
+        ((0, 1, 2, 3), (1, 0, 2, 3)),
+        (("pyautogui.hotkey('ctrl', 'm')", 1, 3), (1, "pyautogui.hotkey('ctrl', 'm')", 3)),
+        (("pyautogui.click(300, 95); pyautogui.write('Results')", 3),
+         ("pyautogui.write('Results'); pyautogui.click(300, 95)", 3)),
     ],
 }
 OTHER_WAYS = [(sid, *pair) for sid, pairs in ORDERS.items() for pair in pairs[1:]]
