@@ -199,7 +199,8 @@ def _check(check: Check, log: EpisodeLog) -> bool:
 def _matched(actions: list[str], pattern: str, after: str | None) -> bool:
     """Whether an action matches ``pattern``, ignoring case; with ``after``, only past the
     first match of ``after``: later in that action's text (``fix && pytest``) or in a later
-    action. At most one search of each pattern per action."""
+    action (for ``action_matches`` a verification of the change, for ``no_action_matches`` an
+    action that undoes it). At most one search of each pattern per action."""
     wanted = re.compile(pattern, re.IGNORECASE)
     if after is None:
         return any(wanted.search(a) for a in actions)

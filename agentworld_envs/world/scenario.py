@@ -96,11 +96,13 @@ class Check(_Frozen):
     states one of ``excludes`` (known wrong answers: "47 or 52" hedges), unless the expected
     answer itself states it;
     ``called_tool`` names a tool; ``action_matches`` and
-    ``no_action_matches`` take a regular expression over the actions, and ``action_matches``
-    with ``after`` (another one) passes only past the first match of ``after``, later in that
-    action or in a later one (a verification that must follow the change); ``observation_contains``
-    looks for text in the environment's last observation (the initial state before any), not
-    in the env's own reply to a final or invalid action; ``answer_observed`` asks that
+    ``no_action_matches`` take a regular expression over the actions, and with ``after``
+    (another one) read the actions only past the first match of ``after``, later in that
+    action or in a later one: ``action_matches`` then asks for a verification that follows the
+    change, ``no_action_matches`` forbids an action that would undo or overwrite it;
+    ``observation_contains`` looks for text in the environment's last observation (the initial
+    state before any), not in the env's own reply to a final or invalid action;
+    ``answer_observed`` asks that
     ``value`` (default: the reference answer) was shown in the initial state or an observation
     of the world (:data:`~agentworld_envs.world.rewards.EVIDENCE`), by ``match``, so that the
     answer was read from the world, not guessed; ``completed`` and ``infeasible`` check how the
@@ -113,14 +115,16 @@ class Check(_Frozen):
     excludes: list[str] = []
     """``answer_matches``: wrong answers that the agent's answer must not also state."""
     after: str | None = pydantic.Field(None, min_length=1)
-    """``action_matches``: a regular expression that an earlier action must match."""
+    """``action_matches``, ``no_action_matches``: a regular expression that an earlier action
+    must match for the pattern to count."""
 
     @pydantic.model_validator(mode="after")
     def _value_given(self) -> Check:
         if self.check in _NEEDS_VALUE and not self.value:
             raise ValueError(f"check {self.check!r} needs a value")
-        if self.after is not None and self.check != "action_matches":
-            raise ValueError(f"check {self.check!r} takes no after: only action_matches does")
+        if self.after is not None and self.check not in _PATTERNS:
+            raise ValueError(f"check {self.check!r} takes no after: only action_matches and "
+                             "no_action_matches do")
         if self.check in _PATTERNS:
             for name, pattern in (("value", self.value), ("after", self.after)):
                 try:

@@ -60,7 +60,7 @@ def test_the_breakdown_names_the_order_only_when_revealed() -> None:
     ({**VERIFIED, "after": "fix (core"}, r"check 'action_matches': after 'fix \(core' is not "
                                          "a regular expression"),
     ({**VERIFIED, "after": ""}, r"(?s)checks\.0\.after.*at least 1 character"),
-    ({**VERIFIED, "check": "no_action_matches"}, "check 'no_action_matches' takes no after"),
+    ({**VERIFIED, "check": "observation_contains"}, "check 'observation_contains' takes no after"),
     ({"check": "called_tool", "value": "bash", "after": "fix"}, "check 'called_tool' takes no"),
 ])
 def test_an_after_that_could_not_order_anything_is_refused_when_read(check, message) -> None:

@@ -44,7 +44,8 @@ def _patterns(scenario_id: str) -> list[str]:
 
 @pytest.mark.parametrize("scenario_id", sorted(REWRITTEN))
 def test_each_rewrite_matches_what_its_first_form_matched(scenario_id: str) -> None:
-    now, first = _patterns(scenario_id), REWRITTEN[scenario_id]
+    first = REWRITTEN[scenario_id]
+    now = _patterns(scenario_id)[:len(first)]  # the checks added since come after: no first form
     assert len(now) == len(first)
     rng = np.random.default_rng(0)
     texts = ["".join(rng.choice(PIECES, size=int(rng.integers(1, 24)))) for _ in range(20000)]

@@ -1,0 +1,125 @@
+"""An agent that plays every candidate action, the gold's ending last, earns nothing unless the
+distractors cannot spoil the outcome (it scored 1 on 22 built-in scenarios by also killing
+init, posting to #general or setting the volume back to 100); ``no_action_matches`` with
+``after`` forbids an action only once it would undo the change."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
+from agentworld_envs.domains import DOMAINS, get_domain
+from agentworld_envs.world.rewards import EpisodeLog, run_checks
+from agentworld_envs.world.scenario import Scenario
+from tests.helpers.witness import play_on_witness
+
+pytestmark = pytest.mark.filterwarnings("ignore:this AgentWorld env runs on the 'scripted'")
+
+HARMLESS_EXTRAS = {
+    "terminal-script-permission": "`ls -l` reads; `sudo ./deploy.sh` before the chmod is refused "
+                                  "for the missing exec bit and changes nothing",
+    "os-rename-report": "the F2 rename to report-final.txt is the GUI way to the same name",
+}
+"""Scenarios whose every-candidate episode scores 1 in both orders, and why that is right."""
+HARMLESS_IN_ONE_ORDER = {
+    "terminal-count-log-errors": ("rev", "the ERROR lines go to answer.txt before the count "
+                                         "overwrites them"),
+    "terminal-largest-file": ("rev", "/srv goes to answer.txt before the right path overwrites it"),
+    "terminal-vim-save-quit": ("all", ":q! comes after :wq closed vim, at the shell"),
+    "android-alarm-645": ("rev", "6:54 is typed before 6:45 replaces it"),
+    "os-vlc-volume-half": ("rev", "full volume and the slider click come before the 50%"),
+}
+"""Scenarios whose wrong extras undo the change only after it: the order (as the probe names
+it) that plays them all before the change scores 1."""
+NOT_CAUGHT = {
+    "terminal-cron-backup": ("rev", "the distractor's `echo … | crontab -` and then the gold's "
+                                    "add leave the entry twice; a check forbidding a second "
+                                    "`30 2 * * *` would also fail `crontab -l | grep -F` of it"),
+}
+"""Scenarios whose every-candidate episode, in this order, still scores 1 though it should not
+(a known gap, strict xfail: a fix makes the test pass and must remove the entry)."""
+
+
+def _every_candidate() -> list[tuple[str, str, str, list[int]]]:
+    """(domain, scenario, order, episode): the non-final candidates in menu order ("all") or
+    reversed ("rev"), then the gold's last action."""
+    cases = []
+    for key in DOMAINS:
+        for scenario_id, scenario in get_domain(key).builtin.items():
+            if not scenario.solution:
+                continue
+            last = scenario.solution[-1]
+            others = [i for i in range(len(scenario.candidate_actions)) if i != last]
+            cases += [(key, scenario_id, "all", [*others, last]),
+                      (key, scenario_id, "rev", [*others[::-1], last])]
+    return cases
+
+
+def test_the_tables_name_builtin_scenarios() -> None:
+    named = {scenario_id for _, scenario_id, _, _ in _every_candidate()}
+    assert set(HARMLESS_EXTRAS) | set(HARMLESS_IN_ONE_ORDER) | set(NOT_CAUGHT) <= named
+
+
+def _cases() -> list:
+    """The every-candidate episodes, those of :data:`NOT_CAUGHT` as strict xfails."""
+    cases = []
+    for case in _every_candidate():
+        order, why = NOT_CAUGHT.get(case[1], (None, ""))
+        marks = pytest.mark.xfail(strict=True, reason=why) if order == case[2] else ()
+        cases.append(pytest.param(*case, marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize(("domain", "scenario_id", "order", "episode"), _cases(),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_playing_every_candidate_earns_only_where_the_extras_are_harmless(
+        domain: str, scenario_id: str, order: str, episode: list[int]) -> None:
+    harmless = scenario_id in HARMLESS_EXTRAS or HARMLESS_IN_ONE_ORDER.get(
+        scenario_id, ("",))[0] == order
+    assert play_on_witness(domain, scenario_id, episode) == float(harmless)
+
+
+UNDONE = {"check": "no_action_matches", "value": "checkout main", "after": "switch feature"}
+
+
+def scenario(*checks: dict) -> Scenario:
+    return Scenario(domain="terminal", id="demo", instruction="Switch to feature, stay there.",
+                    candidate_actions=["a"], reward={"checks": list(checks)})
+
+
+def kept(attempted: list[str], performed: list[str] | None = None) -> bool:
+    log = EpisodeLog(scenario=scenario(UNDONE), actions=attempted,
+                     performed=attempted if performed is None else performed)
+    return run_checks(log.scenario.reward.checks, log, reveal=False)["no_action_matches"]
+
+
+@pytest.mark.parametrize(("attempted", "passed"), [
+    (["switch feature", "checkout main"], False),         # undone after the change
+    (["switch feature", "ls", "CHECKOUT MAIN"], False),   # later, in any case
+    (["switch feature && checkout main"], False),         # later in the same command
+    (["checkout main", "switch feature"], True),          # only before the change
+    (["checkout main && switch feature"], True),          # earlier in the same command
+    (["checkout main"], True),                            # never changed: nothing to undo
+    ([], True),
+])
+def test_the_pattern_is_forbidden_only_past_the_first_after_match(
+        attempted: list[str], passed: bool) -> None:
+    assert kept(attempted) is passed
+
+
+def test_an_attempt_counts_even_where_it_was_not_carried_out() -> None:
+    """As without ``after``, blame what was attempted: a rejected undo is still one."""
+    assert not kept(["switch feature", "checkout main"], performed=["switch feature"])
+
+
+def test_the_breakdown_names_the_order_when_revealed() -> None:
+    log = EpisodeLog(scenario=scenario(UNDONE), actions=["switch feature"])
+    assert run_checks(log.scenario.reward.checks, log) == {
+        "no_action_matches(checkout main after switch feature)": True}
+
+
+def test_an_after_that_is_no_regular_expression_is_refused_when_read() -> None:
+    with pytest.raises(pydantic.ValidationError, match=r"check 'no_action_matches': after "
+                                                       r"'switch \(feature' is not a regular"):
+        scenario({**UNDONE, "after": "switch (feature"})
