@@ -32,13 +32,6 @@ HARMLESS_IN_ONE_ORDER = {
 }
 """Scenarios whose wrong extras undo the change only after it: the order (as the probe names
 it) that plays them all before the change scores 1."""
-NOT_CAUGHT = {
-    "terminal-cron-backup": ("rev", "the distractor's `echo … | crontab -` and then the gold's "
-                                    "add leave the entry twice; a check forbidding a second "
-                                    "`30 2 * * *` would also fail `crontab -l | grep -F` of it"),
-}
-"""Scenarios whose every-candidate episode, in this order, still scores 1 though it should not
-(a known gap, strict xfail: a fix makes the test pass and must remove the entry)."""
 
 
 def _every_candidate() -> list[tuple[str, str, str, list[int]]]:
@@ -58,20 +51,10 @@ def _every_candidate() -> list[tuple[str, str, str, list[int]]]:
 
 def test_the_tables_name_builtin_scenarios() -> None:
     named = {scenario_id for _, scenario_id, _, _ in _every_candidate()}
-    assert set(HARMLESS_EXTRAS) | set(HARMLESS_IN_ONE_ORDER) | set(NOT_CAUGHT) <= named
+    assert set(HARMLESS_EXTRAS) | set(HARMLESS_IN_ONE_ORDER) <= named
 
 
-def _cases() -> list:
-    """The every-candidate episodes, those of :data:`NOT_CAUGHT` as strict xfails."""
-    cases = []
-    for case in _every_candidate():
-        order, why = NOT_CAUGHT.get(case[1], (None, ""))
-        marks = pytest.mark.xfail(strict=True, reason=why) if order == case[2] else ()
-        cases.append(pytest.param(*case, marks=marks))
-    return cases
-
-
-@pytest.mark.parametrize(("domain", "scenario_id", "order", "episode"), _cases(),
+@pytest.mark.parametrize(("domain", "scenario_id", "order", "episode"), _every_candidate(),
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_playing_every_candidate_earns_only_where_the_extras_are_harmless(
         domain: str, scenario_id: str, order: str, episode: list[int]) -> None:
@@ -123,3 +106,19 @@ def test_an_after_that_is_no_regular_expression_is_refused_when_read() -> None:
     with pytest.raises(pydantic.ValidationError, match=r"check 'no_action_matches': after "
                                                        r"'switch \(feature' is not a regular"):
         scenario({**UNDONE, "after": "switch (feature"})
+
+
+CRON_ADD = 1  # the gold's add: (crontab -l; echo "30 2 * * * …") | crontab -
+CRON_SHOW = 0  # crontab -l
+
+
+@pytest.mark.parametrize(("episode", "reward"), [
+    ((CRON_ADD, CRON_SHOW, 3), 1.0),
+    ((CRON_ADD, '[{"keystrokes": "crontab -l | grep -F \'30 2 * * *\'\\n"}]', 3), 1.0),
+    ((CRON_ADD, CRON_ADD, CRON_SHOW, 3), 0.0),  # the entry twice: the backup would run twice
+    ((CRON_ADD, '[{"keystrokes": "crontab -l; echo \\"30 2 * * * /usr/local/bin/backup.sh\\" '
+                '| crontab -\\n"}]', CRON_SHOW, 3), 0.0),
+])
+def test_the_cron_entry_written_twice_earns_nothing_but_a_grep_of_it_does(
+        episode: tuple, reward: float) -> None:
+    assert play_on_witness("terminal", "terminal-cron-backup", list(episode)) == reward
