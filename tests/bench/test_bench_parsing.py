@@ -83,6 +83,8 @@ SHAPES: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "check_listing": (_checks("terminal-extract-archive"), '"', "ls "),
     "check_run": (_checks("terminal-script-permission"), "", "; a/"),
     "check_import": (_checks("swe-install-in-venv"), '"command": ', "; python "),
+    # the cron entry written again: one scan from the action's start
+    "check_cron": (_checks("terminal-cron-backup"), "", "30 2 * * * crontab -l "),
 }
 PER_BYTE = PerByte()
 
