@@ -22,7 +22,7 @@ from agentworld_envs.protocol.chat import Fault, MessageLog
 from agentworld_envs.protocol.seeding import request_seed, shuffled
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.observation import Reading, read_step, reset_info, step_info
-from agentworld_envs.world.controls import control_text, fired_controls
+from agentworld_envs.world.controls import REJECTING, control_text, fired_controls
 from agentworld_envs.world.parsing import tagged_observation
 from agentworld_envs.world.prompt_sets import PromptSet
 from agentworld_envs.world.prompting import observation_turn
@@ -117,7 +117,9 @@ class Episode:
             hint = tagged_observation(real.observation) if real is not None else None
             request = self.chat.request({"role": "user", "content": content},
                                         sampling=self.sampling.with_seed(seed), draft_hint=hint)
-        self._pending = PendingStep(text, interpretation, request, controls, real, decided)
+        rejected = any(c.kind in REJECTING for c in fired)
+        self._pending = PendingStep(text, interpretation, request, controls, real, decided,
+                                    rejected)
         return request
 
     def complete(self, outcome: Completion | Fault | None) -> StepResult:
@@ -151,11 +153,10 @@ class Episode:
             self.chat.append({"role": "assistant", "content": observation_turn(observation)})
             if self.domain.shows_state:
                 self.state = observation
-        logs = [(self.log, observation, source)]
+        self.log.record(pending.action, observation, source, interpretation, pending.rejected)
         if self.real_log is not None and pending.real is not None:
-            logs.append((self.real_log, pending.real.observation, "real"))
-        for log, seen, origin in logs:
-            log.record(pending.action, seen, origin, interpretation)
+            self.real_log.record(pending.action, pending.real.observation, "real", interpretation,
+                                 pending.rejected and self.reality.honours_controls)
         self.transcript.append(pending.entry(self.turn, observation, reading.raw,
                                              reading.info["flags"], fidelity))
 

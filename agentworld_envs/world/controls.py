@@ -12,7 +12,7 @@ import numpy as np
 
 from agentworld_envs.world.scenario import Control
 
-__all__ = ["CONTROL_TEXT", "control_text", "fired_controls"]
+__all__ = ["CONTROL_TEXT", "REJECTING", "control_text", "fired_controls"]
 
 CONTROL_TEXT = {
     "tool_error": (
@@ -33,6 +33,9 @@ CONTROL_TEXT = {
     ),
     "custom": "",
 }
+
+REJECTING = frozenset({"tool_error", "rate_limit"})
+"""Kinds that reject the action: it changes nothing, so no check credits it as done."""
 
 
 def _applies(control: Control, tools: Sequence[str]) -> bool:

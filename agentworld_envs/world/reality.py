@@ -39,6 +39,10 @@ class RealStep:
 class Reality(abc.ABC):
     """The real counterpart of one simulated episode."""
 
+    honours_controls = True
+    """Whether a fired control changes what the real counterpart does (False for a reality
+    that cannot be perturbed: a rejected action is then still carried out there)."""
+
     @abc.abstractmethod
     def step(self, action: Any, controls: Sequence[Control] = ()) -> RealStep:
         """Play the action for real, under the controls that fired on this turn (a reality

@@ -86,7 +86,8 @@ class EpisodeLog:
     tools_called: list[str] = field(default_factory=list)
     performed: list[str] = field(default_factory=list)
     """The actions the environment carried out (``simulate``: world-model, rule- or
-    real-played), as it read them; never an invalid action nor a locally answered ending.
+    real-played), as it read them; never an invalid action, a locally answered ending, nor an
+    action a control rejected (:data:`~agentworld_envs.world.controls.REJECTING`).
     ``action_matches`` reads these alone."""
     answer: str | None = None
     ending: str | None = None
@@ -95,13 +96,14 @@ class EpisodeLog:
     agent saw for the simulated log, the real env's for the real one."""
 
     def record(self, action: str, observation: str, source: str,
-               interpretation: Interpretation) -> None:
-        """Log one step as the domain read it; an ending step's answer is the episode's."""
+               interpretation: Interpretation, rejected: bool = False) -> None:
+        """Log one step as the domain read it (``rejected``: a control turned the action
+        down); an ending step's answer is the episode's."""
         self.actions.append(action)
         self.observations.append(observation)
         self.sources.append(source)
         self.tools_called.extend(interpretation.tools)
-        if interpretation.kind == "simulate":
+        if interpretation.kind == "simulate" and not rejected:
             self.performed.append(interpretation.action_text)
         if interpretation.ending is not None:
             self.answer = interpretation.answer

@@ -48,6 +48,8 @@ class PendingStep:
     real: RealStep | None
     decided: RealStep | None = None
     """What the domain's rule made of a decided tool's call (no real counterpart)."""
+    rejected: bool = False
+    """A control that rejects the action fired on this turn (it changes nothing)."""
 
     @property
     def played(self) -> bool:

@@ -91,6 +91,14 @@ def _wrong_answer_reported_infeasible(scenario_id: str) -> list[str]:
       "[]"]),
     ("os", "os-vlc-volume-half", ["pyautogui.click(1650, 1040)", "DONE"]),
     ("os", "os-make-project-folder", ["pyautogui.write('mkdir ~/Projects/beta\\n')", "DONE"]),
+    # the branch made first, so creating it again fails and HEAD stays on main
+    ("terminal", "terminal-git-feature-branch",
+     ['[{"keystrokes": "git branch feature/login\\n"}]',
+      '[{"keystrokes": "git switch -c feature/login\\n"}]', '[{"keystrokes": "git status\\n"}]',
+      "[]"]),
+    ("terminal", "terminal-git-feature-branch",
+     ['[{"keystrokes": "git branch feature/login && git checkout -b feature/login && git status'
+      '\\n"}]', "[]"]),
 ])
 def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                         actions: list[str]) -> None:
@@ -107,6 +115,12 @@ def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                               '[{"keystrokes": "find data -type f\\n"}]', "[]"]),
     ("terminal", "terminal-git-feature-branch",
      ['[{"keystrokes": "git checkout -b feature/login && git branch --show-current\\n"}]', "[]"]),
+    ("terminal", "terminal-git-feature-branch",  # made first, then switched to (or forced)
+     ['[{"keystrokes": "git branch feature/login && git switch feature/login\\n"}]',
+      '[{"keystrokes": "git status\\n"}]', "[]"]),
+    ("terminal", "terminal-git-feature-branch",
+     ['[{"keystrokes": "git branch feature/login; git switch -C feature/login; git status\\n"}]',
+      "[]"]),
     ("terminal", "terminal-largest-file",
      ['[{"keystrokes": "du -a /srv | sort -n | tail -1\\n"}]',
       '[{"keystrokes": "echo /srv/media/archive-2025.tar > /app/answer.txt\\n"}]', "[]"]),

@@ -13,6 +13,7 @@ import agentworld_envs  # noqa: F401 - registers the AgentWorld ids
 import floor_tasks
 from agentworld_envs.domains import DOMAINS, get_domain
 from agentworld_envs.registration import make
+from agentworld_envs.world.controls import CONTROL_TEXT, REJECTING
 from agentworld_envs.wrappers import DiscreteCandidateActions
 from floor_tasks.candidates import GIVE_UP
 from floor_tasks.env import FloorEnv
@@ -49,15 +50,27 @@ def test_every_candidate_list_hides_the_solution_among_shuffled_distractors(doma
 def test_the_oracle_solves_every_scenario_through_the_discrete_wrapper(domain: str) -> None:
     """The placeholder shows nothing, so the world shows what each answer rests on
     (:func:`witness_backend`), and where a real counterpart exists (floor) the oracle's actions
-    are scored against it (``reward="real"``)."""
+    are scored against it (``reward="real"``). Like an agent reading the error, the oracle
+    plays an action again that a control rejected, unless the gold plays it again itself (a
+    control on a fixed turn) (``mcp-payments-refund-flaky`` at this seed: the refund fails
+    once)."""
     kwargs = {"reward": "real"} if domain == "floor" else {}
+    rejections = tuple(CONTROL_TEXT[kind] for kind in REJECTING)
     for scenario in get_domain(domain).builtin.values():
         env = DiscreteCandidateActions(make(domain, backend=witness_backend(scenario), **kwargs),
                                        max_candidates=64)
         _, info = env.reset(seed=3, options={"scenario": scenario.id})
-        for action in scenario.solution_actions:
-            _, reward, terminated, truncated, info = env.step(info["candidates"].index(action))
-            if terminated or truncated:
+        plan, ended = scenario.solution_actions, False
+        for i, action in enumerate(plan):
+            replay = plan[i + 1:i + 2] != [action]  # the gold does not play it again itself
+            while True:
+                _, reward, terminated, truncated, info = env.step(
+                    info["candidates"].index(action))
+                ended = terminated or truncated
+                rejected = any(c.startswith(rejections) for c in info.get("controls", ()))
+                if ended or not (rejected and replay):
+                    break
+            if ended:
                 break
         assert reward == 1.0, (scenario.id, info["reward_breakdown"])
 

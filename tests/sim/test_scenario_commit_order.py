@@ -41,10 +41,10 @@ ORDERS: dict[str, list[tuple[Episode, Episode]]] = {
         ((0, 2, 1, 3, 4), (0, 2, 3, 1, 4)),  # the body first, the title after submitting
         ((0, 1, 2, "click(bid='304')", 4), (0, "click(bid='304')", 1, 2, 4)),
     ],
-    "web-cart-two-mugs": [
-        ((0, 1, 2), (1, 0, 2)),
-        (("fill(bid='802', value='2')", "click(bid='803')", 2),
-         ("click(bid='803')", "fill(bid='802', value='2')", 2)),
+    "web-cart-two-mugs": [  # turn 2 is rate-limited: the action there changes nothing
+        ((0, 1, 1, 2), (1, 1, 0, 2)),
+        (("fill(bid='802', value='2')", "click(bid='803')", "click(bid='803')", 2),
+         ("click(bid='803')", "click(bid='803')", "fill(bid='802', value='2')", 2)),
     ],
     "web-newsletter-unsubscribe": [
         ((0, 1, 2), (1, 0, 2)),

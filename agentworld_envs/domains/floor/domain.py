@@ -59,6 +59,8 @@ __all__ = ["DOMAIN", "FloorDomain", "FloorReality"]
 class FloorReality(Reality):
     """The real AgentFloor env of one task variant, with the simulated episode's budget."""
 
+    honours_controls = False
+
     def __init__(self, ref: FloorRef, budget: int) -> None:
         self.env = FloorEnv(ref.task_id, variant=ref.variant, max_steps=budget)
         self.env.reset(seed=0)
