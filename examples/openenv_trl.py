@@ -69,17 +69,21 @@ def served(task: str) -> Iterator[str]:
     """``agentworld serve AgentFloor/<task>-v0`` on a free loopback port, until the block ends.
 
     The server picks the port (``--port 0``) and names it in its ready line: a port picked
-    here and freed for it could be taken by another process first."""
+    here and freed for it could be taken by another process first. A server that exits first
+    is an error ending with the last line it wrote (its one-line error)."""
     command = [sys.executable, "-m", "agentworld_envs.cli", "serve", f"AgentFloor/{task}-v0",
                "--port", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     ready = "agentworld serve: ready at "
+    said = ""
     try:
         for line in process.stderr:  # the server says when it is ready, and where
             if line.startswith(ready):
                 break
+            said = line.strip() or said
         else:
-            raise RuntimeError(f"agentworld serve exited with code {process.wait()}")
+            raise RuntimeError(f"agentworld serve exited with code {process.wait()}"
+                               f"{f': {said}' if said else ''}")
         # keep reading its stderr, so a chatty server never blocks on a full pipe
         threading.Thread(target=process.stderr.read, daemon=True).start()
         yield line.removeprefix(ready).split()[0]

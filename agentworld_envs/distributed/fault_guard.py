@@ -8,6 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentworld_envs.backends.faults import TooManyFaultsError
+
 __all__ = ["FaultGuard", "fault_text"]
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
@@ -26,7 +28,8 @@ def fault_text(exc: BaseException) -> str:
 class FaultGuard(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A ``step`` that raises instead returns the last observation, reward 0, ``truncated`` and
     ``info["fault"]`` (``Type: message``), and warns; the vector env's autoreset (or the
-    caller, with autoreset disabled) then starts a fresh episode.
+    caller, with autoreset disabled) then starts a fresh episode. A spent fault budget
+    (``TooManyFaultsError``, past the env's ``max_faults``) is raised: the run stops.
 
     Example:
         >>> import gymnasium as gym, floor_tasks
@@ -50,6 +53,8 @@ class FaultGuard(gym.Wrapper, gym.utils.RecordConstructorArgs):
         """Step; an exception ends the episode as truncated."""
         try:
             observation, reward, terminated, truncated, info = self.env.step(action)
+        except TooManyFaultsError:  # the user's fault budget is spent: the run stops
+            raise
         except Exception as exc:  # noqa: BLE001 - any sub-env error costs that sub-env only
             fault = fault_text(exc)
             warnings.warn(f"a sub-env's step raised {fault}; its episode is truncated",

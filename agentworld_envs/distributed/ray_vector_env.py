@@ -27,6 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from agentworld_envs.backends import Backend
+from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.distributed.actor_calls import ActorCalls
 from agentworld_envs.distributed.fault_guard import fault_text
 from agentworld_envs.distributed.layout import actor_blocks, check_layout, sub_env_seeds
@@ -101,11 +102,13 @@ class RayVectorEnv(ActorCalls, VectorEnv):
     ``truncated`` with ``info["fault"]`` saying what happened (under ``SAME_STEP`` the step
     returns their new first observation, ``final_obs`` being the last one seen; under
     ``NEXT_STEP`` the next step does; with autoreset disabled they must be reset); the others
-    never notice. Under ``NEXT_STEP`` a sub-env whose episode ended at the step before loses
-    nothing: its step is its new episode's start (seeded from ``np_random``), as an autoreset
-    step, not a second end. A masked reset that finds its actor restarted resets the actor's other
-    sub-envs too, and their next step reports the fault. A sub-env vectorised by Gymnasium
-    whose own ``step`` raises is truncated alone
+    never notice. A spent fault budget (the env's ``max_faults``) is not such a fault: the step
+    raises ``TooManyFaultsError`` naming the actor, as one process does. Under ``NEXT_STEP`` a
+    sub-env whose episode ended at the step before loses nothing: its step is its new episode's
+    start (seeded from ``np_random``), as an autoreset step, not a second end. A masked reset
+    that finds its actor restarted resets the actor's other sub-envs too, and their next step
+    reports the fault. A sub-env vectorised by Gymnasium whose own ``step`` raises is truncated
+    alone
     (:class:`~agentworld_envs.distributed.fault_guard.FaultGuard`). An actor whose restarts are
     spent raises ``RuntimeError``, and the other actors' results of that step are lost with
     it: the env can only be closed then. A ``reset`` that raises in one actor after others reset
@@ -300,7 +303,14 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         refs = [actor.step.remote(actions[k], {i - block.start: seed for i, seed in fresh.items()
                                               if i in block})
                 for k, (actor, block) in enumerate(zip(self.actors, self.blocks, strict=True))]
-        parts = [self._gather(k, ref) for k, ref in enumerate(refs)]
+        parts, spent = [], None
+        for k, ref in enumerate(refs):  # every answer is taken, so Ray logs no unread error
+            try:
+                parts.append(self._gather(k, ref))
+            except TooManyFaultsError as exc:
+                spent = spent or exc
+        if spent:
+            raise spent
         self._fresh = {i: seed for i, seed in self._fresh.items() if i not in fresh}
         items = [item for space, part in zip(self._part_spaces, parts, strict=True)
                  for item in iterate(space, part[0])]
@@ -344,6 +354,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         ray = self._ray
         try:
             return ray.get(ref)
+        except TooManyFaultsError as exc:  # a spent fault budget stops the run, as in one process
+            raise self._raised(k, exc.cause, "step()") from exc.cause
         except ActorRestarted:
             fault = f"actor {k} was restarted and lost its episodes"
         except StepFailed as exc:

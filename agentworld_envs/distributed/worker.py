@@ -16,6 +16,7 @@ from gymnasium.envs.registration import VectorizeMode, load_env_creator
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from agentworld_envs.backends.faults import TooManyFaultsError
 from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
 from agentworld_envs.distributed.group_episodes import GroupEpisodes
 from agentworld_envs.distributed.vector_parts import overlay_info
@@ -93,7 +94,8 @@ class VectorWorker:
 
     A step that raises rebuilds the vector env and raises :class:`StepFailed`; a restarted
     actor's first step or masked reset raises :class:`ActorRestarted`. Either way the driver
-    resets it whole.
+    resets it whole. A spent fault budget (``TooManyFaultsError``) is raised as it is: the run
+    stops.
     """
 
     def __init__(self, env_id: str, num_envs: int, env_kwargs: dict[str, Any],
@@ -146,6 +148,8 @@ class VectorWorker:
             if fresh:
                 new, new_info = self.envs.reset(seed=[fresh.get(j) for j in range(n)],
                                                 options={"reset_mask": mask})
+        except TooManyFaultsError:  # the user's fault budget is spent: the run stops
+            raise
         except Exception as exc:
             self._started = False
             self.envs.close()
