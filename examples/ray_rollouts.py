@@ -6,6 +6,8 @@ which AgentWorld and AgentFloor envs both offer, read through ``envs.call``) pla
 to its end, and each sub-env's advantage is its reward minus its group's mean (what GRPO trains
 on). Swap in an LLM policy for real training; the loop stays the same. ``--env-id`` takes any
 ``AgentWorld/*`` id (simulated by ``--backend``) or ``AgentFloor/*`` id (real tools, no backend).
+The run stops after more than ``--max-faults`` failed world-model calls in one actor (a dead
+server), rather than print rewards earned on fallback observations.
 
 Quick check (CPU, seconds): ``python examples/ray_rollouts.py --num-envs 8 --rounds 1``
 
@@ -25,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 import floor_tasks  # noqa: F401 - registers AgentFloor/<ID>-v0
+from agentworld_envs.backends.faults import DEFAULT_MAX_FAULTS
 from agentworld_envs.cli import run_command
 from agentworld_envs.cli_errors import UsageError, UsageParser, int_at_least, name_of, seed_number
 from agentworld_envs.distributed import RayVectorEnv
@@ -70,14 +73,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=positive, default=2, help="episodes per sub-env")
     parser.add_argument("--seed", type=seed_number, default=0,
                         help="seed of the first round's resets and of the random policy")
+    parser.add_argument("--max-faults", type=int_at_least(-1), default=argparse.SUPPRESS,
+                        help="failed world-model calls an actor goes on after; -1: never stop "
+                             f"(AgentWorld ids only) (default: {DEFAULT_MAX_FAULTS})")
     parser.add_argument("--address", default=None, help="a Ray cluster; unset: a local one")
     args = parser.parse_args(argv)
     simulated = {}  # AgentFloor ids play the real tools: no backend
     if args.env_id in ENV_IDS:
         simulated["backend"] = getattr(args, "backend", DEFAULT_BACKEND)
-    elif "backend" in args:
-        parser.error(f"argument --backend: {args.env_id} plays the real tools and takes no "
-                     "backend; drop --backend or give an AgentWorld id")
+        simulated["max_faults"] = getattr(args, "max_faults", DEFAULT_MAX_FAULTS)
+    elif given := [f for f in ("backend", "max_faults") if f in args]:
+        flag, what = {"backend": ("--backend", "backend"),
+                      "max_faults": ("--max-faults", "world-model fault budget")}[given[0]]
+        parser.error(f"argument {flag}: {args.env_id} plays the real tools and takes no "
+                     f"{what}; drop {flag} or give an AgentWorld id")
     if args.address:
         import ray
 

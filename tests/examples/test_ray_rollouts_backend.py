@@ -58,3 +58,22 @@ def test_ray_rollouts_refuses_a_backend_given_with_an_agentfloor_id_but_keeps_th
     assert _backend_made(ray_rollouts, ["--env-id", "AgentWorld/MCP-v0"]) == {"name": "scripted"}
     assert _backend_made(ray_rollouts, ["--env-id", "AgentWorld/MCP-v0", "--backend", backend]
                          ) == parse_backend_arg(backend)
+
+
+def test_ray_rollouts_gives_agentworld_envs_a_fault_budget(
+        ray_rollouts: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, a dead world-model server gave every episode fallback observations, and the
+    script printed their rewards and exited 0."""
+    def budget(argv: list[str]) -> Any:
+        ray_rollouts.made.clear()
+        with pytest.raises(_Stop):
+            ray_rollouts.main(argv)
+        return ray_rollouts.made[0][1].get("max_faults", "absent")
+
+    assert budget(["--env-id", "AgentWorld/MCP-v0"]) == 3
+    assert budget(["--env-id", "AgentWorld/MCP-v0", "--max-faults", "-1"]) == -1
+    assert budget(["--env-id", "AgentFloor/B3-v0"]) == "absent"
+    argv = ["--env-id", "AgentFloor/B3-v0", "--max-faults", "5"]
+    assert run_command(lambda: ray_rollouts.main(argv)) == 2
+    assert "argument --max-faults: AgentFloor/B3-v0 plays the real tools and takes no " \
+           "world-model fault budget" in capsys.readouterr().err
