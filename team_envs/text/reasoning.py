@@ -37,7 +37,8 @@ when they share a key (:func:`item_keys`), reasoning-gym's datasets being too va
   ``-9 / 9``).
 
 An item repeated within the first items is held out once (the next distinct item takes its
-place). A dataset that generates an item differently twice is refused.
+place). A dataset that generates an item differently twice is refused, and list_functions
+(also as a ``composite``'s part) always: it draws from Python's global ``random``.
 
 Example:
     >>> from team_envs.text import reasoning
@@ -92,6 +93,9 @@ _HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "polynomial_mu
                              "ransom_note", "word_ladder"})
 """Datasets whose items depend on Python's string hashing (reasoning-gym 0.1.19): their
 questions, or their reference answers (knight_swap's and word_ladder's solution paths)."""
+_UNSEEDED = frozenset({"list_functions"})
+"""Datasets that draw from Python's global ``random`` (reasoning-gym 0.1.19 to 0.1.26): some of
+their items differ in every process and every time they are generated."""
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _SIGNS = (ast.UAdd, ast.USub)
 _LITERALS = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Set,
@@ -263,6 +267,11 @@ class ReasoningGymTask(ReasoningTask):
         except (TypeError, ValueError, AssertionError, AttributeError, KeyError) as error:
             raise ValueError(f"reasoning-gym refused {task} with config {config}: "
                              f"{error}") from error
+        parts = self.dataset.datasets if task == "composite" else [task]
+        if unseeded := sorted(_UNSEEDED.intersection(parts)):
+            raise ValueError(f"reasoning-gym's {', '.join(unseeded)} is not "
+                             f"deterministic: it draws from Python's global random, so its "
+                             f"items differ in every process; use another dataset")
         self.task = task
         self.held_out = held_out
         self._held_out: list[dict[str, Any]] = []
@@ -285,8 +294,7 @@ class ReasoningGymTask(ReasoningTask):
         if len(self._held_out) < held_out:
             raise ValueError(f"{task} has {len(self._held_out)} distinct items in its {size}, "
                              f"fewer than held_out={held_out}: hold out fewer")
-        hashed = sorted(_HASH_DEPENDENT.intersection(
-            self.dataset.datasets if task == "composite" else [task]))
+        hashed = sorted(_HASH_DEPENDENT.intersection(parts))
         if hashed and os.environ.get("PYTHONHASHSEED", "random") == "random":
             warnings.warn(f"reasoning-gym's {', '.join(hashed)} items depend on Python's string "
                           f"hashing: set PYTHONHASHSEED, the same in every process, for the same "
