@@ -112,26 +112,32 @@ def _source(args: argparse.Namespace, items: list[Any]) -> _Source:
 
 def _journal(args: argparse.Namespace, items: list[Any], source: _Source, **settings: Any
              ) -> BenchJournal:
-    """The run's journal in ``--out`` (none without it), gone on with under ``--resume``."""
+    """The run's journal in ``--out`` (none without it), gone on with under ``--resume``.
+
+    An earlier run's records and report are removed from ``--out`` (this run writes its own at
+    its end), so that none passes for this run's if it is stopped, even by a kill; but not the
+    ``--predictions`` file the run reads."""
     from agentworld_envs.bench.journal import BenchJournal
 
     settings = {"command": args.command, "items": [item.to_dict() for item in items],
                 "predictions": source.saved, "world_model": answering_settings(source.config),
                 "sampling": source.sampling.to_dict() if source.sampling else None, **settings}
-    return BenchJournal(args.out or None, settings, [item.key for item in items], args.resume)
+    journal = BenchJournal(args.out or None, settings, [item.key for item in items], args.resume)
+    if journal.path is not None:
+        _remove(Path(args.out), "records.jsonl", "report.json", "report.md",
+                keep=args.predictions)
+    return journal
 
 
 @contextmanager
 def _resumable(args: argparse.Namespace, journal: BenchJournal) -> Iterator[None]:
     """Ctrl-C, or too many failed calls, in the block says where the results so far are kept
-    and how to resume, and removes an earlier run's records and report from ``--out`` (this
-    run has written neither yet)."""
+    and how to resume."""
     try:
         yield
     except (KeyboardInterrupt, TooManyFaultsError) as exc:
         if journal.path is None:
             raise
-        _remove(Path(args.out), "records.jsonl", "report.json", "report.md")  # an earlier run's
         argv = getattr(args, "argv", None)  # set by the console script
         again = shlex.join(["agentworld", *argv, *([] if "--resume" in argv else ["--resume"])]
                            ) if argv else "the same command and --resume"
@@ -195,10 +201,12 @@ def _write(out: Path, result: Any, faulted: bool) -> None:
     write_text_atomic(folder / "report.md", result.markdown() + "\n")
 
 
-def _remove(folder: Path, *names: str) -> None:
-    """Remove an earlier run's files from ``folder``, so that none is read as this run's."""
-    for name in names:
-        (folder / name).unlink(missing_ok=True)
+def _remove(folder: Path, *names: str, keep: str = "") -> None:
+    """Remove an earlier run's files from ``folder``, so that none is read as this run's; but
+    not ``keep``, the ``--predictions`` file the run reads (an earlier run's records)."""
+    for path in (folder / name for name in names):
+        if path.exists() and not (keep and path.samefile(keep)):
+            path.unlink()
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ been played, keyed by its place in the run's list of scenarios (a
 :class:`~agentworld_envs.run_journal.RunJournal`: line 1 holds the run's settings, a resume
 under other settings is refused naming each one, a last line cut by the interruption is played
 again). The journal stays once the run ends, so that resuming a finished run rewrites its
-report; a journal that holds scenarios is only resumed, never started afresh over.
+report; a journal that holds scenarios is only resumed, never started afresh over. Opening it
+removes an earlier run's report, rewritten when this run ends, so that a run stopped before
+then (by a kill too) leaves none to pass for its own.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class FidelityJournal:
                                        resume)
         except ValueError as error:
             raise UsageError(f"--resume: {error}" if resume else str(error)) from None
+        (self.path.parent / REPORT).unlink(missing_ok=True)
         self.done = self._journal.done
 
     def keep(self, record: dict[str, Any]) -> None:

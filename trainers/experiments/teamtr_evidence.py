@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from agentworld_envs.atomic_write import write_text_atomic
 from agentworld_envs.run_journal import RunJournal
 from trainers.common.args import ConfigError
 from trainers.common.flags import parse_args
@@ -621,7 +622,11 @@ class Args:
 
 
 def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
-    """Summarise ``data`` (its ``runs``), write results, report and plots; return the report."""
+    """Summarise ``data`` (its ``runs``), write results, report and plots; return the report.
+
+    The results and the report are each written whole or not at all, as ``--replot
+    docs/teamtr_evidence_results.json --docs docs`` rewrites the very file it read, whose
+    runs are kept nowhere else."""
     data.setdefault("settings", {"task": TASK, "trainer": SETTINGS,
                                  "warm_accuracy": WARM_ACCURACY, "methods": METHODS,
                                  "regression": REGRESSION, "chance_line": CHANCE})
@@ -633,10 +638,10 @@ def write(data: dict[str, Any], out: Path, docs: Path | None) -> str:
              f"{data['workers']} workers")
     out.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    (out / "results.json").write_text(payload)
-    (out / "report.md").write_text(text + "\n")
+    write_text_atomic(out / "results.json", payload)
+    write_text_atomic(out / "report.md", text + "\n")
     if docs is not None:
-        (docs / RESULTS_NAME).write_text(payload)
+        write_text_atomic(docs / RESULTS_NAME, payload)
     plot(data["runs"], data["summary"], out, docs)
     return text
 
