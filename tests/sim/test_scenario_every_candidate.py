@@ -27,7 +27,6 @@ HARMLESS_IN_ONE_ORDER = {
                                          "overwrites them"),
     "terminal-largest-file": ("rev", "/srv goes to answer.txt before the right path overwrites it"),
     "terminal-vim-save-quit": ("all", ":q! comes after :wq closed vim, at the shell"),
-    "android-alarm-645": ("rev", "6:54 is typed before 6:45 replaces it"),
     "os-vlc-volume-half": ("rev", "full volume and the slider click come before the 50%"),
 }
 """Scenarios whose wrong extras undo the change only after it: the order (as the probe names
