@@ -89,6 +89,9 @@ class EpisodeLog:
     real-played), as it read them; never an invalid action, a locally answered ending, nor an
     action a control rejected (:data:`~agentworld_envs.world.controls.REJECTING`).
     ``action_matches`` reads these alone."""
+    carried: list[bool] = field(default_factory=list)
+    """For each of ``actions``, whether it is one of ``performed``: where ``no_action_matches``
+    finds the change that its ``after`` names (empty in a log built by hand: every action)."""
     answer: str | None = None
     ending: str | None = None
     verdict: dict[str, Any] | None = None
@@ -103,7 +106,8 @@ class EpisodeLog:
         self.observations.append(observation)
         self.sources.append(source)
         self.tools_called.extend(interpretation.tools)
-        if interpretation.kind == "simulate" and not rejected:
+        self.carried.append(interpretation.kind == "simulate" and not rejected)
+        if self.carried[-1]:
             self.performed.append(interpretation.action_text)
         if interpretation.ending is not None:
             self.answer = interpretation.answer
@@ -186,10 +190,10 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     if kind == "called_tool":
         return check.value in log.tools_called
     if kind in ("action_matches", "no_action_matches"):
-        # credit only what was done; blame whatever was even attempted
-        actions = log.performed if kind == "action_matches" else log.actions
-        found = _matched(actions, check.value or "", check.after)
-        return found if kind == "action_matches" else not found
+        # credit only what was done; blame whatever was even attempted past a change done
+        if kind == "action_matches":
+            return _matched(log.performed, check.value or "", check.after)
+        return not _matched(log.actions, check.value or "", check.after, log.carried or None)
     if kind == "observation_contains":
         return _normalise(check.value or "") in _normalise(_last_shown(log))
     if kind == "answer_observed":
@@ -198,17 +202,19 @@ def _check(check: Check, log: EpisodeLog) -> bool:
     return bool(log.verdict and log.verdict.get("passed"))
 
 
-def _matched(actions: list[str], pattern: str, after: str | None) -> bool:
+def _matched(actions: list[str], pattern: str, after: str | None,
+             carried: list[bool] | None = None) -> bool:
     """Whether an action matches ``pattern``, ignoring case; with ``after``, only past the
-    first match of ``after``: later in that action's text (``fix && pytest``) or in a later
+    first match of ``after`` (with ``carried``, in an action carried out: a change rejected
+    or invalid did not happen): later in that action's text (``fix && pytest``) or in a later
     action (for ``action_matches`` a verification of the change, for ``no_action_matches`` an
-    action that undoes it). At most one search of each pattern per action."""
+    action that undoes or repeats it). At most one search of each pattern per action."""
     wanted = re.compile(pattern, re.IGNORECASE)
     if after is None:
         return any(wanted.search(a) for a in actions)
     earlier = re.compile(after, re.IGNORECASE)
     for i, action in enumerate(actions):
-        if change := earlier.search(action):
+        if (carried is None or carried[i]) and (change := earlier.search(action)):
             return (wanted.search(action, change.end()) is not None
                     or any(wanted.search(a) for a in actions[i + 1:]))
     return False

@@ -34,6 +34,17 @@ def test_the_add_to_cart_the_rate_limit_rejected_earns_nothing() -> None:
     assert play_on_witness("web", "web-cart-two-mugs", [FILL, "noop()", ADD, CLAIM]) == 1.0
 
 
+@pytest.mark.parametrize("episode", [
+    [ADD, "noop()", FILL, ADD, CLAIM],        # one mug at quantity 1, then two more: three
+    [FILL, "noop()", ADD, ADD, CLAIM],        # both clicks went through: four
+    [FILL, "noop()", f"{ADD}\n{ADD}", CLAIM],  # the same, in one action
+])
+def test_a_second_add_to_cart_that_went_through_earns_nothing(episode: list[str]) -> None:
+    """Counted from the first Add that went through, so the retry of the rate-limited one is
+    not a second (the gold). Before, the three-mug episode scored 1."""
+    assert play_on_witness("web", "web-cart-two-mugs", episode) == 0.0
+
+
 def _refund_env() -> Any:
     scenario = get_domain("mcp").builtin["mcp-payments-refund-flaky"]
     return make("mcp", backend=witness_backend(scenario))

@@ -95,6 +95,14 @@ def test_an_attempt_counts_even_where_it_was_not_carried_out() -> None:
     assert not kept(["switch feature", "checkout main"], performed=["switch feature"])
 
 
+def test_a_change_that_was_not_carried_out_is_nothing_to_undo() -> None:
+    """The change (``after``) counts only where it happened: a rejected or invalid switch
+    left the checkout where it was. Before, it counted as the change."""
+    log = EpisodeLog(scenario=scenario(UNDONE), actions=["switch feature", "checkout main"],
+                     performed=["checkout main"], carried=[False, True])
+    assert run_checks(log.scenario.reward.checks, log, reveal=False)["no_action_matches"]
+
+
 def test_the_breakdown_names_the_order_when_revealed() -> None:
     log = EpisodeLog(scenario=scenario(UNDONE), actions=["switch feature"])
     assert run_checks(log.scenario.reward.checks, log) == {
