@@ -7,10 +7,11 @@ as the run goes through its budget: ``steps``, or ``minutes`` of training when t
 first (Transformers schedules by steps only, and has no time limit). A checkpoint keeps the
 training time spent so far (in its ``trainer_state.json``), so a run resumed from it goes on
 with the rest of the budget; the step and the scheduler's state come back with the checkpoint.
-:class:`KeptTally` keeps the judge faults of an RL run in its checkpoints, so that a resumed run
-counts those before its checkpoint too. :class:`KeptSettings` writes a run's settings
-(:func:`run_settings`) to its output folder and into each checkpoint, and :func:`keep_settings`
-refuses to resume a checkpoint with others. Imports TRL: load it only to train.
+:class:`KeptTally` keeps the judge faults of an RL run in its checkpoints (in their
+``trainer_state.json`` too), so that a resumed run counts those before its checkpoint as well.
+:class:`KeptSettings` writes a run's settings (:func:`run_settings`) to its output folder and
+into each checkpoint, and :func:`keep_settings` refuses to resume a checkpoint with others.
+Imports TRL: load it only to train.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from typing import Any
 from torch.optim.lr_scheduler import LambdaLR
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import SFTTrainer
 
 from agentworld_envs.atomic_write import write_text_atomic
@@ -36,12 +36,13 @@ from agentworld_envs.protocol.file_digest import file_sha256
 from agentworld_envs.protocol.shown import shown
 from trainers.common.args import ConfigError
 
-__all__ = ["RESUMABLE", "SETTINGS_FILE", "TALLY_FILE", "BudgetedSFTTrainer", "KeptSettings",
+__all__ = ["RESUMABLE", "SETTINGS_FILE", "TALLY_KEY", "BudgetedSFTTrainer", "KeptSettings",
            "KeptTally", "LossHook", "TrainingBudget", "UncheckedResumeWarning", "data_digest",
            "keep_settings", "resumable", "run_settings"]
 
-TALLY_FILE = "fault_tally.json"
-"""Where a checkpoint keeps the run's :class:`KeptTally`."""
+TALLY_KEY = "fault_tally"
+"""Where a checkpoint's ``trainer_state.json`` keeps the run's :class:`KeptTally`, among its
+``stateful_callbacks`` (a name of no callback, so that Transformers rebuilds none from it)."""
 
 SETTINGS_FILE = "run_settings.json"
 """Where a run writes its :func:`run_settings` in its output folder."""
@@ -123,21 +124,26 @@ class TrainingBudget(TrainerCallback, ExportableState):
 
 
 class KeptTally(TrainerCallback):
-    """Keeps a :class:`~agentworld_envs.backends.faults.FaultTally` in each checkpoint
-    (:data:`TALLY_FILE`) and takes back the one of the checkpoint a run resumes from.
+    """Keeps a :class:`~agentworld_envs.backends.faults.FaultTally` in each checkpoint's
+    ``trainer_state.json`` (its ``stateful_callbacks``, under :data:`TALLY_KEY`), so that a
+    checkpoint holds its trainer state and tally together, and takes back the one of the
+    checkpoint a run resumes from.
 
-    A file of its own rather than Transformers' callback state, which
-    ``restore_callback_states_from_checkpoint`` would rebuild without the tally."""
+    Not an ``ExportableState``: ``restore_callback_states_from_checkpoint`` would rebuild it
+    from its saved state, without the tally the judge's reward counts into."""
 
-    def __init__(self, tally: FaultTally, checkpoint: str | None) -> None:
+    def __init__(self, tally: FaultTally) -> None:
         self.tally = tally
-        kept = Path(checkpoint, TALLY_FILE) if checkpoint else None
-        if kept is not None and kept.is_file():
-            tally.restore(json.loads(kept.read_text(encoding="utf-8")))
 
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        write_text_atomic(folder / TALLY_FILE, json.dumps(self.tally.counts()))
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        saved = state.stateful_callbacks.get(TALLY_KEY)
+        if saved is not None:
+            self.tally.restore(saved)
+
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # once the step's samples are judged and before any checkpoint of it (Transformers'
+        # checkpoint on SIGTERM saves at on_step_end, before our callbacks get it)
+        state.stateful_callbacks[TALLY_KEY] = self.tally.counts()
 
 
 class LossHook(TrainerCallback):

@@ -216,7 +216,7 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
                                                 tokenizer, items, args.max_prompt_length,
                                                 args.view),
                                             processing_class=tokenizer,
-                                            callbacks=[KeptTally(judged, checkpoint), kept])
+                                            callbacks=[KeptTally(judged), kept])
         trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history

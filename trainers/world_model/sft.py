@@ -23,9 +23,11 @@ Example (CLI: our flags, then any of ``SFTConfig``'s)::
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -220,14 +222,41 @@ def training_items(path: str) -> list[BenchItem]:
     return items
 
 
-def _last_checkpoint(output: Path) -> str | None:
-    """The newest whole ``checkpoint-N`` folder in ``output``: one with its
-    ``trainer_state.json``, which Transformers writes last, so that a folder a kill cut short
-    while saving is passed over for the one before it."""
-    whole = {int(found[1]): path for path in (output.iterdir() if output.is_dir() else ())
-             if (found := re.fullmatch(r"checkpoint-(\d+)", path.name))
-             and (path / "trainer_state.json").is_file()}
-    return str(whole[max(whole)]) if whole else None
+def _whole(checkpoint: Path) -> bool:
+    """Whether ``checkpoint`` was saved whole: its ``trainer_state.json`` (which Transformers
+    writes last, and which keeps the run's settings and fault tally) reads as JSON."""
+    try:
+        state = json.loads(Path(checkpoint, "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(state, dict)
+
+
+def _last_checkpoint(output: Path) -> str:
+    """The newest whole ``checkpoint-N`` folder in ``output`` (:func:`_whole`); a newer one a
+    kill cut short while saving is passed over, with a warning naming it.
+
+    Raises:
+        ConfigError: when ``output`` holds no whole checkpoint.
+    """
+    numbered = {int(name[1]): path for path in (output.iterdir() if output.is_dir() else ())
+                if (name := re.fullmatch(r"checkpoint-(\d+)", path.name))}
+    newest_first = [numbered[step] for step in sorted(numbered, reverse=True)]
+    cut = list(itertools.takewhile(lambda path: not _whole(path), newest_first))
+    named = ", ".join(path.name for path in cut)
+    if not newest_first:
+        raise ConfigError("resume_from_checkpoint",
+                          f"last: {output} holds no checkpoint-N folder to resume from")
+    if len(cut) == len(newest_first):
+        raise ConfigError("resume_from_checkpoint",
+                          f"last: {output} holds no whole checkpoint to resume from ({named}: "
+                          "cut short while saving, no readable trainer_state.json)")
+    whole = newest_first[len(cut)]
+    if cut:
+        warnings.warn(f"resume_from_checkpoint last: passing over {named} in {output}, cut "
+                      f"short while saving (no readable trainer_state.json): resuming "
+                      f"{whole.name}", stacklevel=4)
+    return str(whole)
 
 
 def resume_checkpoint(config: Any) -> str | None:
@@ -240,11 +269,7 @@ def resume_checkpoint(config: Any) -> str | None:
     """
     value = config.resume_from_checkpoint
     if value == "last":
-        output = Path(config.output_dir)
-        value = _last_checkpoint(output)
-        if value is None:
-            raise ConfigError("resume_from_checkpoint",
-                              f"last: {output} holds no checkpoint-N folder to resume from")
+        value = _last_checkpoint(Path(config.output_dir))
     if value and not Path(value, "trainer_state.json").is_file():
         raise ConfigError("resume_from_checkpoint",
                           f"{value} is not a checkpoint folder (it has no trainer_state.json)")
