@@ -5,9 +5,10 @@ candidate actions, trained with REINFORCE on the end-of-episode reward of
 ``gym.make_vec("AgentWorld/<Domain>-v0")``. Every step of all ``--num-envs`` episodes is one
 batched world-model call. Swap in an LLM policy for real training; the env loop stays the same.
 
-Run offline (the ``scripted`` backend: placeholder observations, real rule rewards)::
+Run offline (the ``scripted`` backend: placeholder observations, real rule rewards; the
+``os`` domain by default)::
 
-    python examples/simulated_rl.py --domain os --updates 40
+    python examples/simulated_rl.py --updates 40
 
 Offline, only rewards for actions can be earned: a scenario that scores an answer asks that an
 observation showed it, and a placeholder shows nothing, so search (every scenario) and the
@@ -92,8 +93,9 @@ def backend_config(args: argparse.Namespace) -> str | dict:
 def main(argv: list[str] | None = None) -> list[float]:
     """Train; returns the mean episode reward of each update."""
     parser = UsageParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--domain", default="search", choices=sorted(DOMAINS),
-                        help="the AgentWorld domain whose scenarios are played")
+    parser.add_argument("--domain", default="os", choices=sorted(DOMAINS),
+                        help="the AgentWorld domain whose scenarios are played (offline, search "
+                             "pays 0: its answers need a world model's observations)")
     parser.add_argument("--num-envs", type=int_at_least(1), default=8,
                         help="episodes played at once; each step is one batched model call")
     parser.add_argument("--updates", type=int_at_least(1), default=30,

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,7 +34,8 @@ class Snippet(NamedTuple):
 
 
 def snippets(doc: Path) -> list[Snippet]:
-    """The ```python blocks of ``doc``, with the skip reason of a comment right before one."""
+    """The ```python blocks of ``doc`` (dedented: a list item's is indented), with the skip
+    reason of a comment right before one."""
     found, lines = [], doc.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
@@ -42,7 +44,7 @@ def snippets(doc: Path) -> list[Snippet]:
             end = next(j for j in range(start, len(lines)) if lines[j].strip() == "```")
             before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             marker = SKIP.search(before)
-            found.append(Snippet(doc, start, "\n".join(lines[start:end]) + "\n",
+            found.append(Snippet(doc, start, textwrap.dedent("\n".join(lines[start:end])) + "\n",
                                  marker["reason"] if marker else None))
             i = end
         i += 1
