@@ -11,7 +11,10 @@ with the rest of the budget; the step and the scheduler's state come back with t
 ``trainer_state.json`` too), so that a resumed run counts those before its checkpoint as well.
 :class:`KeptSettings` writes a run's settings (:func:`run_settings`) to its output folder and
 into each checkpoint, and :func:`keep_settings` refuses to resume a checkpoint with others.
-Imports TRL: load it only to train.
+The budget, the tally and the settings take back their state from the checkpoint themselves:
+a trainer made by :func:`keeping_callbacks` keeps the run's when
+``restore_callback_states_from_checkpoint`` would replace them. Imports TRL: load it only to
+train.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from trainers.common.args import ConfigError
 
 __all__ = ["RESUMABLE", "SETTINGS_FILE", "TALLY_KEY", "BudgetedSFTTrainer", "KeptSettings",
            "KeptTally", "LossHook", "TrainingBudget", "UncheckedResumeWarning", "data_digest",
-           "keep_settings", "resumable", "run_settings"]
+           "keep_settings", "keeping_callbacks", "resumable", "run_settings"]
 
 TALLY_KEY = "fault_tally"
 """Where a checkpoint's ``trainer_state.json`` keeps the run's :class:`KeptTally`, among its
@@ -217,6 +220,29 @@ class KeptSettings(TrainerCallback, ExportableState):
             Path(args.output_dir).mkdir(parents=True, exist_ok=True)
             write_text_atomic(Path(args.output_dir, SETTINGS_FILE),
                               json.dumps(self.settings, indent=1))
+
+
+def keeping_callbacks(trainer_cls: type) -> type:
+    """``trainer_cls`` keeping the run's :class:`TrainingBudget` and :class:`KeptSettings` when
+    ``restore_callback_states_from_checkpoint`` resumes it (they take back what they keep from
+    the checkpoint themselves, as :class:`KeptTally` does).
+
+    Transformers would replace each with one rebuilt from the checkpoint's state: a budget with
+    the checkpoint's ``max_minutes`` (not the run's), which the learning-rate schedule never
+    read (it read the run's budget, never started: by steps only), and the checkpoint's
+    settings in the run's files; and it warned that the fault tally was ignored."""
+    ours = {TrainingBudget.__name__, KeptSettings.__name__, TALLY_KEY}
+
+    class KeepingCallbacks(trainer_cls):  # type: ignore[valid-type, misc]
+        def _load_callback_state(self) -> None:
+            saved = self.state.stateful_callbacks
+            self.state.stateful_callbacks = {name: state for name, state in saved.items()
+                                             if name not in ours}
+            super()._load_callback_state()
+            self.state.stateful_callbacks = saved
+
+    KeepingCallbacks.__name__ = KeepingCallbacks.__qualname__ = trainer_cls.__name__
+    return KeepingCallbacks
 
 
 def _saved_settings(checkpoint: str) -> dict[str, Any] | None:

@@ -190,7 +190,12 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
     torch = require_trl()
     from trl import GRPOTrainer
 
-    from trainers.world_model.budget import KeptTally, keep_settings, run_settings
+    from trainers.world_model.budget import (
+        KeptTally,
+        keep_settings,
+        keeping_callbacks,
+        run_settings,
+    )
 
     config = config if config is not None else grpo_config()
     config = copy.copy(config)  # replace() would redo the config's derived settings
@@ -211,12 +216,11 @@ def train_rl(args: RLArgs, config: Any = None) -> RLResult:
         model, tokenizer = load_model(args.model)
         rewards = [rule_reward] + ([make_judge_reward(judge, items, judged)]
                                    if judge is not None else [])
-        trainer = epoch_seeded(GRPOTrainer)(model=model, reward_funcs=rewards, args=config,
-                                            train_dataset=rl_dataset(
-                                                tokenizer, items, args.max_prompt_length,
-                                                args.view),
-                                            processing_class=tokenizer,
-                                            callbacks=[KeptTally(judged), kept])
+        trainer_cls = epoch_seeded(keeping_callbacks(GRPOTrainer))
+        trainer = trainer_cls(model=model, reward_funcs=rewards, args=config,
+                              train_dataset=rl_dataset(tokenizer, items, args.max_prompt_length,
+                                                       args.view),
+                              processing_class=tokenizer, callbacks=[KeptTally(judged), kept])
         trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.output_dir)
     result = RLResult(out=config.output_dir, history=[e for e in trainer.state.log_history

@@ -578,6 +578,7 @@ def train_sft(args: SFTArgs, config: Any = None,
         LossHook,
         TrainingBudget,
         keep_settings,
+        keeping_callbacks,
         run_settings,
     )
 
@@ -600,9 +601,11 @@ def train_sft(args: SFTArgs, config: Any = None,
     parts = {"model": model, "args": config, "processing_class": tokenizer,
              "train_dataset": dataset, "callbacks": [kept, *([LossHook(log)] if log else [])],
              "peft_config": lora_config(args, model.config.num_hidden_layers)}
-    trainer = epoch_seeded(BudgetedSFTTrainer)(**parts, budget=TrainingBudget(
+    trainer_cls = epoch_seeded(keeping_callbacks(BudgetedSFTTrainer if args.max_minutes
+                                                 else SFTTrainer))
+    trainer = trainer_cls(**parts, budget=TrainingBudget(
         config.max_steps, args.max_minutes, int(config.warmup_steps))) if args.max_minutes \
-        else epoch_seeded(SFTTrainer)(**parts)
+        else trainer_cls(**parts)
     before = json.loads(Path(checkpoint, "trainer_state.json").read_text(encoding="utf-8")
                         ).get("num_input_tokens_seen", 0) if checkpoint else 0
     metrics = trainer.train(resume_from_checkpoint=checkpoint).metrics
