@@ -6,15 +6,16 @@ OpenEnv's capacity error at once) on a factory of
 :class:`~agentworld_envs.serve.session.GymSession`, and adds ``GET /agentworld/stats``.
 
 The WebSocket sessions at ``/ws`` are served by our own loop, registered ahead of OpenEnv's:
-OpenEnv's messages (``reset``, ``step``, ``state``, ``close``) and its replies and error
-shapes, one message at a time, except that no frame a client sends ends its session. A binary
-frame, text that is not JSON or is past the parser's limits (nesting depth, a number of over
-4300 digits), or JSON that is not an object is answered with OpenEnv's ``INVALID_JSON`` error,
-and the session goes on. Frames are read (up to ``READ_AHEAD``) while one is answered, so a
-client that leaves in the middle of a step frees its session at once, also when it sent more
-first (OpenEnv's client sends ``close`` before it closes its socket): its model calls in flight
-are cancelled (its own alone: other sessions' calls on the shared model go on), the step ends in
-the session's thread, its envs close after it, and the frames after it go unanswered.
+OpenEnv's messages (``reset``, ``step``, ``state``, ``close``) and its replies and error shapes,
+one message at a time, except that no frame a client sends ends its session. A binary frame,
+text that is not JSON or is past the parser's limits (a number of over 4300 digits), JSON nested
+more than ``MAX_DEPTH`` levels deep, or JSON that is not an object is answered with OpenEnv's
+``INVALID_JSON`` error, and the session goes on. Frames are read (up to ``READ_AHEAD``) while
+one is answered, so a client that leaves in the middle of a step frees its session at once, also
+when it sent more first (OpenEnv's client sends ``close`` before it closes its socket): its
+model calls in flight are cancelled (its own alone: other sessions' calls on the shared model go
+on), the step ends in the session's thread, its envs close after it, and the frames after it go
+unanswered.
 A client that takes no frame for ``send_timeout_s`` (it stopped reading, so its socket's
 buffers are full) has its session closed and freed at once and its socket closed with code 1008
 (uvicorn then frees the connection once the client reads or leaves).
@@ -22,6 +23,11 @@ A string of a reply that UTF-8 cannot carry (a lone surrogate) goes as its JSON 
 HTTP too, where a number that JSON cannot carry (NaN, infinity) goes as null, so a 422 quoting
 a client's ``{"seed": NaN}`` names the field rather than failing. An error message over
 ``MESSAGE_CHARS`` (one quoting a client's huge value) has its middle cut.
+Over HTTP, a body over ``MAX_BODY_BYTES`` gets a 413 (no more of it is read), a JSON body nested
+more than ``MAX_DEPTH`` levels deep a 400, a malformed action on ``/step`` OpenEnv's 422 (also
+one whose ``type`` is not a string, on which OpenEnv's route fails with a 500), and a
+``session_id`` param on ``/mcp`` that is not a string an ``INVALID_PARAMS`` error (where
+OpenEnv's route fails with a 500 too).
 Deviations: OpenEnv's MCP transport (the ``mcp`` message and ``?session_id=`` on ``/ws``, HTTP
 MCP sessions on ``/mcp``) is not served, as these envs have no MCP server (OpenEnv answers
 their tool calls "Environment does not support MCP"): ``mcp`` is answered with an
@@ -45,7 +51,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
@@ -58,9 +64,10 @@ from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionC
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcRequest, JsonRpcResponse
-from openenv.core.env_server.serialization import deserialize_action, serialize_observation
+from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import (
     ConcurrencyConfig,
+    StepRequest,
     WSCloseMessage,
     WSErrorCode,
     WSErrorResponse,
@@ -71,10 +78,11 @@ from openenv.core.env_server.types import (
     WSStepMessage,
 )
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
+from agentworld_envs.protocol.bounded_json import MAX_DEPTH, depth
 from agentworld_envs.serve.schema import EpisodeState, TurnAction, TurnObservation
 from agentworld_envs.serve.served_env import ServedEnv
 from agentworld_envs.serve.session import GymSession
@@ -103,31 +111,102 @@ MESSAGE_CHARS = 1000
 """The longest error message sent, in characters: an env's refusal may quote a client's value
 (a megabyte of variant or scenario id) whole."""
 
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest HTTP request body read (as large as uvicorn lets a WebSocket message be): past it
+the request gets a 413 and no more is read, rather than taking the server's memory."""
+
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
+"""Why a client's JSON is refused when it nests deeper than the project's bound for untrusted
+JSON: a reply quoting it (a validation error) could not be encoded by pydantic (255 levels), or,
+near the interpreter's recursion limit, at all."""
+
 _JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 """What a JSON value is called, by its Python type (numbers aside)."""
 
 
+def _parse(text: str | bytes) -> Any:
+    """A client's JSON.
+
+    Raises:
+        ValueError: saying why it is refused: not JSON (a ``JSONDecodeError``), not UTF-8, a
+            number of over 4300 digits, or nested more than ``MAX_DEPTH`` levels deep.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:  # past the parser's own limit
+        raise ValueError(_TOO_DEEP) from None
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    # too few brackets to nest that deep is the common case, with no walk
+    if sum(map(text.count, opening)) > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise ValueError(_TOO_DEEP)
+    return value
+
+
+def _json_text(content: Any) -> str:
+    """``content`` as JSON, whatever it holds: a string that UTF-8 cannot carry (a lone
+    surrogate, also in a key) as its JSON escape, a number that JSON cannot (NaN, infinity) as
+    null, and any other value JSON has no type for (an exception in an error's context) as its
+    text."""
+    escaped = json.dumps(content, default=str)  # NaN and infinities are read back as None
+    return json.dumps(json.loads(escaped, parse_constant=lambda _: None), separators=(",", ":"))
+
+
 def _reply(message: BaseModel) -> str:
-    """A reply frame's text. A lone surrogate, which UTF-8 cannot carry (an env that reads the
-    JSON escape ``\\ud800`` in an agent's tool call echoes one), is sent as that escape, so the
-    client reads back the very string the env returned."""
+    """A reply frame's text. A lone surrogate (an env that reads the JSON escape ``\\ud800`` in
+    an agent's tool call echoes one) is sent as that escape, so the client reads back the very
+    string the env returned (see :func:`_json_text`)."""
     try:
         return message.model_dump_json()
     except PydanticSerializationError:
-        return json.dumps(message.model_dump(mode="json"))
+        return _json_text(message.model_dump())
 
 
 class _SafeJSONResponse(JSONResponse):
-    """An HTTP reply as JSON, whatever it holds: a string that UTF-8 cannot carry (a lone
-    surrogate) goes as its JSON escape, and a number that JSON cannot (NaN, infinity: a client's,
-    quoted in its 422) as null, as the WebSocket replies have them."""
+    """An HTTP reply as JSON, whatever it holds (see :func:`_json_text`: a client's NaN, quoted in
+    its 422, goes as null), as the WebSocket replies have it."""
 
     def render(self, content: Any) -> bytes:
         try:
             return super().render(content)
-        except ValueError:
-            return json.dumps(to_jsonable_python(content, inf_nan_mode="null", fallback=str),
-                              separators=(",", ":")).encode()
+        except (TypeError, ValueError):
+            return _json_text(content).encode()
+
+
+class _ClientJSONRequest(Request):
+    """A request whose body is over ``MAX_BODY_BYTES`` gets a 413, and one whose JSON body
+    :func:`_parse` refuses a 400 saying why (FastAPI's 422 for text that is not JSON aside)."""
+
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):  # Starlette's cache, which stream() reads too
+            chunks, size = [], 0
+            async for chunk in self.stream():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise HTTPException(413, f"the request body is over {MAX_BODY_BYTES} bytes, "
+                                        "the most this server reads")
+                chunks.append(chunk)
+            self._body = b"".join(chunks)
+        return self._body
+
+    async def json(self) -> Any:
+        try:
+            return _parse(await self.body())
+        except json.JSONDecodeError:
+            raise
+        except ValueError as exc:
+            raise HTTPException(400, f"Invalid JSON body: {exc}") from None
+
+
+class _Route(APIRoute):
+    """An HTTP route whose request is a :class:`_ClientJSONRequest`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+
+        async def handle_client_json(request: Request) -> Response:
+            return await handle(_ClientJSONRequest(request.scope, request.receive))
+
+        return handle_client_json
 
 
 def _shortened(message: str) -> str:
@@ -273,8 +352,8 @@ class _Server(HTTPEnvServer):
             return _error(WSErrorCode.INVALID_JSON,
                           "Invalid JSON: a binary frame; send each message as a text frame")
         try:
-            message = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # also too deep, or a number too long
+            message = _parse(text)
+        except ValueError as exc:
             return _error(WSErrorCode.INVALID_JSON, f"Invalid JSON: {exc}")
         if not isinstance(message, dict):
             return _error(WSErrorCode.INVALID_JSON, 'Invalid JSON: a message is an object with '
@@ -287,8 +366,8 @@ class _Server(HTTPEnvServer):
                 self._update_session_activity(session_id)
                 return _reply(WSObservationResponse(data=serialize_observation(observation)))
             if kind == "step":
-                action = deserialize_action(WSStepMessage.model_validate(message).data,
-                                            self.action_cls)
+                action = self.action_cls.model_validate(
+                    WSStepMessage.model_validate(message).data)
                 observation = await session.step_async(action)
                 self._update_session_activity(session_id, increment_step=True)
                 return _reply(WSObservationResponse(data=serialize_observation(observation)))
@@ -300,9 +379,8 @@ class _Server(HTTPEnvServer):
                 return None
             return _error(WSErrorCode.UNKNOWN_TYPE,
                           _NO_MCP if kind == "mcp" else f"Unknown message type: {str(kind)[:100]}")
-        except ValidationError as exc:  # as JSON: a validator's exception becomes its text
-            return _error(WSErrorCode.VALIDATION_ERROR, "Invalid message",
-                          errors=json.loads(exc.json()))
+        except ValidationError as exc:
+            return _error(WSErrorCode.VALIDATION_ERROR, "Invalid message", errors=exc.errors())
         except Exception as exc:  # noqa: BLE001 - bad input or the env's error: this message's
             return _error(WSErrorCode.EXECUTION_ERROR, str(exc))
 
@@ -347,23 +425,56 @@ class _Server(HTTPEnvServer):
             self._sweeper = None
 
 
+def _openenv_post(app: FastAPI, path: str) -> Callable[..., Any]:
+    """OpenEnv's endpoint of ``POST path``."""
+    return next(route.endpoint for route in app.router.routes
+                if isinstance(route, APIRoute) and route.path == path)
+
+
+def _post_ahead(app: FastAPI, path: str, endpoint: Callable[..., Any]) -> None:
+    """Serve ``POST path`` with ``endpoint``, matched before OpenEnv's route, its replies sent
+    as the app's own (whatever they quote)."""
+    app.router.routes.insert(0, _Route(path, endpoint, methods=["POST"],
+                                       include_in_schema=False,
+                                       response_class=_SafeJSONResponse))
+
+
 def _refuse_mcp_sessions(app: FastAPI) -> None:
-    """Answer ``openenv/session/create`` on ``POST /mcp`` with an error, ahead of OpenEnv's
-    route, which still answers every other request."""
-    openenv_mcp = next(route.endpoint for route in app.router.routes
-                       if isinstance(route, APIRoute) and route.path == "/mcp")
+    """Answer ``openenv/session/create`` on ``POST /mcp`` with an error, and a ``session_id``
+    param that is not a string (OpenEnv's route failed on it with a 500) with an error naming
+    it, ahead of OpenEnv's route, which still answers every other request."""
+    openenv_mcp = _openenv_post(app, "/mcp")
 
     async def mcp(request: Request) -> dict[str, Any]:
-        with contextlib.suppress(ValueError):  # not JSON-RPC: OpenEnv's route says what's wrong
-            rpc = JsonRpcRequest.model_validate_json(await request.body())
+        # not JSON-RPC: OpenEnv's route says what's wrong
+        with contextlib.suppress(ValueError, RecursionError):
+            rpc = JsonRpcRequest.model_validate(json.loads(await request.body()))
             if rpc.method == "openenv/session/create":
                 return JsonRpcResponse.error_response(
                     JsonRpcErrorCode.METHOD_NOT_FOUND, _NO_MCP_SESSION,
                     request_id=rpc.id).model_dump()
+            if not isinstance(rpc.params.get("session_id"), str | None):
+                return JsonRpcResponse.error_response(
+                    JsonRpcErrorCode.INVALID_PARAMS, "Invalid params - 'session_id' must be a "
+                    "string", request_id=rpc.id).model_dump()
         return await openenv_mcp(request)
 
-    app.router.routes.insert(0, APIRoute("/mcp", mcp, methods=["POST"],
-                                         include_in_schema=False))
+    _post_ahead(app, "/mcp", mcp)
+
+
+def _refuse_malformed_actions(app: FastAPI) -> None:
+    """Answer ``POST /step`` with a malformed action with OpenEnv's 422, ahead of OpenEnv's
+    route, which failed with a 500 on an action whose ``type`` is not a string."""
+    openenv_step = _openenv_post(app, "/step")
+
+    async def step(request: StepRequest) -> Any:
+        try:
+            TurnAction.model_validate(request.action)
+        except ValidationError as exc:
+            raise HTTPException(422, detail=exc.errors()) from None
+        return await openenv_step(request)
+
+    _post_ahead(app, "/step", step)
 
 
 def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastAPI:
@@ -380,9 +491,11 @@ def build_app(settings: ServeSettings, served: ServedEnv | None = None) -> FastA
     app = FastAPI(title=f"agentworld: {settings.env_id}",
                   description="An agentworld env served over OpenEnv's protocol.",
                   default_response_class=_SafeJSONResponse)
+    app.router.route_class = _Route  # OpenEnv's routes too
     app.add_api_websocket_route("/ws", server.serve_socket)  # matched before OpenEnv's /ws
     server.register_routes(app)
     _refuse_mcp_sessions(app)
+    _refuse_malformed_actions(app)
 
     @app.exception_handler(ValueError)
     async def bad_request(request: Request, exc: ValueError) -> JSONResponse:
