@@ -6,7 +6,9 @@ question in the shared context; the last agent's answer, read after its last ``A
 scored by the dataset's own ``score_answer``, clamped to [0, 1] (NaN counts as 0).
 
 Some answers are not given to the scorer and score 0, the reason in
-``info["verdict"]["error"]``, so that a step stays safe and quick: one longer than both 4,000
+``info["verdict"]["error"]``: an empty one, unless the reference answer is empty (no answer;
+several scorers give "" format credit, arc_agi 0.05 where an unreadable board scores 0); and, so
+that a step stays safe and quick, one longer than both 4,000
 characters (200 for propositional_logic, whose scorer takes time quadratic in it) and twice the
 reference answer; one holding a number with an exponent of five
 or more digits (``1e99999``: the scorers expand it exactly); for the datasets whose scorers
@@ -37,8 +39,10 @@ when they share a key (:func:`item_keys`), reasoning-gym's datasets being too va
   ``-9 / 9``).
 
 An item repeated within the first items is held out once (the next distinct item takes its
-place). A dataset that generates an item differently twice is refused, and list_functions
-(also as a ``composite``'s part) always: it draws from Python's global ``random``.
+place). A dataset that generates an item differently twice is refused, and, also as a
+``composite``'s part, list_functions (it draws from Python's global ``random``) and
+game_of_life_halting (its scorer gives any answer but an empty one 1: it compares the answers'
+truth values, and any text is true) always.
 
 Example:
     >>> from team_envs.text import reasoning
@@ -96,6 +100,9 @@ questions, or their reference answers (knight_swap's and word_ladder's solution 
 _UNSEEDED = frozenset({"list_functions"})
 """Datasets that draw from Python's global ``random`` (reasoning-gym 0.1.19 to 0.1.26): some of
 their items differ in every process and every time they are generated."""
+_SCORES_ANYTHING = frozenset({"game_of_life_halting"})
+"""Datasets whose scorer gives every non-empty answer 1 (reasoning-gym 0.1.24 to 0.1.26:
+``bool(answer) == bool(reference)``, and ``"False"`` and ``"banana"`` are both true)."""
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 _SIGNS = (ast.UAdd, ast.USub)
 _LITERALS = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Set,
@@ -153,6 +160,8 @@ def _runs_code(answer: str) -> bool:
 
 def _refusal(dataset: str, answer: str, reference: str) -> str:
     """Why ``answer`` is not given to ``dataset``'s scorer ("" when it is)."""
+    if not answer and reference:
+        return "no answer"
     limit = max(_SHORT_ANSWERS.get(dataset, _MAX_ANSWER_CHARS), 2 * len(reference))
     if len(answer) > limit:
         return f"answer longer than {limit} characters"
@@ -272,6 +281,10 @@ class ReasoningGymTask(ReasoningTask):
             raise ValueError(f"reasoning-gym's {', '.join(unseeded)} is not "
                              f"deterministic: it draws from Python's global random, so its "
                              f"items differ in every process; use another dataset")
+        if lax := sorted(_SCORES_ANYTHING.intersection(parts)):
+            raise ValueError(f"reasoning-gym's {', '.join(lax)} scores every non-empty answer 1 "
+                             f"(its scorer compares truth values, and any text is true): "
+                             f"training on it rewards anything; use another dataset")
         self.task = task
         self.held_out = held_out
         self._held_out: list[dict[str, Any]] = []
