@@ -32,8 +32,13 @@ __all__ = ["DEFAULT_MAX_FAULTS", "FaultTally", "TalliedBackend", "TooManyFaultsE
 
 DEFAULT_MAX_FAULTS = 3
 """Failed model calls an evaluation or training command goes on after; one more stops it."""
-_DIGITS = re.compile(r"\d+")
+_NUMBERED = re.compile(r"[\w-]*\d[\w-]*")
+"""A number, or a word holding one: a request id, a UUID."""
 _REASON_CHARS = 300
+_MAX_REASONS = 100
+"""Reasons a tally tells apart; a failure for any later one counts as :data:`_LATER_REASONS`,
+so a run that fails for days keeps no text per failure."""
+_LATER_REASONS = f"one of the reasons past the first {_MAX_REASONS}"
 
 
 class TooManyFaultsError(BackendError):
@@ -59,7 +64,8 @@ class FaultTally:
     calls: int = 0
     failed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
-    """Failed calls by reason, reasons that differ only in their numbers counted as one."""
+    """Failed calls by reason, reasons that differ only in their numbers (or in words holding
+    digits, such as request ids) counted as one."""
     examples: dict[str, list[str]] = field(default_factory=dict)
     """Each counted reason's texts (its first one shown), by the same key as ``reasons``."""
 
@@ -78,7 +84,9 @@ class FaultTally:
         self.calls += calls
         self.failed += len(failures)
         for reason in failures:  # "the prompt has 371 tokens..." and "...412..." are one
-            key = _DIGITS.sub("#", reason)
+            key = _NUMBERED.sub("#", reason)
+            if key not in self.reasons and len(self.reasons) >= _MAX_REASONS:
+                key = reason = _LATER_REASONS
             self.reasons[key] += 1
             texts = self.examples.setdefault(key, [])
             if len(texts) < 2 and reason not in texts:

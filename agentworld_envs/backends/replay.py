@@ -35,6 +35,7 @@ from agentworld_envs.backends.cancelling import current_scope
 from agentworld_envs.backends.replies import mark_unknown, unknown_usage
 from agentworld_envs.protocol.chat import ChatRequest, Completion, Usage
 from agentworld_envs.protocol.tool_calls import ToolCall
+from agentworld_envs.protocol.warn_outside import warn_outside
 
 __all__ = [
     "RecordingBackend",
@@ -404,12 +405,12 @@ class RecordingBackend(Backend):
     def _say_replayed(self, replayed: int, asked: int) -> None:
         if replayed:
             self._replays = False
-            warnings.warn(
+            warn_outside(  # said once per backend, its counts new for each
                 f"{self.cache.path} already holds {len(self._earlier)} recorded answer(s): "
                 f"{replayed} of these {asked} request(s) were answered from it, not by "
                 f"{self._old_model!r}, and later ones will be too without another warning (pass a "
                 "new record_path, or delete the file, to ask the model afresh)",
-                ReplayedWarning, stacklevel=3)
+                ReplayedWarning)
 
     def close(self) -> None:
         """Close the inner backend and the cache."""

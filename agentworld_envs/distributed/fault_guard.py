@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import warnings
 from typing import Any
 
 import gymnasium as gym
 
 from agentworld_envs.backends.faults import TooManyFaultsError
+from agentworld_envs.protocol.warn_outside import warn_outside
 
 __all__ = ["FaultGuard", "fault_text"]
 
@@ -57,8 +57,8 @@ class FaultGuard(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise
         except Exception as exc:  # noqa: BLE001 - any sub-env error costs that sub-env only
             fault = fault_text(exc)
-            warnings.warn(f"a sub-env's step raised {fault}; its episode is truncated",
-                          RuntimeWarning, stacklevel=2)
+            warn_outside(f"a sub-env's step raised {fault}; its episode is truncated",
+                         RuntimeWarning)  # the fault's text is new every time
             return self._last_observation, 0.0, False, True, {"fault": fault}
         self._last_observation = observation
         return observation, reward, terminated, truncated, info

@@ -15,8 +15,6 @@ has run, a reset or step (or one in flight then) raises ``ClosedEnvironmentError
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +27,7 @@ from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
 from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.chat import Fault
 from agentworld_envs.protocol.seeding import draw_seed
+from agentworld_envs.protocol.warn_outside import warn_outside
 from agentworld_envs.sim.config import SimConfig
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.model_client import ModelClient, WorldModelFault, model_identity
@@ -44,23 +43,9 @@ def _warn_placeholder_once(backend: str | None) -> None:
     global _warned_placeholder
     if not _warned_placeholder:
         _warned_placeholder = True
-        _warn_outside(f"this AgentWorld env runs on the {backend!r} backend: its observations "
-                      "are placeholders, not a world model's (observation_source "
-                      "'placeholder'); pass backend=... to attach one", UserWarning)
-
-
-def _warn_outside(message: str, category: type[Warning]) -> None:
-    """Warn at the caller's first frame outside this package and gymnasium (the user's
-    ``gym.make``, ``step`` or constructor call, however deep it reached here), as
-    ``warnings.warn`` does, but in a registry of its own: the caller's module's
-    ``__warningregistry__`` would keep each fault warning, new at every step (it holds the
-    running count), for good."""
-    frame = sys._getframe(2)
-    while frame.f_back and frame.f_globals.get("__name__", "").startswith(
-            ("agentworld_envs.", "gymnasium.")):
-        frame = frame.f_back
-    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
-                           module=frame.f_globals.get("__name__"), registry={})
+        warn_outside(f"this AgentWorld env runs on the {backend!r} backend: its observations "
+                     "are placeholders, not a world model's (observation_source "
+                     "'placeholder'); pass backend=... to attach one", UserWarning)
 
 
 class Simulator:
@@ -210,8 +195,8 @@ class Simulator:
             return WorldModelFault(message, results,
                                    sorted({*model_faults, *judge_faults, *unread}))
         # the running count makes each step's warning new, so Python's filter shows them all
-        _warn_outside(f"{message} ({self.faults.failed} of {self.faults.calls} model calls "
-                      "failed so far)", RuntimeWarning)
+        warn_outside(f"{message} ({self.faults.failed} of {self.faults.calls} model calls "
+                     "failed so far)", RuntimeWarning)
         return None
 
     def _check_open(self) -> None:
