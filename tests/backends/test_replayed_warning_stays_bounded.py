@@ -8,22 +8,16 @@ module's ``__warningregistry__`` for good: a run that made one env after another
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
 from agentworld_envs.backends import ChatRequest, SamplingParams, make_backend
 from agentworld_envs.backends.replay import RecordingBackend, ReplayedWarning
+from tests.helpers.warnings_registry import registered_warnings
 
 
 def ask(text: str) -> ChatRequest:
     return ChatRequest([{"role": "user", "content": text}], sampling=SamplingParams())
-
-
-def registered() -> int:
-    """The warnings kept in every module's ``__warningregistry__``."""
-    return sum(len(getattr(module, "__warningregistry__", None) or ())
-               for module in list(sys.modules.values()))
 
 
 def test_backends_made_one_after_another_on_a_growing_file_keep_no_warning(
@@ -36,7 +30,7 @@ def test_backends_made_one_after_another_on_a_growing_file_keep_no_warning(
         for n in range(start, start + backends):  # each replays "first", records one more
             with RecordingBackend(make_backend("scripted"), path) as backend:
                 backend.complete_each([ask("first"), ask(f"new {n}")])
-        return registered()
+        return registered_warnings()
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # Python's own: once per message and place

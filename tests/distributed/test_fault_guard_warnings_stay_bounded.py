@@ -8,13 +8,13 @@ then grew by one entry per fault (401 after 400 faults).
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import Any
 
 import gymnasium as gym
 
 from agentworld_envs.distributed.fault_guard import FaultGuard
+from tests.helpers.warnings_registry import registered_warnings
 
 
 class Failing(gym.Env[str, str]):
@@ -34,25 +34,19 @@ class Failing(gym.Env[str, str]):
         raise RuntimeError(f"HTTP 500 (request id req_{self.steps:x}z)")
 
 
-def registered() -> int:
-    """The warnings kept in every module's ``__warningregistry__``."""
-    return sum(len(getattr(module, "__warningregistry__", None) or ())
-               for module in list(sys.modules.values()))
-
-
 def test_faulted_steps_each_warn_and_leave_every_registry_as_it_was() -> None:
     envs = gym.vector.SyncVectorEnv([lambda: FaultGuard(Failing())] * 2)
     envs.reset(seed=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # Python's own: once per message and place
         envs.step(["a", "b"])  # a filter change empties a registry at its next warning
-        kept = registered()
+        kept = registered_warnings()
         for _ in range(50):
             envs.step(["a", "b"])
-        after_n = registered()
+        after_n = registered_warnings()
         for _ in range(50):
             envs.step(["a", "b"])
-        assert registered() == after_n == kept
+        assert registered_warnings() == after_n == kept
     faults = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(faults) == sum(env.unwrapped.steps for env in envs.envs) > 100
     assert str(faults[-1].message).startswith(
