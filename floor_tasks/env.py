@@ -103,7 +103,7 @@ class FloorEnv(gym.Env[str, str]):
         self.fixed_variant = variant
         self.max_steps_override = None if max_steps is None else operator.index(max_steps)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}")
+            raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi' or None")
         self.render_mode = render_mode
         self.observation_space = UnicodeText(OBSERVATION_MAX_LENGTH)
         self.action_space = UnicodeText(ACTION_MAX_LENGTH)

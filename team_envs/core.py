@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import abc
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import gymnasium
@@ -53,6 +53,7 @@ __all__ = [
     "SharedContextEnv",
     "SharedContextParallelEnv",
     "agent_name",
+    "check_flag",
     "check_int",
     "check_roles",
     "check_team_size",
@@ -86,11 +87,21 @@ def check_team_size(n_agents: int) -> int:
     return int(n_agents)
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a bool (a numpy bool too); a ``ValueError`` naming ``name`` for anything
+    else, which a truth test would read as on or off (``"false"`` as on)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_roles(roles: Sequence[str], n_agents: int | None = None) -> tuple[str, ...]:
     """Validate a team's roles (2 to 8 of them, as many as ``n_agents`` when that is given) and
     return them as a tuple."""
     if isinstance(roles, str):
         raise ValueError(f"roles must be a list of role names, not the string {roles!r}")
+    if not isinstance(roles, Iterable):
+        raise ValueError(f"roles must be a list of role names, got {roles!r}")
     roles = tuple(roles)
     if not all(isinstance(role, str) for role in roles):
         raise ValueError(f"roles must be role names (strings), got {list(roles)!r}")

@@ -321,9 +321,10 @@ class OpenAIBackend(Backend):
         max_reply_bytes: int = 64 << 20,
         jitter_seed: int | None = None,
     ) -> None:
-        self.check_config(base_url, timeout_s, max_retries, max_retry_after_s, concurrency,
-                          max_reply_bytes, backoff_s=backoff_s,
-                          replica_cooldown_s=replica_cooldown_s, jitter_seed=jitter_seed)
+        self.check_config(model, base_url, timeout_s, max_retries, max_retry_after_s,
+                          concurrency, max_reply_bytes, backoff_s=backoff_s,
+                          replica_cooldown_s=replica_cooldown_s, jitter_seed=jitter_seed,
+                          api_key_env=api_key_env, native_tools=native_tools)
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         self.model = model
         self.api_key_env = api_key_env
@@ -399,10 +400,10 @@ class OpenAIBackend(Backend):
         return _run(lambda: self._batch(payloads, scope))
 
     @staticmethod
-    def check_config(base_url: Any, timeout_s: Any, max_retries: Any, max_retry_after_s: Any,
-                     concurrency: Any, max_reply_bytes: Any, backoff_s: Any = 1.0,
-                     replica_cooldown_s: Any = 30.0, jitter_seed: Any = None,
-                     **_: Any) -> None:
+    def check_config(model: Any, base_url: Any, timeout_s: Any, max_retries: Any,
+                     max_retry_after_s: Any, concurrency: Any, max_reply_bytes: Any,
+                     backoff_s: Any = 1.0, replica_cooldown_s: Any = 30.0, jitter_seed: Any = None,
+                     api_key_env: Any = None, native_tools: Any = True, **_: Any) -> None:
         """Raise ``ValueError`` for a setting no request can be sent with; a command checks an
         ``openai`` config with it (:func:`~agentworld_envs.backends.check_backend_config`)
         before it makes anything."""
@@ -412,6 +413,10 @@ class OpenAIBackend(Backend):
         for url in urls:
             _check_url(url)
         problems = [f"{name} must be {rule}, not {value!r}" for name, value, fits, rule in (
+            ("model", model, isinstance(model, str), "a model name (a string)"),
+            ("api_key_env", api_key_env, api_key_env is None or isinstance(api_key_env, str),
+             "the name of an environment variable or null"),
+            ("native_tools", native_tools, isinstance(native_tools, bool), "true or false"),
             ("timeout_s", timeout_s, _at_least(timeout_s, 0, float) and timeout_s != 0,
              "a number > 0"),
             ("max_retries", max_retries, _at_least(max_retries, 0, int), "an integer >= 0"),

@@ -131,7 +131,10 @@ def _fit(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> Non
 def _parsed(config: str | dict[str, Any]) -> tuple[str, Callable[..., Backend], dict[str, Any]]:
     """A config's registered name, its factory (imported) and its other options."""
     options = {"name": config} if isinstance(config, str) else dict(config)
-    name = _known(options.pop("name", None))
+    if "name" not in options:  # once "unknown backend None"
+        raise BackendConfigError(f'a backend config needs a "name": one of '
+                                 f'{", ".join(sorted(_REGISTRY))}')
+    name = _known(options.pop("name"))
     factory = _REGISTRY[name]
     return name, _resolve(factory) if isinstance(factory, str) else factory, options
 

@@ -27,6 +27,7 @@ from typing import Any
 import pydantic
 
 from agentworld_envs.backends import Backend, BackendError, ChatRequest, Completion
+from agentworld_envs.cli_errors import refused_value
 from agentworld_envs.protocol.chat import PLACEHOLDER_RAW
 
 __all__ = ["PLACEHOLDER_PREFIX", "ScriptedBackend", "ScriptedRule"]
@@ -47,8 +48,26 @@ class ScriptedRule(pydantic.BaseModel):
     def _one_outcome(self) -> ScriptedRule:
         if (self.reply is None) == (self.error is None):
             raise ValueError("a scripted rule needs exactly one of reply or error")
-        re.compile(self.match)
+        try:
+            re.compile(self.match)
+        except re.error as exc:
+            raise ValueError(f"match is no regular expression: {exc}") from None
         return self
+
+
+def _rules(rules: Any) -> list[ScriptedRule]:
+    """``rules`` as :class:`ScriptedRule` objects; a one-line ``ValueError`` naming a bad one."""
+    if isinstance(rules, str | dict) or not isinstance(rules, Sequence):
+        raise ValueError(f"rules must be a list of rules, got {rules!r}")
+    checked = []
+    for index, rule in enumerate(rules):
+        try:
+            checked.append(ScriptedRule.model_validate(rule))
+        except pydantic.ValidationError as exc:
+            raise ValueError(f"rules[{index}]: " + "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {refused_value(e)}" if e["loc"]
+                else refused_value(e) for e in exc.errors())) from None
+    return checked
 
 
 def _last_user_text(request: ChatRequest) -> str:
@@ -80,11 +99,17 @@ class ScriptedBackend(Backend):
 
     def __init__(self, rules: Sequence[dict[str, Any] | ScriptedRule] = (),
                  model: str = "scripted", keep_requests: bool = False) -> None:
-        self.rules = [ScriptedRule.model_validate(r) for r in rules]
+        self.rules = _rules(rules)
         self.model = model
         self.keep_requests = keep_requests
         self.batches: list[list[ChatRequest]] = []
         """The batches of requests received, one list per ``complete`` call."""
+
+    @staticmethod
+    def check_config(rules: Any = (), **_: Any) -> None:
+        """Raise ``ValueError`` naming a bad rule; a command checks a ``scripted`` config with it
+        (:func:`~agentworld_envs.backends.check_backend_config`) before it makes anything."""
+        _rules(rules)
 
     @property
     def blocking(self) -> bool:  # type: ignore[override]

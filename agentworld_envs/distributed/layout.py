@@ -12,10 +12,8 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
-
 from agentworld_envs.protocol.integers import is_integer
-from agentworld_envs.protocol.seeding import draw_seed
+from agentworld_envs.protocol.seeding import sub_env_seeds
 
 __all__ = ["actor_blocks", "check_layout", "sub_env_seeds"]
 
@@ -26,7 +24,7 @@ def check_layout(num_envs: int, group_size: int, num_actors: int | None = None) 
     between 1 and the number of groups."""
     for name, value in (("num_envs", num_envs), ("group_size", group_size),
                         ("num_actors", num_actors)):
-        if value is not None and not is_integer(value):
+        if not is_integer(value) and not (name == "num_actors" and value is None):
             raise TypeError(f"{name} must be an int, got {value!r}")
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -48,32 +46,3 @@ def actor_blocks(num_envs: int, num_actors: int, group_size: int) -> list[range]
         blocks.append(range(start, start + size))
         start += size
     return blocks
-
-
-def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size: int,
-                  rng: np.random.Generator | None) -> list[int | None]:
-    """Sub-env i's reset seed: ``seed + i // group_size``, as one in-process vector env gives
-    ``seed + i`` when ``group_size`` is 1.
-
-    With no seed and groups, one is drawn from ``rng`` so that a group still shares its task;
-    with no seed and no groups, every sub-env goes on with its own generator (None). Any other
-    seed than an int, None or a list of ``num_envs`` of them raises.
-    """
-    if isinstance(seed, list | tuple):
-        if len(seed) != num_envs:
-            raise ValueError(f"expected {num_envs} seeds, got {len(seed)}")
-        if not all(item is None or is_integer(item) for item in seed):
-            raise _bad_seed(seed, num_envs)
-        return list(seed)
-    if seed is None:
-        if group_size == 1:
-            return [None] * num_envs
-        seed = draw_seed(rng)
-    if not is_integer(seed):
-        raise _bad_seed(seed, num_envs)
-    return [int(seed) + i // group_size for i in range(num_envs)]
-
-
-def _bad_seed(seed: object, num_envs: int) -> TypeError:
-    return TypeError(f"seed must be an int, None or a list of {num_envs} ints or None, "
-                     f"got {seed!r}")

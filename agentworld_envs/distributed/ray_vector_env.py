@@ -18,6 +18,8 @@ Example:
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,12 @@ from agentworld_envs.distributed.fault_guard import fault_text
 from agentworld_envs.distributed.layout import actor_blocks, check_layout, sub_env_seeds
 from agentworld_envs.distributed.ray_runtime import connect
 from agentworld_envs.distributed.vector_parts import overlay_info, place_info, split_batch
-from agentworld_envs.distributed.worker import ActorRestarted, StepFailed, VectorWorker
+from agentworld_envs.distributed.worker import (
+    ActorRestarted,
+    StepFailed,
+    VectorWorker,
+    registered_spec,
+)
 from agentworld_envs.protocol.seeding import draw_seed
 from agentworld_envs.sim.vector_info import batch_infos, info_at
 
@@ -55,6 +62,22 @@ def _refuse_live_backends(env_kwargs: dict[str, Any]) -> None:
                 f"{key}= is a live {type(value).__name__}, which cannot travel to Ray actors: "
                 "pass it as plain data (a name, or a config such as {'name': 'openai', "
                 "'base_url': [...], 'model': ...}); each actor builds its own")
+
+
+def _check_arguments(env_id: Any, actor_options: Any, ready_timeout_s: Any) -> None:
+    """Refuse, before Ray starts, an ``env_id`` that is no registered id, ``actor_options`` that
+    are no dict and a ``ready_timeout_s`` that is no number of seconds > 0."""
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a registered env id, got {env_id!r}")
+    if ":" not in env_id:  # another package's id (module:Name-v0) may be the actors' alone
+        registered_spec(env_id)
+    if actor_options is not None and not isinstance(actor_options, dict):
+        raise TypeError(f"actor_options must be a dict of Ray actor options, got "
+                        f"{actor_options!r}")
+    if isinstance(ready_timeout_s, bool) or not isinstance(ready_timeout_s, numbers.Real) or (
+            not 0 < ready_timeout_s < math.inf):
+        raise ValueError(f"ready_timeout_s must be a number of seconds > 0, got "
+                         f"{ready_timeout_s!r}")
 
 
 def _actors_that_fit(resources: dict[str, float], options: dict[str, Any]) -> int:
@@ -116,8 +139,8 @@ class RayVectorEnv(ActorCalls, VectorEnv):
     kills every actor, then raises the first error a vector env's ``close`` raised.
 
     Args:
-        env_id: A registered id; ``module:Name-v0`` for ids registered by another package
-            (the actors import it).
+        env_id: A registered id (one that is not raises Gymnasium's error before Ray starts);
+            ``module:Name-v0`` for ids registered by another package (the actors import it).
         num_envs: Sub-envs in all.
         num_actors: Actors; default one per CPU of the cluster (per ``num_cpus`` and
             ``num_gpus`` of ``actor_options``, where given), at most one per group.
@@ -136,6 +159,7 @@ class RayVectorEnv(ActorCalls, VectorEnv):
         self.actors: list[Any] = []
         _refuse_live_backends(env_kwargs)
         check_layout(num_envs, group_size, num_actors)
+        _check_arguments(env_id, actor_options, ready_timeout_s)
         ray = connect()
         self._ray = ray
         self.env_id, self.num_envs, self.group_size = env_id, num_envs, group_size

@@ -21,7 +21,7 @@ from agentworld_envs.distributed.fault_guard import FaultGuard, fault_text
 from agentworld_envs.distributed.group_episodes import GroupEpisodes
 from agentworld_envs.distributed.vector_parts import overlay_info
 
-__all__ = ["ActorRestarted", "StepFailed", "VectorWorker", "make_vector"]
+__all__ = ["ActorRestarted", "StepFailed", "VectorWorker", "make_vector", "registered_spec"]
 
 _REGISTERING = ("agentworld_envs", "floor_tasks")
 """Packages whose import registers env ids: the gymnasium registry does not travel to actors."""
@@ -59,6 +59,17 @@ def _add_info_as_is(num_envs: int, infos: dict[str, Any], info: dict[str, Any],
     return infos
 
 
+def registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The spec of ``env_id`` once the packages that register ids are imported, and ``module``
+    of ``module:Name-v0``; Gymnasium's error for an id that is not registered."""
+    for package in _REGISTERING:
+        importlib.import_module(package)
+    module, _, name = env_id.rpartition(":")
+    if module:
+        importlib.import_module(module)
+    return gym.spec(name)
+
+
 def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
                 sampling_streams: list[int]) -> VectorEnv:
     """``gym.make_vec(env_id, num_envs, **env_kwargs)`` in this process.
@@ -69,12 +80,8 @@ def make_vector(env_id: str, num_envs: int, env_kwargs: dict[str, Any],
     :class:`GroupEpisodes`, and their infos are batched with every value as it is
     (:func:`_add_info_as_is`).
     """
-    for package in _REGISTERING:
-        importlib.import_module(package)
-    module, _, name = env_id.rpartition(":")
-    if module:
-        importlib.import_module(module)
-    spec, kwargs = gym.spec(name), dict(env_kwargs)
+    spec, kwargs = registered_spec(env_id), dict(env_kwargs)
+    name = env_id.rpartition(":")[2]
     mode = kwargs.get("vectorization_mode")
     native = spec.vector_entry_point is not None and (
         mode is None or VectorizeMode(mode) is VectorizeMode.VECTOR_ENTRY_POINT)

@@ -11,8 +11,10 @@ from typing import TypeVar
 
 import numpy as np
 
+from agentworld_envs.protocol.integers import is_integer
+
 __all__ = ["SEED_BOUND", "draw_seed", "episode_seed", "generator_state", "request_seed",
-           "restore_generator", "shuffled"]
+           "restore_generator", "shuffled", "sub_env_seeds"]
 
 T = TypeVar("T")
 
@@ -67,3 +69,32 @@ def restore_generator(rng: np.random.Generator | None, state: dict | None) -> No
     draws from it (an episode under way) stays in step with its owner."""
     if rng is not None and state is not None:
         rng.bit_generator.state = state
+
+
+def sub_env_seeds(seed: int | list[int | None] | None, num_envs: int, group_size: int,
+                  rng: np.random.Generator | None) -> list[int | None]:
+    """Sub-env i's reset seed: ``seed + i // group_size``, as one in-process vector env gives
+    ``seed + i`` when ``group_size`` is 1.
+
+    With no seed and groups, one is drawn from ``rng`` so that a group still shares its task;
+    with no seed and no groups, every sub-env goes on with its own generator (None). Any other
+    seed than an int, None or a list of ``num_envs`` of them raises.
+    """
+    if isinstance(seed, list | tuple):
+        if len(seed) != num_envs:
+            raise ValueError(f"expected {num_envs} seeds, got {len(seed)}")
+        if not all(item is None or is_integer(item) for item in seed):
+            raise _bad_seed(seed, num_envs)
+        return [None if item is None else int(item) for item in seed]
+    if seed is None:
+        if group_size == 1:
+            return [None] * num_envs
+        seed = draw_seed(rng)
+    if not is_integer(seed):
+        raise _bad_seed(seed, num_envs)
+    return [int(seed) + i // group_size for i in range(num_envs)]
+
+
+def _bad_seed(seed: object, num_envs: int) -> TypeError:
+    return TypeError(f"seed must be an int, None or a list of {num_envs} ints or None, "
+                     f"got {seed!r}")

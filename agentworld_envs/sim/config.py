@@ -15,7 +15,7 @@ import pydantic
 
 from agentworld_envs.backends import Backend, SamplingParams
 from agentworld_envs.backends.embedded import DEFAULT_WORLD_MODEL, default_world_model
-from agentworld_envs.backends.registry import declared_sampling
+from agentworld_envs.backends.registry import check_backend_config, declared_sampling
 from agentworld_envs.cli_errors import UsageError, nearest_names, refused_value
 from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.protocol.text_space import OBSERVATION_MAX_LENGTH
@@ -103,7 +103,7 @@ class SimConfig(pydantic.BaseModel):
         max_faults: Failed model calls (world model and judge, counted in the simulator's
             ``faults``) to go on after: one more makes the step raise
             :class:`~agentworld_envs.backends.faults.TooManyFaultsError` after finishing.
-            None (default): never stop.
+            None (default) or -1 (the ``--max-faults`` flags' "never"): never stop.
         max_observation_chars: World-model observations are cut to this length (flagged).
         max_action_chars: Longer actions are rejected as invalid without a model call.
         mode: ``simulated``; ``hybrid`` or ``real`` for scenarios with a real counterpart
@@ -158,7 +158,7 @@ class SimConfig(pydantic.BaseModel):
     record_path: str | None = None
     timeout_s: float | None = pydantic.Field(CALL_TIMEOUT_S, gt=0)
     on_fault: Literal["report", "raise"] = "report"
-    max_faults: int | None = None
+    max_faults: int | None = pydantic.Field(None, ge=-1)
     max_observation_chars: int = pydantic.Field(65536, ge=64, le=OBSERVATION_MAX_LENGTH // 2)
     max_action_chars: int = pydantic.Field(65536, ge=1)
     mode: Literal["simulated", "hybrid", "real"] = "simulated"
@@ -183,6 +183,14 @@ class SimConfig(pydantic.BaseModel):
                              'mode="simulated" and reward="simulated"')
         return self
 
+    @pydantic.field_validator("backend", "judge_backend")
+    @classmethod
+    def _buildable_backend(cls, value: BackendConfig | None) -> BackendConfig | None:
+        # its name, keys and values, before anything is built: a bad one named by its setting
+        if isinstance(value, str | dict):
+            check_backend_config(value)
+        return value
+
     @pydantic.field_validator("sampling", "judge_sampling")
     @classmethod
     def _known_sampling_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +205,22 @@ class SimConfig(pydantic.BaseModel):
     @classmethod
     def _path_as_text(cls, value: Any) -> Any:
         return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+    @pydantic.field_validator("record_path")
+    @classmethod
+    def _names_a_file(cls, value: str | None) -> str | None:
+        if value == "":  # recorded nothing, without a word
+            raise ValueError("must name a file (None records nothing), got ''")
+        return value
+
+    @pydantic.field_validator("timeout_s", "max_faults", "max_observation_chars",
+                              "max_action_chars", mode="before")
+    @classmethod
+    def _number_not_bool(cls, value: Any) -> Any:
+        # pydantic reads True as 1: a one-character or one-second limit nobody asked for
+        if isinstance(value, bool):
+            raise ValueError(f"must be a number, got {value!r}")
+        return value
 
     @pydantic.field_validator("timeout_s")
     @classmethod

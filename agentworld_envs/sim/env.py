@@ -36,10 +36,16 @@ from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.world.scenario import Scenario
 
-__all__ = ["RESET_OPTIONS", "AgentWorldEnv", "render_transcript"]
+__all__ = ["RESET_OPTIONS", "AgentWorldEnv", "check_render_mode", "render_transcript"]
 
 RESET_OPTIONS = ("scenario",)
 """The reset options an ``AgentWorld`` env reads (its vector env also ``reset_mask``)."""
+
+
+def check_render_mode(render_mode: Any) -> None:
+    """Refuse a ``render_mode`` other than None or ``"ansi"``."""
+    if render_mode is not None and render_mode not in AgentWorldEnv.metadata["render_modes"]:
+        raise ValueError(f"unsupported render_mode {render_mode!r}; use 'ansi' or None")
 
 
 def render_transcript(episode: Episode) -> str:
@@ -77,8 +83,7 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     def __init__(self, domain: str, max_steps: int | None = None,
                  render_mode: str | None = None, **settings: Any) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        check_render_mode(render_mode)
         self.render_mode = render_mode
         max_steps = step_budget(max_steps, "max_steps")
         self.config = SimConfig(domain=domain, **settings)

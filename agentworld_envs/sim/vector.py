@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -36,15 +37,21 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.protocol.reset_options import check_reset_options
-from agentworld_envs.protocol.seeding import episode_seed, generator_state, restore_generator
+from agentworld_envs.protocol.seeding import (
+    episode_seed,
+    generator_state,
+    restore_generator,
+    sub_env_seeds,
+)
 from agentworld_envs.protocol.text_space import (
     ACTION_MAX_LENGTH,
     OBSERVATION_MAX_LENGTH,
     UnicodeText,
 )
 from agentworld_envs.sim.config import SimConfig, step_budget
-from agentworld_envs.sim.env import RESET_OPTIONS, AgentWorldEnv
+from agentworld_envs.sim.env import RESET_OPTIONS, AgentWorldEnv, check_render_mode
 from agentworld_envs.sim.episode import Episode
 from agentworld_envs.sim.simulator import Simulator
 from agentworld_envs.sim.vector_info import batch_infos
@@ -65,6 +72,16 @@ def _autoreset_mode(value: str | AutoresetMode) -> AutoresetMode:
         raise ValueError(f"autoreset_mode must be 'same_step' or 'disabled', not {value!r} "
                          "(NEXT_STEP would waste a step per finished episode)")
     return mode
+
+
+def _sampling_streams(streams: Any, num_envs: int) -> list[int]:
+    """``sampling_streams`` as ``num_envs`` ints >= 0 (a list, tuple or array of them)."""
+    if not isinstance(streams, list | tuple | np.ndarray):
+        raise TypeError(f"sampling_streams must be a list of {num_envs} integers >= 0, got "
+                        f"{streams!r}")
+    if len(streams) != num_envs:
+        raise ValueError(f"expected {num_envs} sampling streams, got {len(streams)}")
+    return [check_int(f"sampling_streams[{i}]", stream, 0) for i, stream in enumerate(streams)]
 
 
 def sub_env_values(values: Any, num_envs: int) -> list[Any]:
@@ -139,12 +156,10 @@ class AgentWorldVectorEnv(VectorEnv):
                  autoreset_mode: str | AutoresetMode = "same_step",
                  render_mode: str | None = None, sampling_streams: list[int] | None = None,
                  **settings: Any) -> None:
-        if num_envs < 1:
-            raise ValueError("num_envs must be >= 1")
-        if sampling_streams is not None and len(sampling_streams) != num_envs:
-            raise ValueError(f"expected {num_envs} sampling streams, got {len(sampling_streams)}")
-        if render_mode is not None and render_mode not in AgentWorldEnv.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        num_envs = check_int("num_envs", num_envs, 1)
+        streams = [0] * num_envs if sampling_streams is None else _sampling_streams(
+            sampling_streams, num_envs)
+        check_render_mode(render_mode)
         max_steps = step_budget(max_steps, "max_steps")
         max_episode_steps = step_budget(  # -1: gym.make's "no TimeLimit", the domain's budget
             None if max_episode_steps == -1 else max_episode_steps, "max_episode_steps")
@@ -163,20 +178,11 @@ class AgentWorldVectorEnv(VectorEnv):
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self.episodes: list[Episode | None] = [None] * num_envs
         self._observations = [""] * num_envs
-        self._streams = [int(stream) for stream in sampling_streams or [0] * num_envs]
+        self._streams = streams
         self._grouped = sampling_streams is not None
         self._episodes: list[tuple[int, int]] = [(0, 0)] * num_envs
         """Grouped: each sub-env's last reset seed and the episodes started since without one."""
         self.sub_envs = [SubEnv(self, i) for i in range(num_envs)]
-
-    def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, int | np.integer):
-            return [int(seed) + i for i in range(self.num_envs)]
-        if len(seed) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} seeds, got {len(seed)}")
-        return list(seed)
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -187,7 +193,7 @@ class AgentWorldVectorEnv(VectorEnv):
         raises ``ValueError``. A reset that fails leaves every sub-env as it was.
         """
         check_reset_options(options, (*RESET_OPTIONS, "reset_mask"))
-        seeds = self._seeds(seed)
+        seeds = sub_env_seeds(seed, self.num_envs, 1, None)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         scenarios = options.pop("scenario", None)
@@ -249,6 +255,9 @@ class AgentWorldVectorEnv(VectorEnv):
         """Step every sub-env with one batched world-model call."""
         if any(episode is None for episode in self.episodes):
             raise error.ResetNeeded("call reset() before step()")
+        if not isinstance(actions, Iterable) or isinstance(actions, str | bytes):
+            raise TypeError(f"actions must hold one action per sub-env, got "
+                            f"{type(actions).__name__}")  # a str was one action per character
         actions = list(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")

@@ -26,6 +26,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from agentworld_envs.protocol.integers import check_int
+
 __all__ = ["GIVE_UP_ACTION", "CandidateMenu", "DiscreteCandidateActions"]
 
 GIVE_UP_ACTION = "I could not determine the answer."
@@ -102,9 +104,9 @@ class DiscreteCandidateActions(gym.ActionWrapper, gym.utils.RecordConstructorArg
         gym.utils.RecordConstructorArgs.__init__(
             self, max_candidates=max_candidates, fallback_action=fallback_action)
         gym.ActionWrapper.__init__(self, env)
-        if max_candidates < 1:
-            raise ValueError(f"max_candidates must be >= 1, not {max_candidates}")
-        self.action_space = spaces.Discrete(max_candidates)
+        if not isinstance(fallback_action, str):
+            raise ValueError(f"fallback_action must be a text action, got {fallback_action!r}")
+        self.action_space = spaces.Discrete(check_int("max_candidates", max_candidates, 1))
         self.fallback_action = fallback_action
         self._menu: CandidateMenu | None = None
 

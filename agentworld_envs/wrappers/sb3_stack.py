@@ -16,6 +16,7 @@ from typing import Literal
 import gymnasium as gym
 from gymnasium.wrappers import FlattenObservation, TimeAwareObservation
 
+from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.wrappers.candidate_actions import GIVE_UP_ACTION, DiscreteCandidateActions
 from agentworld_envs.wrappers.candidate_observation import CandidateObservation
 from agentworld_envs.wrappers.prompt_observation import PromptAwareObservation
@@ -60,8 +61,8 @@ def wrap_for_sb3(env: gym.Env, *, max_candidates: int, max_length: int = 256,
     """
     if observation not in ("dict", "box"):
         raise ValueError(f"observation must be 'dict' or 'box', not {observation!r}")
-    if candidate_length is not None and candidate_length < 1:
-        raise ValueError(f"candidate_length must be >= 1, not {candidate_length}")
+    if candidate_length is not None:
+        check_int("candidate_length", candidate_length, 1)
     env = DiscreteCandidateActions(env, max_candidates, fallback_action)
     env = PromptAwareObservation(env)
     env = TimeAwareObservation(env, flatten=False)

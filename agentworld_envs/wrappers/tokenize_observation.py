@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.wrappers.tokenizers import load_tokenizer
 
 __all__ = ["PAD_ID", "TokenIdEncoder", "TokenizeObservation"]
@@ -44,8 +45,7 @@ class TokenIdEncoder:
 
     def __init__(self, max_length: int = 256, tokenizer: str = "bytes",
                  truncation_side: Literal["left", "right"] = "right") -> None:
-        if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, not {max_length}")
+        max_length = check_int("max_length", max_length, 1)
         if truncation_side not in ("left", "right"):
             raise ValueError(f"truncation_side must be 'left' or 'right', not {truncation_side!r}")
         self.max_length = max_length

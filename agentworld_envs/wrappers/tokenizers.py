@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 from gymnasium.error import DependencyNotInstalled
@@ -63,6 +64,10 @@ class HFTokenizer:
         return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def load_tokenizer(name: str) -> Tokenizer:
-    """``"bytes"`` for :class:`ByteTokenizer`; anything else names a Hugging Face tokenizer."""
-    return ByteTokenizer() if name == "bytes" else HFTokenizer(name)
+def load_tokenizer(name: str | os.PathLike[str]) -> Tokenizer:
+    """``"bytes"`` for :class:`ByteTokenizer`; any other text or path names a Hugging Face
+    tokenizer (anything else raises ``ValueError``, before a download is tried)."""
+    if not isinstance(name, str | os.PathLike) or name == "":
+        raise ValueError(f"tokenizer must be 'bytes' or a Hugging Face tokenizer's hub id or "
+                         f"folder, got {name!r}")
+    return ByteTokenizer() if name == "bytes" else HFTokenizer(os.fspath(name))

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
+from team_envs.core import (
+    SharedContextEnv,
+    SharedContextParallelEnv,
+    check_flag,
+    check_int,
+    wrap,
+)
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["ArithmeticChainTask", "env", "raw_env", "parallel_env"]
@@ -67,7 +73,7 @@ class ArithmeticChainTask(ReasoningTask):
         super().__init__(**kwargs)
         self.steps = check_int("steps", self.n_agents if steps is None else steps, 1, 32)
         self.max_operand = check_int("max_operand", max_operand, 2)
-        self.split = split
+        self.split = check_flag("split", split)
 
     def generate(self, rng: np.random.Generator) -> Problem:
         """A start value and steps; products that would pass 10,000 become additions."""

@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
+from team_envs.core import (
+    SharedContextEnv,
+    SharedContextParallelEnv,
+    check_flag,
+    check_int,
+    wrap,
+)
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["CountdownTask", "evaluate_expression", "env", "raw_env", "parallel_env"]
@@ -89,7 +95,7 @@ class CountdownTask(ReasoningTask):
         super().__init__(**kwargs)
         self.numbers = check_int("numbers", numbers, 2, 6)
         self.max_number = check_int("max_number", max_number, 2, 100)
-        self.split = split
+        self.split = check_flag("split", split)
 
     def _expression(self, rng: np.random.Generator, numbers: list[int]) -> tuple[Fraction, str]:
         """Combine a random subset of ``numbers`` pairwise with random operations."""

@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from team_envs.core import SharedContextEnv, SharedContextParallelEnv, check_int, wrap
+from team_envs.core import (
+    SharedContextEnv,
+    SharedContextParallelEnv,
+    check_flag,
+    check_int,
+    wrap,
+)
 from team_envs.text.base import Problem, ReasoningTask
 
 __all__ = ["LogicGridTask", "Clue", "env", "raw_env", "parallel_env"]
@@ -100,7 +106,7 @@ class LogicGridTask(ReasoningTask):
         self.names = PEOPLE[:people]
         self.attributes = [(name, values[:people])
                            for name, values in list(ATTRIBUTES.items())[:attributes]]
-        self.split = split
+        self.split = check_flag("split", split)
 
     def _candidate_clues(self, solution: np.ndarray) -> list[Clue]:
         people, n_attr = len(self.names), len(self.attributes)

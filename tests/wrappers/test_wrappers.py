@@ -212,7 +212,7 @@ def test_bad_observation_mode_is_refused() -> None:
 @pytest.mark.parametrize("length", [0, -1])
 def test_a_candidate_length_below_one_is_refused(length: int) -> None:
     """Before, 0 silently became ``max_length`` and -1 blamed ``max_length``."""
-    with pytest.raises(ValueError, match=f"candidate_length must be >= 1, not {length}"):
+    with pytest.raises(ValueError, match=f"candidate_length must be an integer >= 1, got {length}"):
         wrap_for_sb3(gym.make("AgentFloor/A2-v0"), max_candidates=3, candidate_length=length)
 
 
