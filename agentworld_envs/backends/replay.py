@@ -449,7 +449,10 @@ class ReplayBackend(Backend):
     def check_config(path: str | Path, model: str | dict[str, Any] = "") -> None:
         """Raise :class:`FileNotFoundError` when there is no file at ``path``; a command checks
         a ``replay`` config with it (:func:`~agentworld_envs.backends.check_backend_config`)
-        before it makes anything. A folder is refused as a ``ValueError``."""
+        before it makes anything. A folder, or a path that is no text, is refused as a
+        ``ValueError``."""
+        if not isinstance(path, str | os.PathLike):
+            raise ValueError(f"path must name a file of recorded completions, got {path!r}")
         if Path(path).is_dir():
             raise ValueError(f"path {str(path)!r} is a folder, not a file of recorded completions")
         if not Path(path).is_file():

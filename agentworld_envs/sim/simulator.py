@@ -24,6 +24,7 @@ import pydantic
 from gymnasium.error import ClosedEnvironmentError
 
 from agentworld_envs.backends.faults import FaultTally, TooManyFaultsError
+from agentworld_envs.cli_errors import refused_value
 from agentworld_envs.domains import get_domain
 from agentworld_envs.protocol.chat import Fault
 from agentworld_envs.protocol.seeding import draw_seed
@@ -106,9 +107,11 @@ class Simulator:
                              f"{type(spec).__name__}")
         try:
             return self.domain.resolve(spec)
-        except pydantic.ValidationError as error:
+        except pydantic.ValidationError as error:  # one line; the server answers with its errors
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'scenario'}: "
+                                 f"{refused_value(e)}" for e in error.errors())
             raise ValueError(f'options["scenario"] is no valid {self.domain.key} scenario: '
-                             f"{error}") from error  # the server answers with its errors
+                             f"{problems}") from error
 
     def episode(self, rng: np.random.Generator, options: dict[str, Any] | None,
                 limit: int, sampling_stream: int = 0, exact: bool = False) -> Episode:

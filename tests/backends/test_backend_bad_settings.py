@@ -23,6 +23,7 @@ OPENAI = {"name": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
      r"rules\[0\]: match is no regular expression: missing \)"),
     ({"name": "scripted", "rules": [{"match": "a", "reply": "b", "error": "c"}]},
      r"rules\[0\]: a scripted rule needs exactly one of reply or error"),
+    ({"name": "replay", "path": 3}, "path must name a file of recorded completions, got 3"),
 ])
 def test_a_bad_backend_value_is_refused_in_one_line_naming_its_key(
         config: dict[str, Any], message: str) -> None:

@@ -105,3 +105,14 @@ def test_an_unsupported_render_mode_says_which_are_supported() -> None:
         gym.make(TERMINAL, backend="scripted", render_mode="human")
     with pytest.raises(ValueError, match="unsupported render_mode 3; use 'ansi' or None"):
         _make_vec(render_mode=3)
+
+
+def test_a_malformed_scenario_in_reset_options_is_refused_in_one_line() -> None:
+    """pydantic's report took one line per problem and a line of its link for each."""
+    env = gym.make("AgentWorld/Search-v0", backend="scripted")
+    with pytest.raises(ValueError) as refused:
+        env.reset(seed=0, options={"scenario": {"id": "half", "max_steps": "many"}})
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(
+        'options["scenario"] is no valid search scenario: '), message
+    assert "instruction: " in message and "max_steps: " in message, message
