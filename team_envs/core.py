@@ -30,6 +30,8 @@ mid-episode goes on with that episode.
 from __future__ import annotations
 
 import abc
+import difflib
+import inspect
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -212,13 +214,34 @@ class SharedContextEnv(AECEnv):
         **task_kwargs: Passed to ``task_type``.
 
     Raises:
-        TypeError: ``team_task`` is not a ``task_type``, or comes with ``task_kwargs``.
+        TypeError: ``team_task`` is not a ``task_type``, or comes with ``task_kwargs``; a name
+            in ``task_kwargs`` that ``task_type`` takes no setting of (the message lists them).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human"], "name": "shared_context_v0",
         "is_parallelizable": False, "render_fps": 1}
     task_type: ClassVar[type[TeamTask]]
+
+    @classmethod
+    def _check_settings(cls, task_kwargs: Mapping[str, Any]) -> None:
+        """Refuse a setting ``task_type`` does not take, naming the env's settings (the task's
+        constructor said only ``FloorTeamTask.__init__() got an unexpected keyword``)."""
+        known = {"render_mode"}
+        for klass in cls.task_type.__mro__:  # each constructor hands on its **kwargs
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            parameters = inspect.signature(init).parameters.values()
+            known |= {p.name for p in parameters if p.name != "self" and p.kind in (
+                p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+                break
+        if unknown := sorted(set(task_kwargs) - known):
+            near = difflib.get_close_matches(unknown[0], known, n=1)
+            raise TypeError(f"{cls.metadata['name']} takes no setting {unknown[0]!r}"
+                             f"{f' (did you mean {near[0]!r}?)' if near else ''}; its settings: "
+                             f"{', '.join(sorted(known))}")
 
     def __init__(self, render_mode: str | None = None, *, team_task: TeamTask | None = None,
                  **task_kwargs: Any) -> None:
@@ -228,6 +251,7 @@ class SharedContextEnv(AECEnv):
                              f"or None")
         self.render_mode = render_mode
         if team_task is None:
+            self._check_settings(task_kwargs)
             self.task = self.task_type(**task_kwargs)
         elif task_kwargs:
             raise TypeError(f"give team_task or the task's keyword arguments, not both (got "

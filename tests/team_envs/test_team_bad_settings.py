@@ -32,3 +32,19 @@ def test_roles_that_are_no_list_are_refused_by_name(family: str, roles: object) 
     """``'int' object is not iterable``."""
     with pytest.raises(ValueError, match=r"^roles must be a list of role names, got "):
         pettingzoo.make("aec", f"team_envs/{family}-v0", roles=roles)
+
+
+@pytest.mark.parametrize(("env_id", "setting", "message"), [
+    ("team_envs/floor_team-v0", "max_cycles",
+     r"^floor_team_v0 takes no setting 'max_cycles'; its settings: executor_turns, "),
+    ("team_envs/arithmetic_chain-v0", "n_agent",
+     r"^arithmetic_chain_v0 takes no setting 'n_agent' \(did you mean 'n_agents'\?\); its "
+     r"settings: .*max_cycles"),
+])
+def test_an_unknown_setting_is_refused_naming_the_envs_settings(env_id: str, setting: str,
+                                                                 message: str) -> None:
+    """Before: ``FloorTeamTask.__init__() got an unexpected keyword argument 'max_cycles'``,
+    naming a class the user never wrote and none of the settings."""
+    for form in ("aec", "parallel"):
+        with pytest.raises(TypeError, match=message):
+            pettingzoo.make(form, env_id, **{setting: 3})
