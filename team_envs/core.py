@@ -32,6 +32,7 @@ from __future__ import annotations
 import abc
 import difflib
 import inspect
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -45,6 +46,9 @@ from pettingzoo.utils import wrappers
 
 from agentworld_envs.protocol.integers import check_int
 from agentworld_envs.protocol.seeding import generator_state, restore_generator
+
+_UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
+"""How Python refuses a keyword a constructor does not take."""
 
 __all__ = [
     "MIN_AGENTS",
@@ -224,24 +228,29 @@ class SharedContextEnv(AECEnv):
     task_type: ClassVar[type[TeamTask]]
 
     @classmethod
-    def _check_settings(cls, task_kwargs: Mapping[str, Any]) -> None:
-        """Refuse a setting ``task_type`` does not take, naming the env's settings (the task's
-        constructor said only ``FloorTeamTask.__init__() got an unexpected keyword``)."""
+    def _build_task(cls, task_kwargs: Mapping[str, Any]) -> TeamTask:
+        """``task_type(**task_kwargs)``; a setting it does not take is refused naming the env's
+        settings (the task's constructor said only ``FloorTeamTask.__init__() got an
+        unexpected keyword argument``, naming a class the user never wrote)."""
+        try:
+            return cls.task_type(**task_kwargs)
+        except TypeError as error:
+            unknown = _UNEXPECTED.search(str(error))
+            if unknown is None or unknown[1] not in task_kwargs:
+                raise
         known = {"render_mode"}
         for klass in cls.task_type.__mro__:  # each constructor hands on its **kwargs
-            init = klass.__dict__.get("__init__")
-            if init is None:
+            if (init := klass.__dict__.get("__init__")) is None:
                 continue
             parameters = inspect.signature(init).parameters.values()
             known |= {p.name for p in parameters if p.name != "self" and p.kind in (
                 p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
             if not any(p.kind is p.VAR_KEYWORD for p in parameters):
                 break
-        if unknown := sorted(set(task_kwargs) - known):
-            near = difflib.get_close_matches(unknown[0], known, n=1)
-            raise TypeError(f"{cls.metadata['name']} takes no setting {unknown[0]!r}"
-                             f"{f' (did you mean {near[0]!r}?)' if near else ''}; its settings: "
-                             f"{', '.join(sorted(known))}")
+        near = difflib.get_close_matches(unknown[1], known, n=1)
+        raise TypeError(f"{cls.metadata['name']} takes no setting {unknown[1]!r}"
+                        f"{f' (did you mean {near[0]!r}?)' if near else ''}; its settings: "
+                        f"{', '.join(sorted(known))}") from None
 
     def __init__(self, render_mode: str | None = None, *, team_task: TeamTask | None = None,
                  **task_kwargs: Any) -> None:
@@ -251,8 +260,7 @@ class SharedContextEnv(AECEnv):
                              f"or None")
         self.render_mode = render_mode
         if team_task is None:
-            self._check_settings(task_kwargs)
-            self.task = self.task_type(**task_kwargs)
+            self.task = self._build_task(task_kwargs)
         elif task_kwargs:
             raise TypeError(f"give team_task or the task's keyword arguments, not both (got "
                             f"team_task and {sorted(task_kwargs)})")
