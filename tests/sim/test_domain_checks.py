@@ -28,6 +28,10 @@ NO_OPS = {
 }
 
 
+REFUND_READ = '{"name": "get_charge", "arguments": {"charge_id": "ch_7Hq2"}}'
+REFUNDED = "Refunded 129 EUR on charge ch_7Hq2."
+
+
 def _reward(domain: str, scenario_id: str, actions: list[str]) -> float:
     scenario = get_domain(domain).builtin[scenario_id]
     env = make(domain, backend=witness_backend(scenario))
@@ -99,6 +103,10 @@ def _wrong_answer_reported_infeasible(scenario_id: str) -> list[str]:
     ("terminal", "terminal-git-feature-branch",
      ['[{"keystrokes": "git branch feature/login && git checkout -b feature/login && git status'
       '\\n"}]', "[]"]),
+    # a partial refund, claimed as the full one
+    *(("mcp", "mcp-payments-refund-flaky", [REFUND_READ, refund, REFUNDED]) for refund in [
+        '{"name": "create_refund", "arguments": {"charge_id": "ch_7Hq2", "amount": 1290}}',
+        '{"name": "create_refund", "arguments": {"amount": 100, "charge_id": "ch_7Hq2"}}']),
 ])
 def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                         actions: list[str]) -> None:
@@ -115,6 +123,9 @@ def test_a_wrong_episode_scores_nothing(domain: str, scenario_id: str,
                                               '[{"keystrokes": "find data -type f\\n"}]', "[]"]),
     ("terminal", "terminal-git-feature-branch",
      ['[{"keystrokes": "git checkout -b feature/login && git branch --show-current\\n"}]', "[]"]),
+    ("mcp", "mcp-payments-refund-flaky", [  # the full amount, given
+        REFUND_READ, '{"name": "create_refund", "arguments": {"charge_id": "ch_7Hq2", '
+                     '"amount": 12900}}', REFUNDED]),
     ("terminal", "terminal-git-feature-branch",  # made first, then switched to (or forced)
      ['[{"keystrokes": "git branch feature/login && git switch feature/login\\n"}]',
       '[{"keystrokes": "git status\\n"}]', "[]"]),
