@@ -7,15 +7,12 @@ Python's global ``random``; their records must be equal.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import warnings
 
 import pytest
 
 import team_envs  # noqa: F401
+from tests.helpers.hash_seeds import printed_under_hash_seeds
 
 _EPISODES = r"""
 import json, warnings
@@ -82,19 +79,8 @@ print(json.dumps(records))
 """
 
 
-def _records(*hash_seeds: int) -> list[dict[str, object]]:
-    """Every case's record, in one process per hash seed (run side by side)."""
-    runs = [subprocess.Popen([sys.executable, "-c", _EPISODES], text=True,
-                             env={**os.environ, "PYTHONHASHSEED": str(seed)},
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            for seed in hash_seeds]
-    outputs = [run.communicate()[0] for run in runs]
-    assert [run.returncode for run in runs] == [0] * len(runs)
-    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
-
-
 def test_every_registered_env_plays_the_same_episode_under_two_hash_seeds() -> None:
-    first, second = _records(1, 2)
+    first, second = printed_under_hash_seeds(_EPISODES, 1, 2)
     assert first.keys() == second.keys()
     assert len(first) > 50 and sum(isinstance(r, list) for r in first.values()) > 50
     assert [name for name in first if first[name] != second[name]] == []

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("reasoning_gym")
 
 from team_envs.text import reasoning  # noqa: E402
+from tests.helpers.hash_seeds import printed_under_hash_seeds  # noqa: E402
 
 _ANSWERS = """
 import json, sys
@@ -23,19 +19,8 @@ print(json.dumps({n: [str(reasoning_gym.create_dataset(n, seed=0, size=8)[i]["an
 _SUSPECTS = ("knight_swap", "word_ladder", "basic_arithmetic")
 
 
-def _answers(*hash_seeds: int) -> list[dict[str, list[str]]]:
-    """The suspects' first answers in one process per hash seed (run side by side)."""
-    runs = [subprocess.Popen([sys.executable, "-c", _ANSWERS, *_SUSPECTS], text=True,
-                             env={**os.environ, "PYTHONHASHSEED": str(seed)},
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            for seed in hash_seeds]
-    outputs = [run.communicate()[0] for run in runs]
-    assert [run.returncode for run in runs] == [0] * len(runs)
-    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
-
-
 def test_datasets_whose_answers_follow_the_hash_seed_are_declared() -> None:
-    first, second = _answers(1, 2)
+    first, second = printed_under_hash_seeds(_ANSWERS, 1, 2, args=_SUSPECTS)
     hashed = {name for name in _SUSPECTS if first[name] != second[name]}
     assert hashed, "no suspect differs between hash seeds: the probe proves nothing"
     assert hashed <= reasoning._HASH_DEPENDENT
