@@ -19,6 +19,7 @@ import pytest
 
 from agentworld_envs.cli import main
 from agentworld_envs.sim.fidelity_journal import JOURNAL, REPORT
+from tests.helpers.examples import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]
 FIDELITY = ["sim", "fidelity", "--backend", "scripted", "--tasks", "A1,B2,C3,D4,E5", "--json"]
@@ -43,7 +44,7 @@ def kill_after(scenarios: int, argv: list[str], marker: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(marker), str(scenarios),
                               *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120  # a hang guard only
+    deadline = time.monotonic() + HANG_GUARD_S  # a hang guard only
     while child.poll() is None and not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     child.send_signal(signal.SIGKILL)

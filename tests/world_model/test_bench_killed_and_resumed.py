@@ -25,6 +25,7 @@ from agentworld_envs.backends.scripted import ScriptedBackend
 from agentworld_envs.bench.items import item_from_dict, write_items
 from agentworld_envs.bench.journal import JOURNAL
 from agentworld_envs.cli import main
+from tests.helpers.examples import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 6
@@ -80,7 +81,7 @@ def kill_after(lines: int, argv: list[str], marker: Path) -> None:
     ``lines`` lines."""
     child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(marker), str(lines), *argv],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120  # a hang guard only
+    deadline = time.monotonic() + HANG_GUARD_S  # a hang guard only
     while child.poll() is None and not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     child.send_signal(signal.SIGKILL)
