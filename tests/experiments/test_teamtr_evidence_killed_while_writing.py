@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.examples import HANG_GUARD_S
 from trainers.experiments.teamtr_evidence import RESULTS_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def test_a_replot_killed_while_writing_the_results_it_read_leaves_them_whole(
     before = results.read_bytes()
     child = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING, "--replot", str(results),
                             "--docs", str(tmp_path), "--out", str(tmp_path / "out")],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert results.read_bytes() == before
     assert json.loads((tmp_path / "out" / "results.json").read_text())["runs"]
